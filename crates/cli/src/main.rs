@@ -1,0 +1,56 @@
+//! `netacl`: the one binary. Subcommands: `serve` (admin API), `eval` (replay requests against a
+//! rule set), `bench` (measure the evaluator), `edge` (the enforcing proxy), `fingerprint`
+//! (JA3/JA4 of ClientHello records), `directory` (import directory data).
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd_bench;
+mod cmd_directory;
+mod cmd_edge;
+mod cmd_eval;
+mod cmd_fingerprint;
+mod cmd_serve;
+
+/// A network ACL evaluation engine and the tenant admin service that feeds it.
+#[derive(Parser)]
+#[command(name = "netacl", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the admin API (and the engine it feeds).
+    Serve(cmd_serve::Args),
+    /// Evaluate requests (JSON lines) against a rule file; one decision a line.
+    Eval(cmd_eval::Args),
+    /// Measure the compiled evaluator against the reference evaluator on a synthetic rule set.
+    Bench(cmd_bench::Args),
+    /// Run the enforcing reverse proxy.
+    Edge(cmd_edge::Args),
+    /// Print JA3/JA4 of TLS ClientHello records given as hex, one a line.
+    Fingerprint(cmd_fingerprint::Args),
+    /// Manage directory data (users, groups, members, sessions, connections).
+    Directory(cmd_directory::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => cmd_serve::run(args),
+        Command::Eval(args) => cmd_eval::run(args),
+        Command::Bench(args) => cmd_bench::run(args),
+        Command::Edge(args) => cmd_edge::run(args),
+        Command::Fingerprint(args) => cmd_fingerprint::run(args),
+        Command::Directory(args) => cmd_directory::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("netacl: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,185 @@
+use std::fmt;
+
+use crate::{Limits, Rule, Timestamp, ValidationError};
+
+const BASE58: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+/// A network ACL id: `acl_` followed by 22 base58 characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AclId(String);
+
+impl AclId {
+    /// Parses an id; `None` when it does not have the `acl_` + 22 base58 form.
+    pub fn parse(s: &str) -> Option<Self> {
+        let rest = s.strip_prefix("acl_")?;
+        (rest.len() == 22 && rest.bytes().all(|c| BASE58.contains(&c))).then(|| Self(s.to_owned()))
+    }
+
+    /// The id that 128 random bits spell (58^22 > 2^128, so every value has its own id).
+    pub fn from_random(mut bits: u128) -> Self {
+        let mut digits = [b'1'; 22];
+        for digit in digits.iter_mut().rev() {
+            *digit = BASE58[(bits % 58) as usize];
+            bits /= 58;
+        }
+        let mut s = String::with_capacity(26);
+        s.push_str("acl_");
+        s.extend(digits.iter().map(|&c| c as char));
+        Self(s)
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AclId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Evaluation order, 1..=100; lower first. Defaults to 50.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Priority(u8);
+
+impl Priority {
+    /// The default priority, 50.
+    pub const DEFAULT: Priority = Priority(50);
+
+    /// A priority in 1..=100.
+    pub fn new(value: u64) -> Option<Self> {
+        (1..=100).contains(&value).then_some(Self(value as u8))
+    }
+
+    /// The number.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl Default for Priority {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A validated create/replace body: `{description, active, priority, rule}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkAclSpec {
+    /// At most 255 characters.
+    pub description: String,
+    /// An inactive rule is stored but never evaluated.
+    pub active: bool,
+    /// Evaluation order.
+    pub priority: Priority,
+    /// What to match and what to do.
+    pub rule: Rule,
+}
+
+impl NetworkAclSpec {
+    /// Validates a create/replace body.
+    pub fn from_json(body: &serde_json::Value, limits: &Limits) -> Result<Self, ValidationError> {
+        crate::validate::spec_from_json(body, "", limits)
+    }
+
+    /// The body as JSON, every value exactly as it was accepted.
+    pub fn to_json(&self) -> serde_json::Value {
+        crate::validate::spec_to_json(self)
+    }
+
+    /// How many entries the rule holds over `match` and `not_match`.
+    pub fn entry_count(&self) -> usize {
+        self.rule
+            .match_criteria
+            .as_ref()
+            .map_or(0, |c| c.entry_count())
+            + self.rule.not_match.as_ref().map_or(0, |c| c.entry_count())
+    }
+}
+
+/// A validated partial-update (PATCH) body: any non-empty subset of the four fields. A `rule`
+/// given here replaces the whole stored rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkAclPatch {
+    /// New description.
+    pub description: Option<String>,
+    /// New `active` flag.
+    pub active: Option<bool>,
+    /// New priority.
+    pub priority: Option<Priority>,
+    /// New rule (replaces the whole rule).
+    pub rule: Option<Rule>,
+}
+
+impl NetworkAclPatch {
+    /// Validates a PATCH body.
+    pub fn from_json(body: &serde_json::Value, limits: &Limits) -> Result<Self, ValidationError> {
+        crate::validate::patch_from_json(body, limits)
+    }
+
+    /// The spec that results from applying the patch to `current`.
+    pub fn apply(&self, current: &NetworkAclSpec) -> NetworkAclSpec {
+        NetworkAclSpec {
+            description: self
+                .description
+                .clone()
+                .unwrap_or_else(|| current.description.clone()),
+            active: self.active.unwrap_or(current.active),
+            priority: self.priority.unwrap_or(current.priority),
+            rule: self.rule.clone().unwrap_or_else(|| current.rule.clone()),
+        }
+    }
+}
+
+/// A stored network ACL: the spec plus the server-set `id`, `created_at` and `updated_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkAcl {
+    /// `acl_...`.
+    pub id: AclId,
+    /// The validated body.
+    pub spec: NetworkAclSpec,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last changed.
+    pub updated_at: Timestamp,
+}
+
+impl NetworkAcl {
+    /// Validates a stored record (as the list and get endpoints return it).
+    pub fn from_json(record: &serde_json::Value, limits: &Limits) -> Result<Self, ValidationError> {
+        crate::validate::record_from_json(record, "", limits)
+    }
+
+    /// The record as the API returns it.
+    pub fn to_json(&self) -> serde_json::Value {
+        crate::validate::record_to_json(self)
+    }
+}
+
+/// A tenant's whole rule set at one version: what the evaluator compiles.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuleSet {
+    /// The version of the rule set (the store bumps it on every change).
+    pub version: u64,
+    /// The records, in any order.
+    pub acls: Vec<NetworkAcl>,
+}
+
+impl RuleSet {
+    /// Validates a rule file: a JSON array of stored records, or the list endpoint's
+    /// `{"network_acls": [...]}` envelope. Errors name the record's index and id.
+    pub fn from_json(
+        value: &serde_json::Value,
+        version: u64,
+        limits: &Limits,
+    ) -> Result<Self, ValidationError> {
+        crate::validate::rule_set_from_json(value, version, limits)
+    }
+
+    /// How many entries the set holds over all its rules.
+    pub fn entry_count(&self) -> usize {
+        self.acls.iter().map(|acl| acl.spec.entry_count()).sum()
+    }
+}
