@@ -1,1 +1,11 @@
-//! placeholder
+//! netacl-edge: enforcement at the edge (work in progress; see the module docs).
+#![deny(missing_docs)]
+
+mod client_addr;
+mod path;
+
+pub use client_addr::{
+    canonical_ip, ClientAddrResolver, ForwardedHeader, RequestAddrs, TrustedProxies,
+    TrustedProxyError,
+};
+pub use path::normalize_path;
