@@ -10,6 +10,10 @@ pub struct ValidationError {
     pub path: String,
     /// What is wrong, without the path.
     pub reason: String,
+    /// The `id` of the record that failed, when a rule set ([`crate::RuleSet::from_json`]) was
+    /// being validated and that record has a string `id`; `None` for single bodies. Not part of
+    /// the displayed message.
+    pub rule_id: Option<String>,
 }
 
 impl ValidationError {
@@ -18,7 +22,14 @@ impl ValidationError {
         Self {
             path: path.into(),
             reason: reason.into(),
+            rule_id: None,
         }
+    }
+
+    /// The same error, attributed to the rule set record whose id is `rule_id`.
+    pub fn with_rule_id(mut self, rule_id: impl Into<String>) -> Self {
+        self.rule_id = Some(rule_id.into());
+        self
     }
 }
 

@@ -36,8 +36,10 @@
 mod acl;
 mod criteria;
 mod error;
+mod formats;
 mod limits;
 mod rule;
+mod schema;
 mod scope;
 mod timestamp;
 mod validate;
