@@ -1,1 +1,156 @@
-//! placeholder
+//! Durable storage of network ACLs and tenant data, behind a small backend-agnostic trait.
+//!
+//! Every write is one transaction; uniqueness (a tenant's ACL priorities, ids) is enforced by the
+//! database itself, so concurrent writers cannot both win; and every change to a tenant's network
+//! ACLs bumps that tenant's rule-set version in the same transaction. Writes are conditioned on the
+//! version the caller expects, so a writer that built its new rule set from a stale snapshot is
+//! refused ([`StoreError::VersionConflict`]) instead of silently overwriting.
+//!
+//! The embedded backend is SQLite ([`SqliteStore`]: WAL, `synchronous=FULL`, one writer). A
+//! networked backend implements the same [`Store`] trait.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use netacl_model::{AclId, Limits, NetworkAcl, NetworkAclSpec, Timestamp};
+//! use netacl_store::{SqliteStore, Store, StoreError, TenantId};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), Limits::default())?);
+//! let tenant = TenantId::default_tenant();
+//! let state = store.ensure_tenant(&tenant, "localhost:8080").await?;
+//! assert_eq!(state.acl_version, 0);
+//!
+//! let spec = NetworkAclSpec::from_json(&serde_json::json!({
+//!     "description": "block a bad network", "active": true, "priority": 10,
+//!     "rule": {"action": {"block": true}, "scope": "tenant",
+//!              "match": {"ipv4_cidrs": ["198.51.100.0/24"]}}
+//! }), &Limits::default())?;
+//! let now = Timestamp::now();
+//! let acl = NetworkAcl { id: AclId::from_random(7), spec, created_at: now, updated_at: now };
+//! let version = store.create_network_acl(&tenant, 0, &acl).await?;
+//! assert_eq!(version, 1);
+//!
+//! // The same priority again is refused by the database, and nothing is written.
+//! let twin = NetworkAcl { id: AclId::from_random(8), ..acl.clone() };
+//! assert!(matches!(
+//!     store.create_network_acl(&tenant, 1, &twin).await,
+//!     Err(StoreError::PriorityTaken(_))
+//! ));
+//! let rules = store.network_acl_rule_set(&tenant).await?;
+//! assert_eq!((rules.version, rules.acls.len()), (1, 1));
+//! assert_eq!(rules.acls[0], acl);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod credentials;
+mod error;
+mod sqlite;
+mod tenant;
+
+use async_trait::async_trait;
+use netacl_model::{AclId, NetworkAcl, RuleSet};
+
+pub use credentials::{StoredClient, StoredSigningKey};
+pub use error::StoreError;
+pub use sqlite::SqliteStore;
+pub use tenant::{Tenant, TenantId};
+
+/// Tenants: the owner of every other record.
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    /// The tenant, created (at ACL version 0) if it does not exist; its domain is updated to
+    /// `domain`.
+    async fn ensure_tenant(&self, tenant: &TenantId, domain: &str) -> Result<Tenant, StoreError>;
+
+    /// The tenant, if it exists.
+    async fn tenant(&self, tenant: &TenantId) -> Result<Option<Tenant>, StoreError>;
+}
+
+/// One page of a tenant's network ACLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclPage {
+    /// The records, ascending by priority then id.
+    pub acls: Vec<NetworkAcl>,
+    /// How many records the tenant holds in all.
+    pub total: u64,
+    /// The tenant's rule-set version the page was read at.
+    pub version: u64,
+}
+
+/// A tenant's network ACLs. Writes are conditioned on the tenant's rule-set version
+/// (`expected_version`) and return the new version (always `expected_version + 1`).
+#[async_trait]
+pub trait NetworkAclStore: Send + Sync {
+    /// The tenant's whole rule set at its current version, every record re-validated.
+    async fn network_acl_rule_set(&self, tenant: &TenantId) -> Result<RuleSet, StoreError>;
+
+    /// One page (`offset`, `limit`) ordered by priority then id, with the total count.
+    async fn list_network_acls(
+        &self,
+        tenant: &TenantId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<AclPage, StoreError>;
+
+    /// One record; [`StoreError::NotFound`] when it does not exist.
+    async fn get_network_acl(
+        &self,
+        tenant: &TenantId,
+        id: &AclId,
+    ) -> Result<NetworkAcl, StoreError>;
+
+    /// Inserts a new record. [`StoreError::PriorityTaken`] when another record holds its
+    /// priority, [`StoreError::DuplicateId`] when its id exists.
+    async fn create_network_acl(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        acl: &NetworkAcl,
+    ) -> Result<u64, StoreError>;
+
+    /// Replaces the record with `acl.id` (which must exist) by `acl`.
+    async fn replace_network_acl(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        acl: &NetworkAcl,
+    ) -> Result<u64, StoreError>;
+
+    /// Deletes the record; [`StoreError::NotFound`] when it does not exist.
+    async fn delete_network_acl(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        id: &AclId,
+    ) -> Result<u64, StoreError>;
+}
+
+/// A tenant's token signing keys and API clients.
+#[async_trait]
+pub trait CredentialStore: Send + Sync {
+    /// The tenant's signing keys, oldest first.
+    async fn signing_keys(&self, tenant: &TenantId) -> Result<Vec<StoredSigningKey>, StoreError>;
+
+    /// Adds a signing key.
+    async fn add_signing_key(
+        &self,
+        tenant: &TenantId,
+        key: &StoredSigningKey,
+    ) -> Result<(), StoreError>;
+
+    /// The tenant's clients, ordered by id.
+    async fn clients(&self, tenant: &TenantId) -> Result<Vec<StoredClient>, StoreError>;
+
+    /// Creates the client, or replaces the one with the same id.
+    async fn put_client(&self, tenant: &TenantId, client: &StoredClient) -> Result<(), StoreError>;
+}
+
+/// Everything the admin service stores. Implemented by every type that implements the
+/// per-resource traits; used as `Arc<dyn Store>`.
+pub trait Store: TenantStore + NetworkAclStore + CredentialStore {}
+
+impl<T: TenantStore + NetworkAclStore + CredentialStore> Store for T {}

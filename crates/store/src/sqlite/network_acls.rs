@@ -1,0 +1,243 @@
+use async_trait::async_trait;
+use netacl_model::{AclId, NetworkAcl, RuleSet};
+use rusqlite::{params, Connection, ErrorCode};
+
+use super::tenants::{acl_version, bump_acl_version};
+use super::SqliteStore;
+use crate::{AclPage, NetworkAclStore, StoreError, TenantId};
+
+#[async_trait]
+impl NetworkAclStore for SqliteStore {
+    async fn network_acl_rule_set(&self, tenant: &TenantId) -> Result<RuleSet, StoreError> {
+        let tenant = tenant.clone();
+        self.read(move |conn, limits| {
+            let tx = conn.transaction()?;
+            let version = acl_version(&tx, &tenant)?;
+            let acls = query_acls(
+                &tx,
+                &tenant,
+                limits,
+                "SELECT id, record FROM network_acls WHERE tenant_id = ?1 ORDER BY priority, id",
+                params![tenant.as_str()],
+            )?;
+            tx.commit()?;
+            Ok(RuleSet { version, acls })
+        })
+        .await
+    }
+
+    async fn list_network_acls(
+        &self,
+        tenant: &TenantId,
+        offset: u64,
+        limit: u64,
+    ) -> Result<AclPage, StoreError> {
+        let tenant = tenant.clone();
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn, limits| {
+            let tx = conn.transaction()?;
+            let version = acl_version(&tx, &tenant)?;
+            let total: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM network_acls WHERE tenant_id = ?1",
+                [tenant.as_str()],
+                |row| row.get(0),
+            )?;
+            let acls = query_acls(
+                &tx,
+                &tenant,
+                limits,
+                "SELECT id, record FROM network_acls WHERE tenant_id = ?1
+                 ORDER BY priority, id LIMIT ?2 OFFSET ?3",
+                params![tenant.as_str(), limit, offset],
+            )?;
+            tx.commit()?;
+            Ok(AclPage {
+                acls,
+                total: super::to_version(total),
+                version,
+            })
+        })
+        .await
+    }
+
+    async fn get_network_acl(
+        &self,
+        tenant: &TenantId,
+        id: &AclId,
+    ) -> Result<NetworkAcl, StoreError> {
+        let (tenant, id) = (tenant.clone(), id.clone());
+        self.read(move |conn, limits| {
+            let mut acls = query_acls(
+                conn,
+                &tenant,
+                limits,
+                "SELECT id, record FROM network_acls WHERE tenant_id = ?1 AND id = ?2",
+                params![tenant.as_str(), id.as_str()],
+            )?;
+            acls.pop()
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL {id}")))
+        })
+        .await
+    }
+
+    async fn create_network_acl(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        acl: &NetworkAcl,
+    ) -> Result<u64, StoreError> {
+        let (tenant, row) = (tenant.clone(), Row::of(acl)?);
+        self.write(move |conn, _| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let version = bump_acl_version(&tx, &tenant, expected_version)?;
+            tx.execute(
+                "INSERT INTO network_acls (tenant_id, id, priority, record, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    tenant.as_str(),
+                    row.acl.id.as_str(),
+                    row.acl.spec.priority.get(),
+                    row.record,
+                    row.acl.created_at.unix_millis(),
+                    row.acl.updated_at.unix_millis()
+                ],
+            )
+            .map_err(|err| row.constraint_error(err))?;
+            tx.commit()?;
+            Ok(version)
+        })
+        .await
+    }
+
+    async fn replace_network_acl(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        acl: &NetworkAcl,
+    ) -> Result<u64, StoreError> {
+        let (tenant, row) = (tenant.clone(), Row::of(acl)?);
+        self.write(move |conn, _| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let version = bump_acl_version(&tx, &tenant, expected_version)?;
+            let changed = tx
+                .execute(
+                    "UPDATE network_acls SET priority = ?3, record = ?4, updated_at = ?5
+                     WHERE tenant_id = ?1 AND id = ?2",
+                    params![
+                        tenant.as_str(),
+                        row.acl.id.as_str(),
+                        row.acl.spec.priority.get(),
+                        row.record,
+                        row.acl.updated_at.unix_millis()
+                    ],
+                )
+                .map_err(|err| row.constraint_error(err))?;
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!("network ACL {}", row.acl.id)));
+            }
+            tx.commit()?;
+            Ok(version)
+        })
+        .await
+    }
+
+    async fn delete_network_acl(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        id: &AclId,
+    ) -> Result<u64, StoreError> {
+        let (tenant, id) = (tenant.clone(), id.clone());
+        self.write(move |conn, _| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let version = bump_acl_version(&tx, &tenant, expected_version)?;
+            let changed = tx.execute(
+                "DELETE FROM network_acls WHERE tenant_id = ?1 AND id = ?2",
+                params![tenant.as_str(), id.as_str()],
+            )?;
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!("network ACL {id}")));
+            }
+            tx.commit()?;
+            Ok(version)
+        })
+        .await
+    }
+}
+
+/// A record ready to be written: the validated value and its JSON text.
+struct Row {
+    acl: NetworkAcl,
+    record: String,
+}
+
+impl Row {
+    fn of(acl: &NetworkAcl) -> Result<Self, StoreError> {
+        let record = serde_json::to_string(&acl.to_json())
+            .map_err(|err| StoreError::Unavailable(format!("cannot serialise record: {err}")))?;
+        Ok(Self {
+            acl: acl.clone(),
+            record,
+        })
+    }
+
+    /// Maps a unique-constraint failure to the error it means.
+    fn constraint_error(&self, err: rusqlite::Error) -> StoreError {
+        match constraint_message(&err) {
+            Some(message) if message.contains("priority") => {
+                StoreError::PriorityTaken(self.acl.spec.priority)
+            }
+            Some(_) => StoreError::DuplicateId(self.acl.id.clone()),
+            None => err.into(),
+        }
+    }
+}
+
+/// The message of a UNIQUE / PRIMARY KEY constraint failure, `None` for any other error.
+pub(super) fn constraint_message(err: &rusqlite::Error) -> Option<String> {
+    match err {
+        rusqlite::Error::SqliteFailure(code, message)
+            if code.code == ErrorCode::ConstraintViolation
+                && matches!(
+                    code.extended_code,
+                    rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                        | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+                ) =>
+        {
+            Some(message.clone().unwrap_or_default())
+        }
+        _ => None,
+    }
+}
+
+/// Runs a query returning `(id, record)` rows and re-validates every record.
+fn query_acls(
+    conn: &Connection,
+    tenant: &TenantId,
+    limits: &netacl_model::Limits,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<NetworkAcl>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+    })?;
+    let mut acls = Vec::new();
+    for row in rows {
+        let (id, record) = row?;
+        let corrupt = |reason: String| StoreError::Corrupt {
+            tenant: tenant.to_string(),
+            id: id.clone(),
+            reason,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&record).map_err(|err| corrupt(err.to_string()))?;
+        let acl = NetworkAcl::from_json(&value, limits).map_err(|err| corrupt(err.to_string()))?;
+        if acl.id.as_str() != id {
+            return Err(corrupt(format!("the record holds id {}", acl.id)));
+        }
+        acls.push(acl);
+    }
+    Ok(acls)
+}

@@ -1,0 +1,48 @@
+use std::fmt;
+
+/// A tenant's id. Every record in the store carries one, so that one deployment can serve many
+/// tenants.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId(String);
+
+impl TenantId {
+    /// The tenant a single-tenant deployment serves.
+    pub const DEFAULT: &'static str = "default";
+
+    /// A tenant id: 1..=64 characters of ASCII letters, digits, `-` and `_`.
+    pub fn new(id: &str) -> Option<Self> {
+        let ok = !id.is_empty()
+            && id.len() <= 64
+            && id
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_');
+        ok.then(|| Self(id.to_owned()))
+    }
+
+    /// The id of the default tenant.
+    pub fn default_tenant() -> Self {
+        Self(Self::DEFAULT.to_owned())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A tenant as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    /// Its id.
+    pub id: TenantId,
+    /// The host its API is served on (`localhost:8080`); issuer and audience derive from it.
+    pub domain: String,
+    /// The version of its network ACL rule set; every ACL write bumps it by one.
+    pub acl_version: u64,
+}
