@@ -1,1 +1,4 @@
 //! placeholder
+
+pub mod auth;
+pub mod rate_limit;
