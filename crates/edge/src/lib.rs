@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod client_addr;
+pub mod fingerprint;
 mod path;
 
 pub use client_addr::{
