@@ -1,0 +1,52 @@
+//! The decision the edge acted on, as it is logged, counted and attached to requests.
+use std::net::IpAddr;
+
+use netacl_model::{AclId, RequestScope};
+
+/// What the edge did with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AclVerdict {
+    /// No rule decided; the request passed.
+    None,
+    /// An `allow` rule decided; the request passed.
+    Allow,
+    /// A `block` rule decided; the edge answered 403.
+    Block,
+    /// A `redirect` rule decided; the edge answered 302.
+    Redirect,
+}
+
+impl AclVerdict {
+    /// `none`, `allow`, `block` or `redirect`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AclVerdict::None => "none",
+            AclVerdict::Allow => "allow",
+            AclVerdict::Block => "block",
+            AclVerdict::Redirect => "redirect",
+        }
+    }
+}
+
+/// The decision about one request, as the edge acted on it. Inserted into the request's
+/// extensions (for the service behind the layer) and the response's (for access logs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AclDecision {
+    /// What was done.
+    pub verdict: AclVerdict,
+    /// The deciding rule.
+    pub rule_id: Option<AclId>,
+    /// Monitoring-mode (`log`) rules that matched, in evaluation order.
+    pub monitored: Vec<AclId>,
+    /// Where a redirect sends the client.
+    pub redirect_uri: Option<String>,
+    /// The rule-set version the decision was made against.
+    pub version: u64,
+    /// The request's scope (from its normalised path).
+    pub scope: RequestScope,
+    /// The client address used (absent when the request carried no
+    /// [`ConnectionInfo`](crate::ConnectionInfo)).
+    pub client_ip: Option<IpAddr>,
+}

@@ -1,0 +1,525 @@
+//! Per-rule counters, the periodic `acls_summary` event and Prometheus text.
+//!
+//! Each rule-set version gets its own table of atomics ([`RuleTable`]), swapped in whole when
+//! the rules change, so recording a decision takes no lock: one increment for the request's
+//! scope, one for the deciding rule, one per monitoring-mode (`log`) rule that matched.
+//!
+//! A rule's *evaluated* count is derived instead of counted, so that a request does not pay one
+//! increment per rule it passes: a rule was evaluated for every request whose scope it covers,
+//! except those decided by an earlier rule (earlier in evaluation order: priority, then id).
+//! *matched* counts the requests the rule matched (deciding or monitored). When a new version is
+//! installed, every rule that keeps its id carries its totals over, so the Prometheus counters of
+//! an unchanged rule do not reset; decisions recorded into the old table while it is being
+//! replaced can be lost (a handful at most).
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use netacl_model::{AclId, RequestScope, RuleScope, RuleSet};
+
+use crate::decision::AclVerdict;
+
+const SCOPES: usize = 3;
+
+fn scope_slot(scope: RequestScope) -> usize {
+    match scope {
+        RequestScope::Management => 0,
+        RequestScope::Authentication => 1,
+        RequestScope::DynamicClientRegistration => 2,
+    }
+}
+
+const REQUEST_SCOPES: [RequestScope; SCOPES] = [
+    RequestScope::Management,
+    RequestScope::Authentication,
+    RequestScope::DynamicClientRegistration,
+];
+
+#[derive(Debug)]
+struct RuleEntry {
+    id: AclId,
+    scope: RuleScope,
+    action: &'static str,
+    /// Requests this rule decided, by request scope.
+    decided: [AtomicU64; SCOPES],
+    /// Requests in which this rule matched in monitoring mode.
+    monitored: AtomicU64,
+    /// Totals carried over from earlier versions.
+    base_evaluated: u64,
+    base_matched: u64,
+}
+
+/// The counters of one rule-set version.
+#[derive(Debug)]
+pub struct RuleTable {
+    version: u64,
+    /// Active rules in evaluation order.
+    rules: Vec<RuleEntry>,
+    by_id: HashMap<AclId, usize>,
+    /// Requests evaluated against this version, by request scope.
+    requests: [AtomicU64; SCOPES],
+}
+
+impl RuleTable {
+    fn empty() -> Self {
+        Self {
+            version: 0,
+            rules: Vec::new(),
+            by_id: HashMap::new(),
+            requests: Default::default(),
+        }
+    }
+
+    fn build(rules: &RuleSet, carried: &HashMap<AclId, (u64, u64)>) -> Self {
+        let mut active: Vec<_> = rules.acls.iter().filter(|acl| acl.spec.active).collect();
+        active.sort_by(|a, b| {
+            (a.spec.priority, a.id.as_str()).cmp(&(b.spec.priority, b.id.as_str()))
+        });
+        let entries: Vec<RuleEntry> = active
+            .iter()
+            .map(|acl| {
+                let (base_evaluated, base_matched) =
+                    carried.get(&acl.id).copied().unwrap_or_default();
+                RuleEntry {
+                    id: acl.id.clone(),
+                    scope: acl.spec.rule.scope(),
+                    action: acl.spec.rule.action().name(),
+                    decided: Default::default(),
+                    monitored: AtomicU64::new(0),
+                    base_evaluated,
+                    base_matched,
+                }
+            })
+            .collect();
+        let by_id = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.clone(), i))
+            .collect();
+        Self {
+            version: rules.version,
+            rules: entries,
+            by_id,
+            requests: Default::default(),
+        }
+    }
+
+    /// The rule-set version this table counts for.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn snapshot(&self) -> Vec<RuleStat> {
+        let requests: [u64; SCOPES] = std::array::from_fn(|s| self.requests[s].load(Relaxed));
+        // Requests of each scope still undecided when reaching the current rule.
+        let mut remaining = requests;
+        let mut out = Vec::with_capacity(self.rules.len());
+        for rule in &self.rules {
+            let decided: [u64; SCOPES] = std::array::from_fn(|s| rule.decided[s].load(Relaxed));
+            let mut evaluated = 0u64;
+            for (slot, scope) in REQUEST_SCOPES.iter().enumerate() {
+                if rule.scope.covers(*scope) {
+                    evaluated = evaluated.saturating_add(remaining[slot]);
+                    remaining[slot] = remaining[slot].saturating_sub(decided[slot]);
+                }
+            }
+            let matched = decided
+                .iter()
+                .sum::<u64>()
+                .saturating_add(rule.monitored.load(Relaxed));
+            out.push(RuleStat {
+                rule_id: rule.id.clone(),
+                action: rule.action,
+                scope: rule.scope,
+                evaluated: evaluated.saturating_add(rule.base_evaluated),
+                matched: matched.saturating_add(rule.base_matched),
+            });
+        }
+        out
+    }
+}
+
+/// Totals of one rule since the edge started (carried across rule-set versions while the rule
+/// keeps its id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuleStat {
+    /// The rule.
+    pub rule_id: AclId,
+    /// Its action (`block`, `allow`, `log`, `redirect`).
+    pub action: &'static str,
+    /// Its scope.
+    pub scope: RuleScope,
+    /// Requests the rule was evaluated for.
+    pub evaluated: u64,
+    /// Requests the rule matched.
+    pub matched: u64,
+}
+
+/// Counters of an edge: per rule (see the module docs), per verdict, per connection outcome.
+#[derive(Debug)]
+pub struct EdgeMetrics {
+    table: ArcSwap<RuleTable>,
+    verdicts: [AtomicU64; 4],
+    unattributed: AtomicU64,
+    connections_accepted: AtomicU64,
+    connections_refused: AtomicU64,
+    handshake_failures: AtomicU64,
+    rule_source_errors: AtomicU64,
+    policy_version: AtomicU64,
+}
+
+impl Default for EdgeMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn verdict_slot(verdict: AclVerdict) -> usize {
+    match verdict {
+        AclVerdict::None => 0,
+        AclVerdict::Allow => 1,
+        AclVerdict::Block => 2,
+        AclVerdict::Redirect => 3,
+    }
+}
+
+const VERDICTS: [AclVerdict; 4] = [
+    AclVerdict::None,
+    AclVerdict::Allow,
+    AclVerdict::Block,
+    AclVerdict::Redirect,
+];
+
+impl EdgeMetrics {
+    /// Empty counters.
+    pub fn new() -> Self {
+        Self {
+            table: ArcSwap::from_pointee(RuleTable::empty()),
+            verdicts: Default::default(),
+            unattributed: AtomicU64::new(0),
+            connections_accepted: AtomicU64::new(0),
+            connections_refused: AtomicU64::new(0),
+            handshake_failures: AtomicU64::new(0),
+            rule_source_errors: AtomicU64::new(0),
+            policy_version: AtomicU64::new(0),
+        }
+    }
+
+    /// Installs the table for a new rule-set version, carrying totals of unchanged ids.
+    pub fn install_rules(&self, rules: &RuleSet) {
+        let old = self.table.load_full();
+        if old.version == rules.version && old.rules.len() == rules.acls.len() && rules.version != 0
+        {
+            return;
+        }
+        let carried: HashMap<AclId, (u64, u64)> = old
+            .snapshot()
+            .into_iter()
+            .map(|s| (s.rule_id, (s.evaluated, s.matched)))
+            .collect();
+        self.table
+            .store(Arc::new(RuleTable::build(rules, &carried)));
+        self.policy_version.store(rules.version, Relaxed);
+    }
+
+    /// Records one request's decision (made against rule-set `version`).
+    pub fn record(
+        &self,
+        version: u64,
+        scope: RequestScope,
+        verdict: AclVerdict,
+        rule: Option<&AclId>,
+        monitored: &[AclId],
+    ) {
+        self.verdicts[verdict_slot(verdict)].fetch_add(1, Relaxed);
+        let table = self.table.load();
+        if table.version != version {
+            // The table for this version is not installed (yet): count the request only.
+            self.unattributed.fetch_add(1, Relaxed);
+            return;
+        }
+        let slot = scope_slot(scope);
+        table.requests[slot].fetch_add(1, Relaxed);
+        if let Some(i) = rule.and_then(|id| table.by_id.get(id)) {
+            table.rules[*i].decided[slot].fetch_add(1, Relaxed);
+        }
+        for id in monitored {
+            if let Some(i) = table.by_id.get(id) {
+                table.rules[*i].monitored.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Counts an accepted (`true`) or refused connection.
+    pub fn record_connection(&self, accepted: bool) {
+        if accepted {
+            &self.connections_accepted
+        } else {
+            &self.connections_refused
+        }
+        .fetch_add(1, Relaxed);
+    }
+
+    /// Counts a failed TLS handshake (or a connection that sent no ClientHello).
+    pub fn record_handshake_failure(&self) {
+        self.handshake_failures.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a failed rule-source fetch or reload.
+    pub fn record_rule_source_error(&self) {
+        self.rule_source_errors.fetch_add(1, Relaxed);
+    }
+
+    /// Requests decided with `verdict` so far.
+    pub fn verdict_count(&self, verdict: AclVerdict) -> u64 {
+        self.verdicts[verdict_slot(verdict)].load(Relaxed)
+    }
+
+    /// Connections refused before the TLS handshake (or before any request on plain HTTP).
+    pub fn connections_refused(&self) -> u64 {
+        self.connections_refused.load(Relaxed)
+    }
+
+    /// Per-rule totals of the installed version, in evaluation order.
+    pub fn rule_stats(&self) -> Vec<RuleStat> {
+        self.table.load().snapshot()
+    }
+
+    /// The metrics in the Prometheus text exposition format (version 0.0.4).
+    pub fn render_prometheus(&self) -> String {
+        let mut out = String::with_capacity(1024);
+        let table = self.table.load();
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_policy_version Version of the rule set the counters are kept for.\n\
+             # TYPE netacl_edge_policy_version gauge\nnetacl_edge_policy_version {}",
+            table.version
+        );
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_requests_total Requests evaluated, by verdict.\n\
+             # TYPE netacl_edge_requests_total counter"
+        );
+        for v in VERDICTS {
+            let _ = writeln!(
+                out,
+                "netacl_edge_requests_total{{verdict=\"{}\"}} {}",
+                v.as_str(),
+                self.verdict_count(v)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_requests_unattributed_total Requests decided by a version whose \
+             counter table was not installed yet.\n\
+             # TYPE netacl_edge_requests_unattributed_total counter\n\
+             netacl_edge_requests_unattributed_total {}",
+            self.unattributed.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_connections_total Connections, by outcome of the connection-level check.\n\
+             # TYPE netacl_edge_connections_total counter\n\
+             netacl_edge_connections_total{{result=\"accepted\"}} {}\n\
+             netacl_edge_connections_total{{result=\"refused\"}} {}",
+            self.connections_accepted.load(Relaxed),
+            self.connections_refused.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_tls_handshake_failures_total Connections without a usable ClientHello or handshake.\n\
+             # TYPE netacl_edge_tls_handshake_failures_total counter\n\
+             netacl_edge_tls_handshake_failures_total {}",
+            self.handshake_failures.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_rule_source_errors_total Failed rule fetches or reloads (the last good rules stay).\n\
+             # TYPE netacl_edge_rule_source_errors_total counter\n\
+             netacl_edge_rule_source_errors_total {}",
+            self.rule_source_errors.load(Relaxed)
+        );
+        let stats = table.snapshot();
+        for (name, help) in [
+            ("evaluated", "Requests a rule was evaluated for."),
+            ("matched", "Requests a rule matched."),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP netacl_edge_rule_{name}_total {help}\n# TYPE netacl_edge_rule_{name}_total counter"
+            );
+            for s in &stats {
+                let value = if name == "evaluated" {
+                    s.evaluated
+                } else {
+                    s.matched
+                };
+                let _ = writeln!(
+                    out,
+                    "netacl_edge_rule_{name}_total{{rule_id=\"{}\",action=\"{}\",scope=\"{}\"}} {value}",
+                    s.rule_id, s.action, s.scope
+                );
+            }
+        }
+        out
+    }
+
+    /// Emits one `acls_summary` event per rule every `interval` (counts over the interval), on
+    /// target `netacl_edge::summary`, until the returned task is aborted.
+    pub fn spawn_summary(self: Arc<Self>, interval: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut last: HashMap<AclId, (u64, u64)> = HashMap::new();
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                last = self.emit_summary(&last, interval);
+            }
+        })
+    }
+
+    /// Emits the summary events for the counts since `last`; returns the new totals.
+    fn emit_summary(
+        &self,
+        last: &HashMap<AclId, (u64, u64)>,
+        interval: Duration,
+    ) -> HashMap<AclId, (u64, u64)> {
+        let version = self.table.load().version;
+        let mut next = HashMap::new();
+        for s in self.rule_stats() {
+            let (e0, m0) = last.get(&s.rule_id).copied().unwrap_or_default();
+            tracing::info!(
+                target: "netacl_edge::summary",
+                event = "acls_summary",
+                rule_id = %s.rule_id,
+                action = s.action,
+                scope = %s.scope,
+                policy_version = version,
+                interval_s = interval.as_secs(),
+                evaluated = s.evaluated.saturating_sub(e0),
+                matched = s.matched.saturating_sub(m0),
+                evaluated_total = s.evaluated,
+                matched_total = s.matched,
+                "acls_summary"
+            );
+            next.insert(s.rule_id, (s.evaluated, s.matched));
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(version: u64, specs: &[(&str, u64, &str, &str)]) -> RuleSet {
+        let records: Vec<_> = specs
+            .iter()
+            .map(|(id, priority, action, scope)| {
+                serde_json::json!({
+                    "id": id, "description": "t", "active": true, "priority": priority,
+                    "rule": {"action": {*action: true}, "scope": scope,
+                             "match": {"ipv4_cidrs": ["192.0.2.0/24"]}},
+                    "created_at": "2026-01-01T00:00:00.000Z",
+                    "updated_at": "2026-01-01T00:00:00.000Z"
+                })
+            })
+            .collect();
+        RuleSet::from_json(
+            &serde_json::Value::Array(records),
+            version,
+            &netacl_model::Limits::default(),
+        )
+        .expect("valid test rules")
+    }
+
+    const A: &str = "acl_1111111111111111111111";
+    const B: &str = "acl_2222222222222222222222";
+    const C: &str = "acl_3333333333333333333333";
+
+    fn id(s: &str) -> AclId {
+        AclId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn evaluated_is_derived_from_earlier_decisions() {
+        let m = EdgeMetrics::new();
+        m.install_rules(&rules(
+            3,
+            &[
+                (A, 1, "log", "tenant"),
+                (B, 2, "block", "management"),
+                (C, 3, "allow", "tenant"),
+            ],
+        ));
+        let mgmt = RequestScope::Management;
+        let auth = RequestScope::Authentication;
+        // 2 management requests blocked by B (A monitored in one), 3 auth requests allowed by
+        // C, 1 management request undecided.
+        m.record(3, mgmt, AclVerdict::Block, Some(&id(B)), &[id(A)]);
+        m.record(3, mgmt, AclVerdict::Block, Some(&id(B)), &[]);
+        for _ in 0..3 {
+            m.record(3, auth, AclVerdict::Allow, Some(&id(C)), &[]);
+        }
+        m.record(3, mgmt, AclVerdict::None, None, &[]);
+        let stats = m.rule_stats();
+        let get = |s: &str| {
+            stats
+                .iter()
+                .find(|r| r.rule_id.as_str() == s)
+                .unwrap()
+                .clone()
+        };
+        assert_eq!((get(A).evaluated, get(A).matched), (6, 1));
+        assert_eq!((get(B).evaluated, get(B).matched), (3, 2));
+        assert_eq!((get(C).evaluated, get(C).matched), (4, 3));
+        assert_eq!(m.verdict_count(AclVerdict::Block), 2);
+
+        // A stale version is counted as a verdict but not attributed.
+        m.record(2, auth, AclVerdict::Allow, Some(&id(C)), &[]);
+        assert_eq!(get(C).matched, 3);
+
+        // A new version carries the totals of ids it keeps.
+        m.install_rules(&rules(4, &[(C, 5, "allow", "tenant")]));
+        m.record(4, auth, AclVerdict::Allow, Some(&id(C)), &[]);
+        let stats = m.rule_stats();
+        assert_eq!(stats.len(), 1);
+        assert_eq!((stats[0].evaluated, stats[0].matched), (5, 4));
+
+        let text = m.render_prometheus();
+        assert!(text.contains(&format!(
+            "netacl_edge_rule_matched_total{{rule_id=\"{C}\",action=\"allow\",scope=\"tenant\"}} 4"
+        )));
+        assert!(text.contains("netacl_edge_requests_total{verdict=\"block\"} 2"));
+        assert!(text.contains("netacl_edge_policy_version 4"));
+    }
+
+    #[test]
+    fn summary_reports_deltas() {
+        let m = EdgeMetrics::new();
+        m.install_rules(&rules(1, &[(A, 1, "block", "tenant")]));
+        m.record(
+            1,
+            RequestScope::Authentication,
+            AclVerdict::Block,
+            Some(&id(A)),
+            &[],
+        );
+        let last = m.emit_summary(&HashMap::new(), Duration::from_secs(600));
+        assert_eq!(last.get(&id(A)), Some(&(1, 1)));
+        m.record(
+            1,
+            RequestScope::Authentication,
+            AclVerdict::Block,
+            Some(&id(A)),
+            &[],
+        );
+        let next = m.emit_summary(&last, Duration::from_secs(600));
+        assert_eq!(next.get(&id(A)), Some(&(2, 2)));
+    }
+}
