@@ -205,8 +205,8 @@ type Shard = Mutex<HashMap<Box<str>, Bucket>>;
 struct Bucket {
     /// Tokens available at `updated` (fractional).
     tokens: f64,
-    /// Seconds since the epoch of the last update.
-    updated: f64,
+    /// Clock time of the last update (integer nanoseconds keep refill arithmetic exact).
+    updated: Duration,
 }
 
 /// Token-bucket rate limiter keyed by client; see the [module docs](self).
@@ -283,25 +283,23 @@ impl RateLimiter {
                 retry_after_secs: 0,
             };
         }
-        let now_secs = now.as_secs_f64();
         let burst = f64::from(self.config.burst);
         let rate = self.config.per_second;
         let shard = &self.shards[self.shard_of(key)];
         let mut buckets = shard.lock().unwrap_or_else(PoisonError::into_inner);
         let tokens = match buckets.get_mut(key) {
             Some(bucket) => {
-                let elapsed = (now_secs - bucket.updated).max(0.0);
-                bucket.tokens = (bucket.tokens + elapsed * rate).min(burst);
-                bucket.updated = bucket.updated.max(now_secs);
+                bucket.tokens = refilled(bucket, now, burst, rate);
+                bucket.updated = bucket.updated.max(now);
                 take(&mut bucket.tokens)
             }
             None => {
                 if buckets.len() >= self.per_shard {
-                    evict(&mut buckets, now_secs, burst, rate);
+                    evict(&mut buckets, now, burst, rate);
                 }
                 let mut bucket = Bucket {
                     tokens: burst,
-                    updated: now_secs,
+                    updated: now,
                 };
                 let outcome = take(&mut bucket.tokens);
                 buckets.insert(key.into(), bucket);
@@ -313,7 +311,9 @@ impl RateLimiter {
         // Whole requests left; clamp to the limit against float noise.
         let remaining = left.floor().clamp(0.0, burst) as u32;
         let full_in = (burst - left).max(0.0) / rate;
-        let reset_unix_secs = (now_secs + full_in).ceil() as u64;
+        let reset_at =
+            now.saturating_add(Duration::try_from_secs_f64(full_in).unwrap_or(Duration::MAX));
+        let reset_unix_secs = reset_at.as_secs() + u64::from(reset_at.subsec_nanos() > 0);
         let retry_after_secs = if allowed {
             0
         } else {
@@ -335,6 +335,12 @@ impl RateLimiter {
     }
 }
 
+/// The bucket's tokens at `now` (a clock going backwards refills nothing).
+fn refilled(bucket: &Bucket, now: Duration, burst: f64, rate: f64) -> f64 {
+    let elapsed = now.saturating_sub(bucket.updated).as_secs_f64();
+    (bucket.tokens + elapsed * rate).min(burst)
+}
+
 /// Take a token if one is there; returns (allowed, tokens left).
 fn take(tokens: &mut f64) -> (bool, f64) {
     if *tokens >= 1.0 {
@@ -347,15 +353,15 @@ fn take(tokens: &mut f64) -> (bool, f64) {
 
 /// Make room in a full shard: drop every bucket that has refilled completely; if none
 /// has, drop the least recently updated one.
-fn evict(buckets: &mut HashMap<Box<str>, Bucket>, now: f64, burst: f64, rate: f64) {
+fn evict(buckets: &mut HashMap<Box<str>, Bucket>, now: Duration, burst: f64, rate: f64) {
     let before = buckets.len();
-    buckets.retain(|_, b| b.tokens + (now - b.updated).max(0.0) * rate < burst);
+    buckets.retain(|_, b| refilled(b, now, burst, rate) < burst);
     if buckets.len() < before {
         return;
     }
     let oldest = buckets
         .iter()
-        .min_by(|a, b| a.1.updated.total_cmp(&b.1.updated))
+        .min_by_key(|(_, b)| b.updated)
         .map(|(k, _)| k.clone());
     if let Some(key) = oldest {
         buckets.remove(&key);
@@ -457,33 +463,33 @@ mod tests {
             "full".into(),
             Bucket {
                 tokens: 3.0,
-                updated: 100.0,
+                updated: Duration::from_millis(100000),
             },
         );
         m.insert(
             "refilled".into(),
             Bucket {
                 tokens: 0.0,
-                updated: 90.0,
+                updated: Duration::from_millis(90000),
             },
         );
         m.insert(
             "busy".into(),
             Bucket {
                 tokens: 0.0,
-                updated: 99.5,
+                updated: Duration::from_millis(99500),
             },
         );
-        evict(&mut m, 100.0, 3.0, 1.0);
+        evict(&mut m, Duration::from_secs(100), 3.0, 1.0);
         assert_eq!(keys(&m), ["busy"]);
         m.insert(
             "older".into(),
             Bucket {
                 tokens: 0.0,
-                updated: 99.0,
+                updated: Duration::from_millis(99000),
             },
         );
-        evict(&mut m, 100.0, 3.0, 1.0);
+        evict(&mut m, Duration::from_secs(100), 3.0, 1.0);
         assert_eq!(keys(&m), ["busy"]);
     }
 }

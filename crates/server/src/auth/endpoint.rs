@@ -22,10 +22,12 @@ const JSON_UTF8: &str = "application/json; charset=utf-8";
 /// - `POST /oauth/token` and `POST /oauth/token/` → [`token_endpoint`]
 /// - `GET /.well-known/jwks.json` → [`jwks_endpoint`]
 ///
-/// ```ignore
-/// let app = Router::new()
+/// ```no_run
+/// # fn app(authority: std::sync::Arc<netacl_server::auth::TenantAuthority>, management_routes: axum::Router) -> axum::Router {
+/// axum::Router::new()
 ///     .nest("/api/v2", management_routes)
-///     .merge(netacl_server::auth::token_router(authority.clone()));
+///     .merge(netacl_server::auth::token_router(authority))
+/// # }
 /// ```
 ///
 /// These routes are not rate limited here; put the server's per-peer limiter in front if

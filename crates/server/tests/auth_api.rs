@@ -1,0 +1,1311 @@
+//! The auth building blocks through a real axum `Router`, mounted the way the server
+//! mounts them: `token_router` at the root, and a guard in front of `/api/v2` that verifies
+//! the bearer token, rate-limits per client and checks the operation's scope.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Router};
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use netacl_server::auth::{
+    hash_client_secret, AuthError, AuthorityConfig, ClientRecord, Principal, SigningKey,
+    TenantAuthority, MANAGEMENT_SCOPES,
+};
+use netacl_server::rate_limit::{ManualClock, RateLimitConfig, RateLimiter};
+use rsa::pkcs1::EncodeRsaPrivateKey;
+use rsa::pkcs8::{EncodePublicKey, LineEnding};
+use serde_json::{json, Value};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tower::ServiceExt as _;
+
+const DOMAIN: &str = "localhost:8080";
+const ISSUER: &str = "https://localhost:8080/";
+const AUDIENCE: &str = "https://localhost:8080/api/v2/";
+const CLIENT_ID: &str = "TestClient0123456789abcdefABCDEF";
+const CLIENT_SECRET: &str = "correct-horse-battery-staple-secret";
+
+// ---------------------------------------------------------------------------------------
+// Fixtures: one key pair per binary (2048-bit generation is slow), cheap per-test authority.
+
+fn our_key_pem() -> &'static str {
+    static PEM: OnceLock<String> = OnceLock::new();
+    PEM.get_or_init(|| {
+        SigningKey::generate()
+            .and_then(|k| k.to_pem().map(|p| p.to_string()))
+            .expect("generate our key")
+    })
+}
+
+fn other_rsa_key() -> &'static rsa::RsaPrivateKey {
+    static KEY: OnceLock<rsa::RsaPrivateKey> = OnceLock::new();
+    KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).expect("keygen"))
+}
+
+fn our_rsa_key() -> rsa::RsaPrivateKey {
+    use rsa::pkcs8::DecodePrivateKey;
+    rsa::RsaPrivateKey::from_pkcs8_pem(our_key_pem()).expect("parse our key")
+}
+
+fn authority() -> Arc<TenantAuthority> {
+    let key = SigningKey::from_pem(our_key_pem()).expect("load key");
+    let authority = TenantAuthority::new(AuthorityConfig::new(DOMAIN), key, []).expect("authority");
+    let client = authority.management_client(
+        CLIENT_ID,
+        hash_client_secret(CLIENT_SECRET),
+        ["read:network_acls", "create:network_acls"],
+    );
+    authority.upsert_client(client).expect("client");
+    Arc::new(authority)
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs()
+}
+
+// ---------------------------------------------------------------------------------------
+// The app: what the server does in front of /api/v2, reduced to one resource.
+
+#[derive(Clone)]
+struct AppState {
+    authority: Arc<TenantAuthority>,
+    limiter: Arc<RateLimiter>,
+}
+
+fn error_response(status: StatusCode, message: &str, code: Option<&str>) -> Response {
+    let mut body = json!({
+        "statusCode": status.as_u16(),
+        "error": status.canonical_reason().unwrap_or(""),
+        "message": message,
+    });
+    if let Some(code) = code {
+        body["errorCode"] = json!(code);
+    }
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn auth_error_response(error: &AuthError) -> Response {
+    let mut response = error_response(error.status(), &error.message(), error.error_code());
+    if error.status() == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, error.www_authenticate());
+    }
+    response
+}
+
+async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let principal = match state.authority.verify_headers(request.headers()) {
+        Ok(principal) => principal,
+        // The server keys unauthenticated requests by peer address; one bucket here.
+        Err(error) => {
+            let decision = state.limiter.check("peer:127.0.0.1");
+            let mut response = auth_error_response(&error);
+            decision.apply_headers(response.headers_mut());
+            return response;
+        }
+    };
+    let decision = state.limiter.check(principal.client_id());
+    let mut response = if decision.allowed {
+        request.extensions_mut().insert(principal);
+        next.run(request).await
+    } else {
+        error_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Global limit has been reached",
+            Some("too_many_requests"),
+        )
+    };
+    decision.apply_headers(response.headers_mut());
+    response
+}
+
+async fn list_acls(Extension(principal): Extension<Principal>) -> Response {
+    match principal.require_any(&["read:network_acls"]) {
+        Ok(()) => axum::Json(json!([])).into_response(),
+        Err(error) => auth_error_response(&error),
+    }
+}
+
+async fn create_acl(Extension(principal): Extension<Principal>) -> Response {
+    match principal.require_any(&["create:network_acls"]) {
+        Ok(()) => (StatusCode::CREATED, axum::Json(json!({"id": "acl_1"}))).into_response(),
+        Err(error) => auth_error_response(&error),
+    }
+}
+
+fn app_with(authority: Arc<TenantAuthority>, limiter: RateLimiter) -> Router {
+    let state = AppState {
+        authority: authority.clone(),
+        limiter: Arc::new(limiter),
+    };
+    let api = Router::new()
+        .route("/network-acls", get(list_acls).post(create_acl))
+        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    Router::new()
+        .nest("/api/v2", api)
+        .merge(netacl_server::auth::token_router(authority))
+}
+
+fn app(authority: Arc<TenantAuthority>) -> Router {
+    app_with(
+        authority,
+        RateLimiter::new(RateLimitConfig::default()).expect("limiter"),
+    )
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+}
+
+async fn send(app: &Router, request: Request<Body>) -> Answer {
+    let response = app
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("infallible router");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+    };
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn api_get(authorization: Option<&str>) -> Request<Body> {
+    let mut builder = Request::builder()
+        .method(Method::GET)
+        .uri("/api/v2/network-acls");
+    if let Some(value) = authorization {
+        builder = builder.header(header::AUTHORIZATION, value);
+    }
+    builder.body(Body::empty()).expect("request")
+}
+
+fn api_post(authorization: &str) -> Request<Body> {
+    Request::builder()
+        .method(Method::POST)
+        .uri("/api/v2/network-acls")
+        .header(header::AUTHORIZATION, authorization)
+        .body(Body::empty())
+        .expect("request")
+}
+
+fn token_request(content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
+    let mut builder = Request::builder().method(Method::POST).uri("/oauth/token");
+    if let Some(content_type) = content_type {
+        builder = builder.header(header::CONTENT_TYPE, content_type);
+    }
+    builder.body(body.into()).expect("request")
+}
+
+// ---------------------------------------------------------------------------------------
+// Token crafting.
+
+fn valid_claims() -> Value {
+    let now = now();
+    json!({
+        "iss": ISSUER,
+        "sub": format!("{CLIENT_ID}@clients"),
+        "aud": AUDIENCE,
+        "azp": CLIENT_ID,
+        "iat": now,
+        "exp": now + 3600,
+        "scope": "read:network_acls create:network_acls",
+        "gty": "client-credentials",
+    })
+}
+
+fn with(mut claims: Value, key: &str, value: Value) -> Value {
+    claims[key] = value;
+    claims
+}
+
+fn without(mut claims: Value, key: &str) -> Value {
+    if let Some(map) = claims.as_object_mut() {
+        map.remove(key);
+    }
+    claims
+}
+
+fn rs256_header(kid: Option<&str>) -> Header {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = kid.map(str::to_owned);
+    header
+}
+
+fn sign_with(key: &rsa::RsaPrivateKey, header: &Header, claims: &Value) -> String {
+    let der = key.to_pkcs1_der().expect("pkcs1");
+    jsonwebtoken::encode(header, claims, &EncodingKey::from_rsa_der(der.as_bytes())).expect("sign")
+}
+
+fn our_kid() -> String {
+    SigningKey::from_pem(our_key_pem())
+        .expect("load")
+        .kid()
+        .to_owned()
+}
+
+fn sign(claims: &Value) -> String {
+    sign_with(&our_rsa_key(), &rs256_header(Some(&our_kid())), claims)
+}
+
+fn raw_token(header: &Value, claims: &Value, signature: &str) -> String {
+    format!(
+        "{}.{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string()),
+        signature
+    )
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+// ---------------------------------------------------------------------------------------
+// The token table.
+
+#[tokio::test]
+async fn bearer_token_table() {
+    let app = app(authority());
+    let now = now();
+    let kid = our_kid();
+    let public_pem = our_rsa_key()
+        .to_public_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("public pem");
+    let hs256_with_public_key = {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(kid.clone());
+        jsonwebtoken::encode(
+            &header,
+            &valid_claims(),
+            &EncodingKey::from_secret(public_pem.as_bytes()),
+        )
+        .expect("hs256")
+    };
+    let valid = sign(&valid_claims());
+    let valid_signature = valid.rsplit('.').next().unwrap_or_default().to_owned();
+
+    let cases: Vec<(&str, Option<String>, StatusCode)> = vec![
+        ("valid token", Some(bearer(&valid)), StatusCode::OK),
+        (
+            "scheme is case-insensitive",
+            Some(format!("bEaReR {valid}")),
+            StatusCode::OK,
+        ),
+        (
+            "no kid in the header",
+            Some(bearer(&sign_with(
+                &our_rsa_key(),
+                &rs256_header(None),
+                &valid_claims(),
+            ))),
+            StatusCode::OK,
+        ),
+        ("no Authorization header", None, StatusCode::UNAUTHORIZED),
+        (
+            "Basic scheme",
+            Some(format!("Basic {}", STANDARD.encode("user:pass"))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "Bearer without token",
+            Some("Bearer ".into()),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "bare token without scheme",
+            Some(valid.clone()),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "malformed token",
+            Some(bearer("not-a-jwt")),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "four segments",
+            Some(bearer(&format!("{valid}.AAAA"))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "garbage header segment",
+            Some(bearer(&format!(
+                "eyJhbGciOi.{}",
+                valid.split_once('.').map_or("", |p| p.1)
+            ))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "alg none, empty signature",
+            Some(bearer(&raw_token(
+                &json!({"alg": "none", "typ": "JWT"}),
+                &valid_claims(),
+                "",
+            ))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "alg none with a signature",
+            Some(bearer(&raw_token(
+                &json!({"alg": "none", "typ": "JWT"}),
+                &valid_claims(),
+                &valid_signature,
+            ))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "HS256 signed with the public key PEM as the secret",
+            Some(bearer(&hs256_with_public_key)),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "signed by another RSA key with our kid",
+            Some(bearer(&sign_with(
+                other_rsa_key(),
+                &rs256_header(Some(&kid)),
+                &valid_claims(),
+            ))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "our key, unknown kid",
+            Some(bearer(&sign_with(
+                &our_rsa_key(),
+                &rs256_header(Some("other")),
+                &valid_claims(),
+            ))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "crit header",
+            Some(bearer(&raw_token(
+                &json!({"alg": "RS256", "kid": kid, "crit": ["exp"]}),
+                &valid_claims(),
+                &valid_signature,
+            ))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "claims altered after signing",
+            Some(bearer(&{
+                let mut parts: Vec<String> = valid.split('.').map(str::to_owned).collect();
+                parts[1] = URL_SAFE_NO_PAD.encode(
+                    with(
+                        valid_claims(),
+                        "scope",
+                        json!("create:network_acls read:network_acls update:network_acls"),
+                    )
+                    .to_string(),
+                );
+                parts.join(".")
+            })),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "expired",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "exp",
+                json!(now - 3600),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "expired within the leeway",
+            Some(bearer(&sign(&with(valid_claims(), "exp", json!(now - 5))))),
+            StatusCode::OK,
+        ),
+        (
+            "not yet valid (nbf beyond the leeway)",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "nbf",
+                json!(now + 600),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "nbf within the leeway",
+            Some(bearer(&sign(&with(valid_claims(), "nbf", json!(now + 5))))),
+            StatusCode::OK,
+        ),
+        (
+            "issued in the future",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "iat",
+                json!(now + 600),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "wrong issuer",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "iss",
+                json!("https://evil.example/"),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "issuer without the trailing slash",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "iss",
+                json!("https://localhost:8080"),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "issuer as an array containing ours",
+            Some(bearer(&sign(&with(valid_claims(), "iss", json!([ISSUER]))))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "wrong audience",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "aud",
+                json!("https://localhost:8080/api/v1/"),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "audience array containing ours",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "aud",
+                json!(["https://localhost:8080/userinfo", AUDIENCE]),
+            )))),
+            StatusCode::OK,
+        ),
+        (
+            "audience array without ours",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "aud",
+                json!(["https://localhost:8080/userinfo"]),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "missing exp",
+            Some(bearer(&sign(&without(valid_claims(), "exp")))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "exp as a string",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "exp",
+                json!((now + 3600).to_string()),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "missing iss",
+            Some(bearer(&sign(&without(valid_claims(), "iss")))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "missing aud",
+            Some(bearer(&sign(&without(valid_claims(), "aud")))),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "no azp, client from sub",
+            Some(bearer(&sign(&without(valid_claims(), "azp")))),
+            StatusCode::OK,
+        ),
+        (
+            "missing scope",
+            Some(bearer(&sign(&without(valid_claims(), "scope")))),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "scope lacks read:network_acls",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "scope",
+                json!("create:network_acls"),
+            )))),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "scope only starts with the needed one",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "scope",
+                json!("read:network_aclsX"),
+            )))),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "scope as an array",
+            Some(bearer(&sign(&with(
+                valid_claims(),
+                "scope",
+                json!(["read:network_acls"]),
+            )))),
+            StatusCode::UNAUTHORIZED,
+        ),
+    ];
+
+    let mut failures = Vec::new();
+    for (name, authorization, expected) in &cases {
+        let answer = send(&app, api_get(authorization.as_deref())).await;
+        if answer.status != *expected {
+            failures.push(format!("{name}: got {}, want {expected}", answer.status));
+            continue;
+        }
+        match answer.status {
+            StatusCode::OK => assert_eq!(answer.body, json!([]), "{name}"),
+            StatusCode::UNAUTHORIZED => {
+                let www = answer
+                    .headers
+                    .get(header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                assert!(
+                    www.starts_with("Bearer"),
+                    "{name}: WWW-Authenticate {www:?}"
+                );
+                assert_eq!(answer.body["statusCode"], 401, "{name}");
+                assert_eq!(answer.body["error"], "Unauthorized", "{name}");
+                let message = answer.body["message"].as_str().unwrap_or_default();
+                assert!(
+                    [
+                        "Missing authentication",
+                        "Bad HTTP authentication header format",
+                        "Invalid token",
+                        "Expired token"
+                    ]
+                    .contains(&message),
+                    "{name}: message {message:?}"
+                );
+            }
+            StatusCode::FORBIDDEN => {
+                assert_eq!(answer.body["errorCode"], "insufficient_scope", "{name}");
+                assert_eq!(
+                    answer.body["message"],
+                    "Insufficient scope, expected any of: read:network_acls",
+                    "{name}"
+                );
+                assert!(
+                    !answer.headers.contains_key(header::WWW_AUTHENTICATE),
+                    "{name}"
+                );
+            }
+            other => panic!("{name}: unexpected {other}"),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "failed cases:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn messages_say_what_kind_of_failure_without_detail() {
+    let app = app(authority());
+    let missing = send(&app, api_get(None)).await;
+    assert_eq!(missing.body["message"], "Missing authentication");
+    assert_eq!(missing.headers[header::WWW_AUTHENTICATE], "Bearer");
+    let expired = send(
+        &app,
+        api_get(Some(&bearer(&sign(&with(
+            valid_claims(),
+            "exp",
+            json!(now() - 3600),
+        ))))),
+    )
+    .await;
+    assert_eq!(expired.body["message"], "Expired token");
+    let forged = send(
+        &app,
+        api_get(Some(&bearer(&sign_with(
+            other_rsa_key(),
+            &rs256_header(Some(&our_kid())),
+            &valid_claims(),
+        )))),
+    )
+    .await;
+    assert_eq!(forged.body["message"], "Invalid token");
+    assert!(forged.headers[header::WWW_AUTHENTICATE]
+        .to_str()
+        .is_ok_and(|v| v.contains(r#"error="invalid_token""#)));
+}
+
+#[tokio::test]
+async fn several_authorization_headers_are_refused() {
+    let app = app(authority());
+    let token = bearer(&sign(&valid_claims()));
+    let request = Request::builder()
+        .uri("/api/v2/network-acls")
+        .header(header::AUTHORIZATION, &token)
+        .header(header::AUTHORIZATION, &token)
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(send(&app, request).await.status, StatusCode::UNAUTHORIZED);
+}
+
+// ---------------------------------------------------------------------------------------
+// The token endpoint.
+
+fn json_token_body(secret: &str, audience: &str) -> String {
+    json!({
+        "grant_type": "client_credentials",
+        "client_id": CLIENT_ID,
+        "client_secret": secret,
+        "audience": audience,
+    })
+    .to_string()
+}
+
+fn decode_segment(token: &str, index: usize) -> Value {
+    let segment = token.split('.').nth(index).expect("segment");
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(segment).expect("base64url")).expect("json")
+}
+
+fn assert_oauth_error(answer: &Answer, status: StatusCode, code: &str) {
+    assert_eq!(answer.status, status, "body {}", answer.body);
+    assert_eq!(answer.body["error"], code, "body {}", answer.body);
+    assert!(answer.body["error_description"].is_string());
+    assert_eq!(answer.headers[header::CACHE_CONTROL], "no-store");
+}
+
+#[tokio::test]
+async fn json_body_issues_a_token_the_api_accepts() {
+    let authority = authority();
+    let app = app(authority.clone());
+    let answer = send(
+        &app,
+        token_request(
+            Some("application/json"),
+            json_token_body(CLIENT_SECRET, AUDIENCE),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.headers[header::CACHE_CONTROL], "no-store");
+    assert_eq!(answer.body["token_type"], "Bearer");
+    assert_eq!(answer.body["expires_in"], 86_400);
+    assert_eq!(
+        answer.body["scope"],
+        "read:network_acls create:network_acls"
+    );
+    let token = answer.body["access_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+
+    let header = decode_segment(&token, 0);
+    assert_eq!(header["alg"], "RS256");
+    assert_eq!(header["kid"], authority.signing_key().kid());
+    let claims = decode_segment(&token, 1);
+    assert_eq!(claims["iss"], ISSUER);
+    assert_eq!(claims["sub"], format!("{CLIENT_ID}@clients"));
+    assert_eq!(claims["aud"], AUDIENCE);
+    assert_eq!(claims["azp"], CLIENT_ID);
+    assert_eq!(claims["gty"], "client-credentials");
+    assert_eq!(claims["scope"], "read:network_acls create:network_acls");
+    let (iat, exp) = (claims["iat"].as_u64(), claims["exp"].as_u64());
+    assert_eq!(exp.zip(iat).map(|(e, i)| e - i), Some(86_400));
+
+    assert_eq!(
+        send(&app, api_get(Some(&bearer(&token)))).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        send(&app, api_post(&bearer(&token))).await.status,
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn form_body_null_organization_and_trailing_slash_path() {
+    let app = app(authority());
+    let form = serde_urlencoded::to_string([
+        ("grant_type", "client_credentials"),
+        ("client_id", CLIENT_ID),
+        ("client_secret", CLIENT_SECRET),
+        ("audience", AUDIENCE),
+    ])
+    .expect("form");
+    let answer = send(
+        &app,
+        token_request(
+            Some("application/x-www-form-urlencoded; charset=UTF-8"),
+            form.clone(),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert!(answer.body["access_token"].is_string());
+
+    let with_null_org = json!({
+        "grant_type": "client_credentials",
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "audience": AUDIENCE,
+        "organization": null,
+    });
+    let answer = send(
+        &app,
+        token_request(Some("application/json"), with_null_org.to_string()),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+
+    let mut with_org = with_null_org.clone();
+    with_org["organization"] = json!("org_abcdefghijklmnop");
+    let answer = send(
+        &app,
+        token_request(Some("application/json"), with_org.to_string()),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+
+    let mut request = token_request(Some("application/x-www-form-urlencoded"), form);
+    *request.uri_mut() = "/oauth/token/".parse().expect("uri");
+    assert_eq!(send(&app, request).await.status, StatusCode::OK);
+}
+
+fn basic(id: &str, secret: &str) -> String {
+    format!("Basic {}", STANDARD.encode(format!("{id}:{secret}")))
+}
+
+#[tokio::test]
+async fn basic_client_authentication() {
+    let app = app(authority());
+    let form =
+        "grant_type=client_credentials&audience=https%3A%2F%2Flocalhost%3A8080%2Fapi%2Fv2%2F";
+    let mut request = token_request(Some("application/x-www-form-urlencoded"), form);
+    request.headers_mut().insert(
+        header::AUTHORIZATION,
+        basic(CLIENT_ID, CLIENT_SECRET).parse().expect("value"),
+    );
+    let answer = send(&app, request).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let token = answer.body["access_token"].as_str().expect("token");
+    assert_eq!(decode_segment(token, 1)["azp"], CLIENT_ID);
+
+    // Wrong secret over Basic: 401 with a Basic challenge.
+    let mut request = token_request(Some("application/x-www-form-urlencoded"), form);
+    request.headers_mut().insert(
+        header::AUTHORIZATION,
+        basic(CLIENT_ID, "wrong").parse().expect("value"),
+    );
+    let answer = send(&app, request).await;
+    assert_oauth_error(&answer, StatusCode::UNAUTHORIZED, "access_denied");
+    assert!(answer.headers[header::WWW_AUTHENTICATE]
+        .to_str()
+        .is_ok_and(|v| v.starts_with("Basic realm=")));
+
+    // Basic and a body secret at once: 400.
+    let body = json_token_body(CLIENT_SECRET, AUDIENCE);
+    let mut request = token_request(Some("application/json"), body);
+    request.headers_mut().insert(
+        header::AUTHORIZATION,
+        basic(CLIENT_ID, CLIENT_SECRET).parse().expect("value"),
+    );
+    assert_oauth_error(
+        &send(&app, request).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    );
+
+    // Undecodable Basic credentials: 401.
+    let mut request = token_request(Some("application/x-www-form-urlencoded"), form);
+    request
+        .headers_mut()
+        .insert(header::AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
+    assert_oauth_error(
+        &send(&app, request).await,
+        StatusCode::UNAUTHORIZED,
+        "access_denied",
+    );
+}
+
+#[tokio::test]
+async fn refused_token_requests() {
+    let authority = authority();
+    // A client registered for no audience at all.
+    authority
+        .upsert_client(ClientRecord {
+            client_id: "NoAudienceClient".into(),
+            secret_hash: hash_client_secret("s3cret-value"),
+            scopes: vec!["read:network_acls".into()],
+            allowed_audiences: vec![],
+        })
+        .expect("client");
+    let app = app(authority);
+    let json_ct = Some("application/json");
+
+    let wrong_secret = send(
+        &app,
+        token_request(json_ct, json_token_body("wrong", AUDIENCE)),
+    )
+    .await;
+    assert_oauth_error(&wrong_secret, StatusCode::UNAUTHORIZED, "access_denied");
+
+    let unknown = json!({
+        "grant_type": "client_credentials",
+        "client_id": "nobody",
+        "client_secret": CLIENT_SECRET,
+        "audience": AUDIENCE,
+    });
+    let unknown = send(&app, token_request(json_ct, unknown.to_string())).await;
+    assert_oauth_error(&unknown, StatusCode::UNAUTHORIZED, "access_denied");
+    // Unknown client and wrong secret are indistinguishable.
+    assert_eq!(unknown.body, wrong_secret.body);
+
+    for audience in [
+        "https://localhost:8080/api/v2",
+        "https://evil.example/api/v2/",
+        "https://localhost:8080/userinfo",
+    ] {
+        let answer = send(
+            &app,
+            token_request(json_ct, json_token_body(CLIENT_SECRET, audience)),
+        )
+        .await;
+        assert_oauth_error(&answer, StatusCode::FORBIDDEN, "unauthorized_client");
+    }
+    let no_audience_client = json!({
+        "grant_type": "client_credentials",
+        "client_id": "NoAudienceClient",
+        "client_secret": "s3cret-value",
+        "audience": AUDIENCE,
+    });
+    let answer = send(&app, token_request(json_ct, no_audience_client.to_string())).await;
+    assert_oauth_error(&answer, StatusCode::FORBIDDEN, "unauthorized_client");
+
+    let mut password_grant: Value =
+        serde_json::from_str(&json_token_body(CLIENT_SECRET, AUDIENCE)).expect("json");
+    password_grant["grant_type"] = json!("password");
+    let answer = send(&app, token_request(json_ct, password_grant.to_string())).await;
+    assert_oauth_error(&answer, StatusCode::BAD_REQUEST, "unsupported_grant_type");
+
+    let malformed: Vec<(Option<&str>, String)> = vec![
+        (json_ct, "{not json".into()),
+        (json_ct, "[]".into()),
+        (json_ct, json!({"grant_type": "client_credentials", "client_id": 42}).to_string()),
+        (json_ct, json!({"grant_type": "client_credentials", "client_id": CLIENT_ID, "client_id": CLIENT_ID}).to_string()),
+        (json_ct, r#"{"grant_type":"client_credentials","client_id":"a","client_id":"b","client_secret":"x","audience":"y"}"#.into()),
+        (json_ct, json!({"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "audience": AUDIENCE}).to_string()),
+        (json_ct, json!({"grant_type": "client_credentials", "client_id": CLIENT_ID, "audience": AUDIENCE}).to_string()),
+        (json_ct, json!({"grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}).to_string()),
+        (json_ct, json!({"grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "audience": AUDIENCE, "organization": 7}).to_string()),
+        (Some("application/x-www-form-urlencoded"), "grant_type=client_credentials&grant_type=client_credentials".into()),
+        (Some("text/plain"), json_token_body(CLIENT_SECRET, AUDIENCE)),
+        (None, json_token_body(CLIENT_SECRET, AUDIENCE)),
+    ];
+    for (content_type, body) in malformed {
+        let answer = send(&app, token_request(content_type, body.clone())).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{content_type:?} {body}: {}",
+            answer.body
+        );
+        assert_oauth_error(&answer, StatusCode::BAD_REQUEST, "invalid_request");
+    }
+
+    let huge = "x".repeat(netacl_server::auth::MAX_TOKEN_BODY_BYTES + 1);
+    let answer = send(&app, token_request(json_ct, huge)).await;
+    assert_oauth_error(&answer, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request");
+}
+
+#[tokio::test]
+async fn requested_scopes_must_be_granted() {
+    let app = app(authority());
+    let mut body: Value =
+        serde_json::from_str(&json_token_body(CLIENT_SECRET, AUDIENCE)).expect("json");
+    body["scope"] = json!("read:network_acls");
+    let answer = send(
+        &app,
+        token_request(Some("application/json"), body.to_string()),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["scope"], "read:network_acls");
+    let token = answer.body["access_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    // The narrowed token cannot create.
+    let create = send(&app, api_post(&bearer(&token))).await;
+    assert_eq!(create.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        create.body["message"],
+        "Insufficient scope, expected any of: create:network_acls"
+    );
+
+    body["scope"] = json!("read:network_acls delete:network_acls");
+    let answer = send(
+        &app,
+        token_request(Some("application/json"), body.to_string()),
+    )
+    .await;
+    assert_oauth_error(&answer, StatusCode::FORBIDDEN, "access_denied");
+}
+
+#[tokio::test]
+async fn clients_added_at_run_time_and_the_bootstrap_scopes() {
+    let authority = authority();
+    let app = app(authority.clone());
+    let id = netacl_server::auth::generate_client_id();
+    let secret = netacl_server::auth::generate_client_secret();
+    let body = json!({"grant_type": "client_credentials", "client_id": id, "client_secret": secret, "audience": AUDIENCE});
+    let before = send(
+        &app,
+        token_request(Some("application/json"), body.to_string()),
+    )
+    .await;
+    assert_oauth_error(&before, StatusCode::UNAUTHORIZED, "access_denied");
+
+    let record = authority.management_client(
+        &id,
+        hash_client_secret(&secret),
+        MANAGEMENT_SCOPES.iter().copied(),
+    );
+    assert!(authority.upsert_client(record).expect("client").is_none());
+    let after = send(
+        &app,
+        token_request(Some("application/json"), body.to_string()),
+    )
+    .await;
+    assert_eq!(after.status, StatusCode::OK, "{}", after.body);
+    let scope = after.body["scope"].as_str().expect("scope");
+    assert_eq!(scope.split(' ').count(), MANAGEMENT_SCOPES.len());
+    let token = after.body["access_token"].as_str().expect("token");
+    let principal = authority
+        .verify_bearer(Some(&bearer(token)))
+        .expect("valid");
+    assert_eq!(principal.client_id(), id);
+    assert!(principal.has_scope("update:branding"));
+
+    assert!(authority.remove_client(&id).is_some());
+    let removed = send(
+        &app,
+        token_request(Some("application/json"), body.to_string()),
+    )
+    .await;
+    assert_oauth_error(&removed, StatusCode::UNAUTHORIZED, "access_denied");
+}
+
+#[tokio::test]
+async fn jwks_verifies_issued_tokens() {
+    let authority = authority();
+    let app = app(authority.clone());
+    let request = Request::builder()
+        .uri("/.well-known/jwks.json")
+        .body(Body::empty())
+        .expect("request");
+    let answer = send(&app, request).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_value(answer.body).expect("JWKS");
+    let jwk = set.find(authority.signing_key().kid()).expect("our kid");
+    let key = jsonwebtoken::DecodingKey::from_jwk(jwk).expect("RSA JWK");
+
+    let token = authority
+        .issue_client_credentials(&netacl_server::auth::TokenRequest::client_credentials(
+            CLIENT_ID,
+            CLIENT_SECRET,
+            AUDIENCE,
+        ))
+        .expect("issued");
+    let mut validation = jsonwebtoken::Validation::new(Algorithm::RS256);
+    validation.set_audience(&[AUDIENCE]);
+    validation.set_issuer(&[ISSUER]);
+    let data =
+        jsonwebtoken::decode::<Value>(&token.access_token, &key, &validation).expect("verifies");
+    assert_eq!(data.claims["azp"], CLIENT_ID);
+}
+
+// ---------------------------------------------------------------------------------------
+// Rate limits through the router.
+
+#[tokio::test]
+async fn rate_limit_headers_and_refusal_through_the_router() {
+    let authority = authority();
+    let clock = ManualClock::new(Duration::from_secs(1_800_000_000));
+    let limiter = RateLimiter::with_clock(
+        RateLimitConfig {
+            burst: 3,
+            per_second: 1.0,
+        },
+        1_024,
+        Arc::new(clock.clone()),
+    )
+    .expect("limiter");
+    let app = app_with(authority, limiter);
+    let token = bearer(&sign(&valid_claims()));
+
+    for expected_remaining in [2u32, 1, 0] {
+        let answer = send(&app, api_get(Some(&token))).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.headers["x-ratelimit-limit"], "3");
+        assert_eq!(
+            answer.headers["x-ratelimit-remaining"],
+            expected_remaining.to_string().as_str()
+        );
+        let reset: u64 = answer.headers["x-ratelimit-reset"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("integer");
+        assert_eq!(reset, 1_800_000_000 + u64::from(3 - expected_remaining));
+        assert!(!answer.headers.contains_key(header::RETRY_AFTER));
+    }
+    let refused = send(&app, api_get(Some(&token))).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.body["statusCode"], 429);
+    assert_eq!(refused.body["errorCode"], "too_many_requests");
+    assert_eq!(refused.headers["x-ratelimit-remaining"], "0");
+    let retry: u64 = refused.headers[header::RETRY_AFTER]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("integer");
+    assert!(retry >= 1);
+
+    // Another client has its own bucket; the limit follows the token, not a header.
+    let other = bearer(&sign(&with(valid_claims(), "azp", json!("AnotherClient"))));
+    let answer = send(&app, api_get(Some(&other))).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.headers["x-ratelimit-remaining"], "2");
+
+    clock.advance(Duration::from_secs(retry));
+    let answer = send(&app, api_get(Some(&token))).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.headers["x-ratelimit-remaining"], "0");
+}
+
+#[test]
+fn exactly_the_burst_passes_then_refill() {
+    let clock = ManualClock::new(Duration::from_secs(1_700_000_000));
+    let limiter = RateLimiter::with_clock(
+        RateLimitConfig {
+            burst: 100,
+            per_second: 50.0,
+        },
+        1_024,
+        Arc::new(clock.clone()),
+    )
+    .expect("limiter");
+    for i in 0..100u32 {
+        let decision = limiter.check("client");
+        assert!(decision.allowed, "request {i}");
+        assert_eq!(decision.limit, 100);
+        assert_eq!(decision.remaining, 99 - i);
+        let mut headers = HeaderMap::new();
+        decision.apply_headers(&mut headers);
+        assert_eq!(
+            headers["x-ratelimit-remaining"],
+            (99 - i).to_string().as_str()
+        );
+        assert_eq!(headers["x-ratelimit-limit"], "100");
+        assert_eq!(
+            headers["x-ratelimit-reset"],
+            decision.reset_unix_secs.to_string().as_str()
+        );
+        assert!(!headers.contains_key(header::RETRY_AFTER));
+    }
+    let refused = limiter.check("client");
+    assert!(!refused.allowed);
+    assert_eq!(refused.remaining, 0);
+    assert!(refused.retry_after_secs >= 1);
+    // Empty bucket refills in 100 / 50 = 2 seconds.
+    assert_eq!(refused.reset_unix_secs, 1_700_000_002);
+    let mut headers = HeaderMap::new();
+    refused.apply_headers(&mut headers);
+    assert_eq!(
+        headers[header::RETRY_AFTER],
+        refused.retry_after_secs.to_string().as_str()
+    );
+
+    // 100 ms later, five requests' worth has refilled.
+    clock.advance(Duration::from_millis(100));
+    let passed = (0..10).filter(|_| limiter.check("client").allowed).count();
+    assert_eq!(passed, 5);
+    // After a long pause the bucket is full again, not more.
+    clock.advance(Duration::from_secs(3_600));
+    let passed = (0..200).filter(|_| limiter.check("client").allowed).count();
+    assert_eq!(passed, 100);
+}
+
+/// The same attacks, checked at the verifier for the exact reason, so that a token is
+/// refused for the intended check and not by accident of another one.
+#[test]
+fn verifier_refuses_each_attack_for_its_own_reason() {
+    let authority = authority();
+    let now = now();
+    let kid = our_kid();
+    let public_pem = our_rsa_key()
+        .to_public_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("public pem");
+    let mut hs256 = Header::new(Algorithm::HS256);
+    hs256.kid = Some(kid.clone());
+    let hs256_token = jsonwebtoken::encode(
+        &hs256,
+        &valid_claims(),
+        &EncodingKey::from_secret(public_pem.as_bytes()),
+    )
+    .expect("hs256");
+    let valid = sign(&valid_claims());
+    let signature = valid.rsplit('.').next().unwrap_or_default().to_owned();
+
+    let cases: Vec<(&str, String, AuthError)> = vec![
+        (
+            "alg none",
+            raw_token(&json!({"alg": "none"}), &valid_claims(), &signature),
+            AuthError::UnsupportedAlgorithm,
+        ),
+        (
+            "alg None (case games)",
+            raw_token(&json!({"alg": "None"}), &valid_claims(), &signature),
+            AuthError::UnsupportedAlgorithm,
+        ),
+        (
+            "HS256 with the public key",
+            hs256_token,
+            AuthError::UnsupportedAlgorithm,
+        ),
+        (
+            "RS256 by another key",
+            sign_with(other_rsa_key(), &rs256_header(Some(&kid)), &valid_claims()),
+            AuthError::BadSignature,
+        ),
+        (
+            "foreign kid",
+            sign_with(&our_rsa_key(), &rs256_header(Some("x")), &valid_claims()),
+            AuthError::UnknownKey,
+        ),
+        (
+            "typ not a JWT",
+            raw_token(
+                &json!({"alg": "RS256", "typ": "JWE"}),
+                &valid_claims(),
+                &signature,
+            ),
+            AuthError::UnsupportedAlgorithm,
+        ),
+        (
+            "expired",
+            sign(&with(valid_claims(), "exp", json!(now - 3600))),
+            AuthError::Expired,
+        ),
+        (
+            "nbf in the future",
+            sign(&with(valid_claims(), "nbf", json!(now + 600))),
+            AuthError::NotYetValid,
+        ),
+        (
+            "iat in the future",
+            sign(&with(valid_claims(), "iat", json!(now + 600))),
+            AuthError::NotYetValid,
+        ),
+        (
+            "wrong issuer",
+            sign(&with(
+                valid_claims(),
+                "iss",
+                json!("https://localhost:8081/"),
+            )),
+            AuthError::WrongIssuer,
+        ),
+        (
+            "wrong audience",
+            sign(&with(
+                valid_claims(),
+                "aud",
+                json!("https://localhost:8080/"),
+            )),
+            AuthError::WrongAudience,
+        ),
+        (
+            "missing exp",
+            sign(&without(valid_claims(), "exp")),
+            AuthError::MissingClaim,
+        ),
+        (
+            "missing iss",
+            sign(&without(valid_claims(), "iss")),
+            AuthError::MissingClaim,
+        ),
+        (
+            "missing aud",
+            sign(&without(valid_claims(), "aud")),
+            AuthError::MissingClaim,
+        ),
+        (
+            "no azp and no sub",
+            sign(&without(without(valid_claims(), "azp"), "sub")),
+            AuthError::MissingClaim,
+        ),
+        (
+            "fractional exp",
+            sign(&with(valid_claims(), "exp", json!(now as f64 + 3600.5))),
+            AuthError::MalformedToken,
+        ),
+        (
+            "padding in a segment",
+            format!("{valid}="),
+            AuthError::MalformedToken,
+        ),
+        (
+            "oversized",
+            format!("{valid}{}", "A".repeat(9000)),
+            AuthError::MalformedToken,
+        ),
+    ];
+    for (name, token, expected) in cases {
+        assert_eq!(
+            authority.verify_token(&token).expect_err(name),
+            expected,
+            "{name}"
+        );
+    }
+    let principal = authority.verify_token(&valid).expect("valid");
+    assert_eq!(principal.client_id(), CLIENT_ID);
+    assert_eq!(
+        principal.scopes(),
+        ["read:network_acls", "create:network_acls"]
+    );
+}
