@@ -30,7 +30,50 @@
 //!     err.to_string(),
 //!     "Payload validation error: 'Array items are not unique (indexes 0 and 1)' on property rule.match.asns."
 //! );
+//!
+//! // A rule file (what `netacl eval` loads): errors also say which record failed.
+//! let rules = serde_json::json!([{
+//!     "id": "acl_2ZbGfPu9TCHmbkDc8Qv3rL", "description": "", "active": true,
+//!     "rule": {"action": {"log": true}, "scope": "tenant", "match": {"hostnames": ["*.x"]}}
+//! }]);
+//! let err = netacl_model::RuleSet::from_json(&rules, 1, &Limits::default()).unwrap_err();
+//! assert_eq!(err.path, "[0].rule.match.hostnames[0]");
+//! assert_eq!(err.rule_id.as_deref(), Some("acl_2ZbGfPu9TCHmbkDc8Qv3rL"));
 //! ```
+//!
+//! # The stages
+//!
+//! | input | validated by | gives |
+//! |---|---|---|
+//! | create / replace body | [`NetworkAclSpec::from_json`] | [`NetworkAclSpec`] |
+//! | PATCH body | [`NetworkAclPatch::from_json`] | [`NetworkAclPatch`] (apply it with [`NetworkAclPatch::apply`]) |
+//! | stored record (`GET` answer) | [`NetworkAcl::from_json`] | [`NetworkAcl`] |
+//! | rule file: an array of records or the list envelope `{"network_acls": [...]}` | [`RuleSet::from_json`] | [`RuleSet`] |
+//!
+//! `to_json` goes back the other way, giving every value exactly as it was accepted: CIDRs keep
+//! their host bits (`10.1.2.3/8`), codes and hostnames keep their case, lists keep their order.
+//! The domain types carry both the accepted text and the meaning (`CidrEntry::net` is
+//! `10.0.0.0/8`; `CountryCode::canonical` is uppercase), so nothing downstream re-parses text.
+//!
+//! # Errors
+//!
+//! A [`ValidationError`] holds the dotted property path (`rule.match.ipv4_cidrs[3]`; for rule
+//! files prefixed with the record's position, `[3].rule...` or `network_acls[3].rule...`), the
+//! reason in z-schema's words (`Missing required property: scope`, `Additional properties not
+//! allowed: foo`, `Expected type integer but found type number`, `String is too long (256
+//! chars), maximum 255`, `Object didn't pass validation for format ipv4-cidr: 10.0.0.256`, ...)
+//! and, for rule files, the failing record's `id`. Its `Display` is the admin API's
+//! `invalid_body` message. Only the first problem is reported, checked in a fixed order: a
+//! value's type, unknown properties, missing required properties, then members in the
+//! documented order.
+//!
+//! # Untrusted input
+//!
+//! Bodies come from the network. Validation never panics, takes time linear in the body's size
+//! (uniqueness of list items is checked with a hash map, not pairwise), and [`Limits`] caps the
+//! entries per criteria member, per rule and per rule set, and the rules per set. Unknown
+//! properties are refused at every level, so a misspelt member can never silently match
+//! everything.
 #![deny(missing_docs)]
 
 mod acl;

@@ -296,6 +296,15 @@ fn canonical_text(value: &Value) -> String {
 /// The pair z-schema reports for a non-unique array: the smallest index `i` that has an equal
 /// item after it, and the first such later index `j`. Linear time.
 pub(crate) fn first_duplicate(items: &[Value]) -> Option<(usize, usize)> {
+    // Short lists (the common case) are compared pairwise, without building a map.
+    if items.len() <= 16 {
+        let keys: Vec<EqKey<'_>> = items.iter().map(eq_key).collect();
+        return (0..keys.len()).find_map(|i| {
+            (i + 1..keys.len())
+                .find(|&j| keys[i] == keys[j])
+                .map(|j| (i, j))
+        });
+    }
     // For each distinct value: where it first occurs, and where it occurs the second time.
     let mut seen: HashMap<EqKey<'_>, (usize, Option<usize>)> = HashMap::with_capacity(items.len());
     for (j, item) in items.iter().enumerate() {
@@ -691,6 +700,28 @@ mod tests {
         );
         assert_eq!(dup(json!([[1, 2], [2, 1]])), None);
         assert_eq!(dup(json!(["A", "a"])), None);
+    }
+
+    #[test]
+    fn long_and_short_lists_agree_with_pairwise_search() {
+        // Lists of 2..40 small integers drawn from a narrow range (so duplicates are common),
+        // compared against z-schema's plain pairwise loop; both the short and long paths run.
+        let mut seed = 0x2545_f491_u32;
+        for len in 2..40usize {
+            for _ in 0..20 {
+                let items: Vec<Value> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 17;
+                        seed ^= seed << 5;
+                        json!(seed % (len as u32 * 3 / 2 + 1))
+                    })
+                    .collect();
+                let pairwise = (0..len)
+                    .find_map(|i| (i + 1..len).find(|&j| items[i] == items[j]).map(|j| (i, j)));
+                assert_eq!(first_duplicate(&items), pairwise, "{items:?}");
+            }
+        }
     }
 
     #[test]

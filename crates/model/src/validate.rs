@@ -136,8 +136,13 @@ fn rule(object: &ObjectReader<'_>, limits: &Limits) -> Result<Option<Rule>, Vali
         "scope",
         rule.enum_string("scope", &RuleScope::ALL.map(RuleScope::as_str))?,
     )?;
-    let scope =
-        RuleScope::parse(scope).ok_or_else(|| rule.error(format!("No enum match for: {scope}")))?;
+    // `enum_string` accepted only wire names, so this cannot fail; it still must not panic.
+    let scope = RuleScope::parse(scope).ok_or_else(|| {
+        ValidationError::new(
+            rule.path_of("scope"),
+            format!("No enum match for: {}", Value::from(scope)),
+        )
+    })?;
     let match_criteria = criteria(&rule, "match", limits)?;
     let not_match = criteria(&rule, "not_match", limits)?;
     let rule = Rule {
