@@ -363,10 +363,9 @@ impl<'a> ObjectReader<'a> {
             return Err(type_error("object", value)).at(path);
         };
         if let Some(unknown) = map.keys().find(|k| !schema.allowed.contains(&k.as_str())) {
-            return Err(ValidationError::new(
-                path,
-                format!("Additional properties not allowed: {unknown}"),
-            ));
+            let mut reason = String::from("Additional properties not allowed: ");
+            push_printable(&mut reason, unknown);
+            return Err(ValidationError::new(path, reason));
         }
         if let Some(missing) = schema.required.iter().find(|k| !map.contains_key(**k)) {
             return Err(ValidationError::new(path, missing_property(missing)));

@@ -546,3 +546,210 @@ fn large_members_validate() {
         "Payload validation error: 'Array items are not unique (indexes 19999 and 20000)' on property rule.match.ipv4_cidrs."
     );
 }
+
+mod properties {
+    //! Property tests: validation never panics, and whatever it accepts serialises back to a
+    //! body it accepts again, unchanged.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Keys a body might hold: every real one, plus near misses.
+    const KEYS: &[&str] = &[
+        "id",
+        "description",
+        "active",
+        "priority",
+        "rule",
+        "created_at",
+        "updated_at",
+        "action",
+        "scope",
+        "match",
+        "not_match",
+        "block",
+        "allow",
+        "log",
+        "redirect",
+        "redirect_uri",
+        "ipv4_cidrs",
+        "ipv6_cidrs",
+        "connecting_ipv4_cidrs",
+        "connecting_ipv6_cidrs",
+        "asns",
+        "geo_country_codes",
+        "geo_subdivision_codes",
+        "ja3_fingerprints",
+        "ja4_fingerprints",
+        "user_agents",
+        "hostnames",
+        "network_acls",
+        "total",
+        "Match",
+        "",
+    ];
+
+    /// Strings near the formats' edges.
+    const STRINGS: &[&str] = &[
+        "",
+        "tenant",
+        "management",
+        "authentication",
+        "dynamic_client_registration",
+        "10.0.0.0/8",
+        "10.1.2.3/8",
+        "10.0.0.256",
+        "192.0.2.1",
+        "::1",
+        "2001:db8::/32",
+        "::ffff:10.0.0.1",
+        "::ffff:0:0/96",
+        "US",
+        "us",
+        "USA",
+        "US-NY",
+        "e7d705a3286e19ea42f587b344ee6865",
+        "t13d1516h2_8daaf6152771_b186095e22b6",
+        "curl/*",
+        "a\u{0}b",
+        "example.com.",
+        "*.x",
+        "https://example.com/",
+        "acl_2ZbGfPu9TCHmbkDc8Qv3rL",
+        "2026-07-30T11:42:25.354Z",
+        "é",
+    ];
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            prop_oneof![
+                Just(0i64),
+                Just(1),
+                Just(50),
+                Just(101),
+                Just(-1),
+                Just(4_294_967_296)
+            ]
+            .prop_map(Value::from),
+            Just(json!(1.5)),
+            prop::sample::select(STRINGS).prop_map(Value::from),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(
+                    |members| {
+                        Value::Object(
+                            members
+                                .into_iter()
+                                .map(|(k, v)| (k.to_owned(), v))
+                                .collect(),
+                        )
+                    }
+                ),
+            ]
+        })
+    }
+
+    fn criteria() -> impl Strategy<Value = Value> {
+        let list = |items: &'static [&'static str]| {
+            prop::sample::subsequence(items, 1..=items.len()).prop_shuffle()
+        };
+        (
+            prop::option::of(list(&[
+                "10.1.2.3/8",
+                "192.0.2.1",
+                "0.0.0.0/0",
+                "203.0.113.0/24",
+            ])),
+            prop::option::of(list(&["2001:db8::/32", "::1", "2001:DB8:0:1::/64"])),
+            prop::option::of(prop::collection::hash_set(any::<u32>(), 1..4)),
+            prop::option::of(list(&["US", "nz", "De"])),
+            prop::option::of(list(&["curl/*", "*bot*", "Mozilla/5.0"])),
+            prop::option::of(list(&["example.com", "Login.Example.COM.", "_x.example"])),
+        )
+            .prop_filter_map("at least one member", |(v4, v6, asns, cc, ua, hosts)| {
+                let mut out = Map::new();
+                let mut put = |key: &str, value: Option<Value>| {
+                    if let Some(value) = value {
+                        out.insert(key.to_owned(), value);
+                    }
+                };
+                put("ipv4_cidrs", v4.map(|v| json!(v)));
+                put("ipv6_cidrs", v6.map(|v| json!(v)));
+                put(
+                    "asns",
+                    asns.map(|v| json!(v.into_iter().collect::<Vec<_>>())),
+                );
+                put("geo_country_codes", cc.map(|v| json!(v)));
+                put("user_agents", ua.map(|v| json!(v)));
+                put("hostnames", hosts.map(|v| json!(v)));
+                (!out.is_empty()).then_some(Value::Object(out))
+            })
+    }
+
+    fn valid_body() -> impl Strategy<Value = Value> {
+        (
+            ".{0,20}",
+            any::<bool>(),
+            1u8..=100,
+            prop::sample::select(&["block", "allow", "log", "redirect"][..]),
+            prop::sample::select(&RuleScope::ALL[..]),
+            prop::option::of(criteria()),
+            prop::option::of(criteria()),
+        )
+            .prop_filter_map(
+                "match or not_match",
+                |(description, active, priority, action, scope, m, n)| {
+                    if m.is_none() && n.is_none() {
+                        return None;
+                    }
+                    let action = if action == "redirect" {
+                        json!({"redirect": true, "redirect_uri": "https://example.com/x"})
+                    } else {
+                        json!({ action: true })
+                    };
+                    let mut rule = json!({"action": action, "scope": scope.as_str()});
+                    if let Some(m) = m {
+                        rule["match"] = m;
+                    }
+                    if let Some(n) = n {
+                        rule["not_match"] = n;
+                    }
+                    Some(json!({"description": description, "active": active,
+                                "priority": priority, "rule": rule}))
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn arbitrary_json_never_panics_and_accepted_values_are_stable(value in json_value()) {
+            let limits = Limits::default();
+            if let Ok(spec) = NetworkAclSpec::from_json(&value, &limits) {
+                let again = NetworkAclSpec::from_json(&spec.to_json(), &limits);
+                prop_assert_eq!(again, Ok(spec));
+            }
+            if let Ok(acl) = NetworkAcl::from_json(&value, &limits) {
+                let again = NetworkAcl::from_json(&acl.to_json(), &limits);
+                prop_assert_eq!(again, Ok(acl));
+            }
+            let _ = NetworkAclPatch::from_json(&value, &limits);
+            let _ = RuleSet::from_json(&value, 1, &limits);
+        }
+
+        #[test]
+        fn valid_bodies_round_trip_exactly(body in valid_body()) {
+            let spec = NetworkAclSpec::from_json(&body, &Limits::default());
+            prop_assert!(spec.is_ok(), "{:?} refused: {:?}", body, spec);
+            let spec = spec.expect("checked");
+            prop_assert_eq!(spec.to_json().to_string(), body.to_string());
+        }
+    }
+}
