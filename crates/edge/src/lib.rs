@@ -1,16 +1,114 @@
-//! netacl-edge: enforcement at the edge (work in progress; see the module docs).
+//! netacl-edge: enforcing network ACLs where the traffic arrives.
+//!
+//! The pipeline: a connection ([`ConnectionInfo`]: peer, and under TLS the SNI, JA3 and JA4
+//! from its ClientHello) and a request (path, headers) → [`Enforcer::decide`] (client address,
+//! normalised path → scope, geo/ASN lookups for the signals the live policy needs, one policy
+//! load, one evaluation) → [`AclDecision`] → enforced by [`AclLayer`] (403, 302, or the inner
+//! service) and counted in [`EdgeMetrics`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use netacl_edge::{AclVerdict, ClientAddrResolver, ConnectionInfo, Enforcer};
+//! use netacl_eval::Engine;
+//! use netacl_model::{Limits, RuleSet};
+//!
+//! let rules = RuleSet::from_json(&serde_json::json!([{
+//!     "id": "acl_6dL8L5Vqc1TxxXRuLhzD7c", "description": "no management from this net",
+//!     "active": true, "priority": 1,
+//!     "rule": {"action": {"block": true}, "scope": "management",
+//!              "match": {"ipv4_cidrs": ["192.0.2.0/24"]}},
+//!     "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+//! }]), 1, &Limits::default()).unwrap();
+//!
+//! let enforcer = Enforcer::new(Arc::new(Engine::new()), ClientAddrResolver::default());
+//! enforcer.apply_rules(&rules).unwrap();
+//!
+//! let conn = ConnectionInfo::new("192.0.2.1:50000".parse().unwrap());
+//! let headers = http::HeaderMap::new();
+//! // `//api/v2/...` is normalised to `/api/v2/...`: the management scope, blocked.
+//! let decision = enforcer.decide(Some(&conn), "//api/v2/users", None, &headers);
+//! assert_eq!(decision.verdict, AclVerdict::Block);
+//! assert_eq!(decision.rule_id.unwrap().as_str(), "acl_6dL8L5Vqc1TxxXRuLhzD7c");
+//! // Other paths are not in that rule's scope.
+//! let decision = enforcer.decide(Some(&conn), "/authorize", None, &headers);
+//! assert_eq!(decision.verdict, AclVerdict::None);
+//! ```
+//!
+//! # Where each signal comes from
+//!
+//! | signal | source |
+//! |---|---|
+//! | connecting address | the TCP peer |
+//! | client address | the peer, or the forwarding header when the peer is a trusted proxy (see [`ClientAddrResolver`]) |
+//! | country, subdivision, ASN | the client address in the GeoIP databases ([`geo::GeoEnricher`]), looked up only when a live rule names the signal |
+//! | JA3, JA4 | the ClientHello the edge read before the handshake ([`fingerprint`]); absent on plain HTTP |
+//! | hostname | the TLS SNI; without SNI (plain HTTP, or a TLS client that sent none) the `Host` header (or the HTTP/2 authority), port removed |
+//! | user agent | the `User-Agent` header (absent when missing or not visible ASCII) |
+//! | scope | the path after [`normalize_path`] |
+//!
+//! A missing signal follows the engine's rule: it matches nothing in `match` and holds in
+//! `not_match` (fails closed).
+//!
+//! # Refusing connections before the TLS handshake
+//!
+//! The proxy reads the ClientHello itself, then asks [`Enforcer::check_connection`] before
+//! handing the bytes to rustls. A connection is refused (closed without a byte of handshake)
+//! only when **every** request it could carry would be blocked:
+//!
+//! - Known at that point: the connecting address, JA3 and JA4 (a plain-HTTP connection has
+//!   none, and never will), the hostname when the ClientHello carried SNI, and — when the peer
+//!   is not a trusted proxy — the client address and its country, subdivision and ASN.
+//! - A rule is *certain* when its scope is `tenant` and every signal its `match` and
+//!   `not_match` name is known. Walking the active rules in evaluation order, the check keeps
+//!   the certain terminal rules and stops at the first uncertain `allow` or `redirect` (it
+//!   might let a request through); uncertain `block` rules are skipped (they only add
+//!   blocks, which the request-level check enforces anyway); `log` rules change no decision.
+//! - The connection is refused when the kept rules decide `block`. Everything else is decided
+//!   per request, as usual.
+//!
+//! The same check runs on plain-HTTP connections before the first request is read.
+//! Connection-level rules are derived from the rule set when it is installed
+//! ([`Enforcer::apply_rules`], [`Enforcer::observe_rules`]); they are used only while the
+//! engine's live version is the one they were derived from.
+//!
+//! # Rule sources
+//!
+//! [`run_edge`] takes an [`Engine`](netacl_eval::Engine): shared with `netacl serve` in
+//! process ([`RulesSource::Engine`], with [`EdgeConfig::rule_updates`] to follow the rule
+//! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
+//! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error.
+//!
+//! # Observability
+//!
+//! Per-rule counters without locks ([`EdgeMetrics`]), one `acls_summary` event per rule per
+//! interval (target `netacl_edge::summary`), an access event per request (target
+//! `netacl_edge::access`) and a monitoring event for `log` matches (target
+//! `netacl_edge::monitor`), and Prometheus text on an admin-only listener.
 #![deny(missing_docs)]
 
 mod client_addr;
+mod connection;
 mod decision;
+mod enforce;
 pub mod fingerprint;
+pub mod geo;
+mod layer;
 mod metrics;
 mod path;
+mod proxy;
+mod source;
 
 pub use client_addr::{
     canonical_ip, ClientAddrResolver, ForwardedHeader, RequestAddrs, TrustedProxies,
     TrustedProxyError,
 };
+pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
+pub use enforce::{ConnectionVerdict, Enforcer};
+pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY};
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 pub use path::normalize_path;
+pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge, TlsFiles};
+pub use source::{
+    spawn_file_source, spawn_remote_source, RemoteRules, SourceError, MAX_RULES_BYTES,
+};

@@ -1,0 +1,447 @@
+//! The enforcing core shared by the tower layer and the proxy: digest a request (or a
+//! connection), enrich it with what the live policy needs, decide with one policy load.
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use http::HeaderMap;
+use netacl_eval::{CompileError, CompiledPolicy, Engine, Request, Verdict};
+use netacl_model::{AclId, RequestScope, RuleScope, RuleSet, Signal};
+
+pub use crate::decision::{AclDecision, AclVerdict};
+
+use crate::client_addr::{canonical_ip, ClientAddrResolver};
+use crate::connection::{ConnectionInfo, TlsInfo};
+use crate::geo::{GeoEnricher, GeoInfo, GeoNeeds};
+use crate::metrics::EdgeMetrics;
+use crate::path::normalize_path;
+
+/// Signals that are known when a connection is accepted, before any request is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ConnectionSignals {
+    /// The peer is not a trusted proxy, so the client address (and its geo/ASN) is the peer's.
+    direct: bool,
+    /// The TLS ClientHello carried SNI (the hostname signal is the SNI).
+    sni: bool,
+}
+
+impl ConnectionSignals {
+    const ALL: [ConnectionSignals; 4] = [
+        ConnectionSignals {
+            direct: false,
+            sni: false,
+        },
+        ConnectionSignals {
+            direct: false,
+            sni: true,
+        },
+        ConnectionSignals {
+            direct: true,
+            sni: false,
+        },
+        ConnectionSignals {
+            direct: true,
+            sni: true,
+        },
+    ];
+
+    fn slot(self) -> usize {
+        usize::from(self.direct) * 2 + usize::from(self.sni)
+    }
+
+    /// Whether `signal` has its final value when the connection is accepted. JA3 and JA4 are
+    /// always final: a TLS connection's come from its ClientHello, a plain connection has none
+    /// (and never will).
+    fn knows(self, signal: Signal) -> bool {
+        match signal {
+            Signal::ConnectingIp | Signal::Ja3 | Signal::Ja4 => true,
+            Signal::Hostname => self.sni,
+            Signal::ClientIp | Signal::Asn | Signal::Country | Signal::Subdivision => self.direct,
+            Signal::UserAgent => false,
+        }
+    }
+}
+
+/// The rules that can refuse a connection before a request is read, per set of known signals.
+///
+/// A connection is refused only when **every** request it could carry would be blocked. From
+/// the active rules in evaluation order, a rule is *certain* when its scope is `tenant` (it
+/// applies whatever the path) and every signal its `match` and `not_match` name is known at
+/// accept time. The connection policy holds the certain `block`, `allow` and `redirect` rules
+/// (`log` rules change no decision) up to the first uncertain `allow` or `redirect` rule, which
+/// might let a request through and so ends the list; uncertain `block` rules are left out
+/// (they can only add blocks, which the request-level check still enforces). The connection is
+/// refused when this policy's decision is `block`.
+struct ConnectionRules {
+    version: u64,
+    policies: [Option<Arc<CompiledPolicy>>; 4],
+}
+
+impl ConnectionRules {
+    fn empty() -> Self {
+        Self {
+            version: 0,
+            policies: Default::default(),
+        }
+    }
+
+    fn build(rules: &RuleSet) -> Result<Self, CompileError> {
+        let mut ordered: Vec<_> = rules.acls.iter().filter(|a| a.spec.active).collect();
+        ordered.sort_by(|a, b| {
+            (a.spec.priority, a.id.as_str()).cmp(&(b.spec.priority, b.id.as_str()))
+        });
+        let mut policies: [Option<Arc<CompiledPolicy>>; 4] = Default::default();
+        let mut built: Vec<(Vec<usize>, Arc<CompiledPolicy>)> = Vec::new();
+        for known in ConnectionSignals::ALL {
+            let mut chosen = Vec::new();
+            for (i, acl) in ordered.iter().enumerate() {
+                let rule = &acl.spec.rule;
+                if !rule.action().is_terminal() {
+                    continue;
+                }
+                let mut named = rule
+                    .match_criteria()
+                    .into_iter()
+                    .chain(rule.not_match())
+                    .flat_map(|c| c.signals());
+                let certain = rule.scope() == RuleScope::Tenant && named.all(|s| known.knows(s));
+                if certain {
+                    chosen.push(i);
+                } else if !matches!(rule.action(), netacl_model::Action::Block) {
+                    break;
+                }
+            }
+            // Only worth evaluating when some chosen rule blocks.
+            if !chosen
+                .iter()
+                .any(|&i| matches!(ordered[i].spec.rule.action(), netacl_model::Action::Block))
+            {
+                continue;
+            }
+            let policy = match built.iter().find(|(set, _)| *set == chosen) {
+                Some((_, policy)) => policy.clone(),
+                None => {
+                    let subset = RuleSet {
+                        version: rules.version,
+                        acls: chosen.iter().map(|&i| ordered[i].clone()).collect(),
+                    };
+                    let policy = Arc::new(CompiledPolicy::compile(&subset)?);
+                    built.push((chosen, policy.clone()));
+                    policy
+                }
+            };
+            policies[known.slot()] = Some(policy);
+        }
+        Ok(Self {
+            version: rules.version,
+            policies,
+        })
+    }
+}
+
+/// The outcome of the connection-level check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionVerdict {
+    /// Go on (read the request / complete the handshake).
+    Accept,
+    /// Close the connection now; `rule_id` blocked it.
+    Refuse {
+        /// The deciding rule.
+        rule_id: AclId,
+    },
+}
+
+/// The enforcing core: an [`Engine`] plus everything needed to digest requests for it.
+///
+/// Share it (`Arc`) between the [`AclLayer`](crate::AclLayer), the proxy's accept loop and the
+/// rule sources.
+pub struct Enforcer {
+    engine: Arc<Engine>,
+    addrs: ClientAddrResolver,
+    geo: Option<Arc<GeoEnricher>>,
+    metrics: Arc<EdgeMetrics>,
+    connection_rules: ArcSwap<ConnectionRules>,
+    enabled: bool,
+}
+
+impl std::fmt::Debug for Enforcer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Enforcer")
+            .field("addrs", &self.addrs)
+            .field("geo", &self.geo.is_some())
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Enforcer {
+    /// An enforcer deciding with `engine`'s live policy; the client address comes from `addrs`.
+    pub fn new(engine: Arc<Engine>, addrs: ClientAddrResolver) -> Self {
+        Self {
+            engine,
+            addrs,
+            geo: None,
+            metrics: Arc::new(EdgeMetrics::new()),
+            connection_rules: ArcSwap::from_pointee(ConnectionRules::empty()),
+            enabled: true,
+        }
+    }
+
+    /// Enriches requests with country, subdivision and ASN from `geo` (looked up only when a
+    /// live rule names one of those signals).
+    pub fn with_geo(mut self, geo: Arc<GeoEnricher>) -> Self {
+        self.geo = Some(geo);
+        self
+    }
+
+    /// Keeps the counters in `metrics` (to share them with a metrics endpoint).
+    pub fn with_metrics(mut self, metrics: Arc<EdgeMetrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Turns enforcement off (`--acl off`): every request passes without evaluation. Meant for
+    /// measuring the cost of the ACL; nothing is counted.
+    pub fn disabled(mut self) -> Self {
+        self.enabled = false;
+        self
+    }
+
+    /// Whether requests are evaluated.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &Arc<EdgeMetrics> {
+        &self.metrics
+    }
+
+    /// The client-address resolver.
+    pub fn addrs(&self) -> &ClientAddrResolver {
+        &self.addrs
+    }
+
+    /// Compiles `rules`, swaps them into the engine, and updates the connection-level rules and
+    /// the counters. On error nothing changes.
+    pub fn apply_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
+        let connection = ConnectionRules::build(rules)?;
+        self.engine.publish(rules)?;
+        self.connection_rules.store(Arc::new(connection));
+        self.metrics.install_rules(rules);
+        Ok(())
+    }
+
+    /// For an engine fed by someone else (`netacl serve` running the edge in process): tells the
+    /// enforcer which rule set the engine now holds, so that connection-level refusal and the
+    /// per-rule counters follow it. Does not touch the engine.
+    pub fn observe_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
+        let connection = ConnectionRules::build(rules)?;
+        self.connection_rules.store(Arc::new(connection));
+        self.metrics.install_rules(rules);
+        Ok(())
+    }
+
+    /// The connection-level check (see the crate docs, "Refusing connections").
+    pub fn check_connection(&self, peer: IpAddr, tls: Option<&TlsInfo>) -> ConnectionVerdict {
+        if !self.enabled {
+            return ConnectionVerdict::Accept;
+        }
+        let peer = canonical_ip(peer);
+        let known = ConnectionSignals {
+            direct: !self.addrs.trusts(peer),
+            sni: tls.is_some_and(|t| t.sni.is_some()),
+        };
+        let rules = self.connection_rules.load();
+        let live = self.engine.policy();
+        // Connection rules of another version than the live policy's are not used: a rule that
+        // was just removed must not keep refusing.
+        let verdict = match &rules.policies[known.slot()] {
+            Some(policy) if rules.version == live.version() => {
+                let geo = self.lookup_geo(policy, peer, known.direct);
+                let mut request =
+                    Request::new(RequestScope::Authentication).with_connecting_ip(peer);
+                if known.direct {
+                    request = request.with_client_ip(peer);
+                    request = apply_geo(request, &geo);
+                }
+                if let Some(tls) = tls {
+                    request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
+                    if let Some(sni) = &tls.sni {
+                        request = request.with_hostname(sni);
+                    }
+                }
+                let decision = policy.evaluate(&request);
+                match (decision.verdict(), decision.rule()) {
+                    (Verdict::Block, Some(rule)) => ConnectionVerdict::Refuse {
+                        rule_id: policy.rule_id(rule).clone(),
+                    },
+                    _ => ConnectionVerdict::Accept,
+                }
+            }
+            _ => ConnectionVerdict::Accept,
+        };
+        self.metrics
+            .record_connection(verdict == ConnectionVerdict::Accept);
+        verdict
+    }
+
+    fn lookup_geo(&self, policy: &CompiledPolicy, ip: IpAddr, known: bool) -> GeoInfo {
+        let (Some(geo), true) = (&self.geo, known) else {
+            return GeoInfo::default();
+        };
+        let needed = policy.needed_signals();
+        let needs = GeoNeeds {
+            country: needed.contains(Signal::Country),
+            subdivision: needed.contains(Signal::Subdivision),
+            asn: needed.contains(Signal::Asn),
+        };
+        if needs == GeoNeeds::default() {
+            return GeoInfo::default();
+        }
+        geo.lookup(ip, needs)
+    }
+
+    /// Decides about one request: `path` is the request target's path, `headers` its headers.
+    pub fn decide(
+        &self,
+        conn: Option<&ConnectionInfo>,
+        path: &str,
+        authority: Option<&str>,
+        headers: &HeaderMap,
+    ) -> AclDecision {
+        let path = normalize_path(path);
+        let scope = RequestScope::from_path(&path);
+        let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
+        if !self.enabled {
+            return AclDecision {
+                verdict: AclVerdict::None,
+                rule_id: None,
+                monitored: Vec::new(),
+                redirect_uri: None,
+                version: 0,
+                scope,
+                client_ip: addrs.map(|a| a.client),
+            };
+        }
+        // One load: the same snapshot serves the enrichment, the decision and the ids.
+        let policy = self.engine.policy();
+        let mut request = Request::new(scope);
+        let geo = match addrs {
+            Some(a) => {
+                request = request
+                    .with_client_ip(a.client)
+                    .with_connecting_ip(a.connecting);
+                self.lookup_geo(&policy, a.client, true)
+            }
+            None => GeoInfo::default(),
+        };
+        request = apply_geo(request, &geo);
+        let tls = conn.and_then(|c| c.tls.as_deref());
+        if let Some(tls) = tls {
+            request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
+        }
+        let host_header = headers
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .or(authority);
+        match tls.and_then(|t| t.sni.as_deref()) {
+            Some(sni) => request = request.with_hostname(sni),
+            None => {
+                if let Some(host) = host_header.and_then(host_without_port) {
+                    request = request.with_hostname(host);
+                }
+            }
+        }
+        if let Some(ua) = headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+        {
+            request = request.with_user_agent(ua);
+        }
+        let decision = policy.evaluate(&request);
+        let verdict = verdict_from_eval(decision.verdict());
+        let rule_id = decision.rule().map(|r| policy.rule_id(r).clone());
+        let monitored: Vec<AclId> = decision
+            .monitored()
+            .iter()
+            .map(|r| policy.rule_id(*r).clone())
+            .collect();
+        let redirect_uri = if verdict == AclVerdict::Redirect {
+            policy.redirect_uri(&decision).map(str::to_owned)
+        } else {
+            None
+        };
+        self.metrics.record(
+            decision.version(),
+            scope,
+            verdict,
+            rule_id.as_ref(),
+            &monitored,
+        );
+        AclDecision {
+            verdict,
+            rule_id,
+            monitored,
+            redirect_uri,
+            version: decision.version(),
+            scope,
+            client_ip: addrs.map(|a| a.client),
+        }
+    }
+}
+
+fn verdict_from_eval(verdict: Verdict) -> AclVerdict {
+    match verdict {
+        Verdict::Allow => AclVerdict::Allow,
+        Verdict::Block => AclVerdict::Block,
+        Verdict::Redirect => AclVerdict::Redirect,
+        _ => AclVerdict::None,
+    }
+}
+
+fn apply_geo<'a>(mut request: Request<'a>, geo: &'a GeoInfo) -> Request<'a> {
+    if let Some(asn) = geo.asn {
+        request = request.with_asn(asn);
+    }
+    if let Some(country) = geo.country_str() {
+        request = request.with_country(country);
+    }
+    if let Some(subdivision) = geo.subdivision.as_ref().map(|s| s.as_str()) {
+        request = request.with_subdivision(subdivision);
+    }
+    request
+}
+
+/// The host of a `Host` header value: `example.com:8443` → `example.com`,
+/// `[2001:db8::1]:443` → `2001:db8::1`.
+fn host_without_port(value: &str) -> Option<&str> {
+    let value = value.trim();
+    if let Some(rest) = value.strip_prefix('[') {
+        return rest.split_once(']').map(|(h, _)| h);
+    }
+    let host = match value.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => value,
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_without_port;
+
+    #[test]
+    fn hosts() {
+        assert_eq!(host_without_port("Example.com:8443"), Some("Example.com"));
+        assert_eq!(host_without_port("example.com"), Some("example.com"));
+        assert_eq!(host_without_port("[2001:db8::1]:443"), Some("2001:db8::1"));
+        assert_eq!(host_without_port(":80"), None);
+    }
+}

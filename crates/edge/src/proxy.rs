@@ -1,0 +1,701 @@
+//! `run_edge`: the reverse proxy (hyper 1 + rustls) with the ACL in front of it.
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use netacl_eval::Engine;
+use netacl_model::RuleSet;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tower::{Layer, Service, ServiceExt};
+
+use crate::client_addr::{ClientAddrResolver, ForwardedHeader, TrustedProxies};
+use crate::connection::{ConnectionInfo, TlsInfo};
+use crate::enforce::{ConnectionVerdict, Enforcer};
+use crate::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
+use crate::geo::GeoEnricher;
+use crate::layer::AclLayer;
+use crate::metrics::EdgeMetrics;
+use crate::source::{spawn_file_source, spawn_remote_source, RemoteRules, SourceError};
+
+/// Why the edge could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EdgeError {
+    /// `--upstream` is not an absolute `http://` URL.
+    #[error("invalid upstream {0:?}: expected http://HOST[:PORT] (TLS to the upstream is not supported)")]
+    InvalidUpstream(String),
+    /// Neither `--listen` nor `--listen-tls` was given.
+    #[error("nothing to listen on: give --listen and/or --listen-tls")]
+    NoListener,
+    /// `--listen-tls` without a certificate and key.
+    #[error("--listen-tls needs --tls-cert and --tls-key")]
+    MissingTlsFiles,
+    /// The certificate or key could not be read or used.
+    #[error("TLS configuration ({path}): {reason}")]
+    Tls {
+        /// The file involved.
+        path: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// The GeoIP databases could not be opened.
+    #[error("GeoIP databases: {0}")]
+    Geo(#[from] crate::geo::GeoError),
+    /// The rules could not be loaded at start.
+    #[error(transparent)]
+    Rules(#[from] SourceError),
+    /// A listener stopped.
+    #[error("listener stopped: {0}")]
+    Stopped(String),
+}
+
+/// Where the edge's rules come from.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum RulesSource {
+    /// The engine given to [`run_edge`] is fed by its owner (`netacl serve` running the edge in
+    /// process). Send each new rule set on [`EdgeConfig::rule_updates`] so that the
+    /// connection-level check and the per-rule counters follow it.
+    #[default]
+    Engine,
+    /// A rule file (a JSON array of records, or the list endpoint's envelope), polled every
+    /// `interval` (mtime and length) and reloaded when it changes.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// How often to look at it.
+        interval: Duration,
+    },
+    /// A remote `netacl serve`, followed through its watch long-poll.
+    Remote(RemoteRules),
+}
+
+/// TLS certificate chain and private key, PEM.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain (leaf first).
+    pub cert: PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// Configuration of [`run_edge`]. Build with [`EdgeConfig::new`] and set the fields.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EdgeConfig {
+    /// The upstream, `http://HOST:PORT` (a path prefix is not supported).
+    pub upstream: Uri,
+    /// Plain HTTP listener.
+    pub listen: Option<SocketAddr>,
+    /// TLS listener (needs `tls`).
+    pub listen_tls: Option<SocketAddr>,
+    /// Certificate and key for the TLS listener.
+    pub tls: Option<TlsFiles>,
+    /// Peers whose forwarding header is believed.
+    pub trusted_proxies: TrustedProxies,
+    /// Which forwarding header they write.
+    pub forwarded_header: ForwardedHeader,
+    /// MaxMind City (or Country) database.
+    pub geoip_city: Option<PathBuf>,
+    /// MaxMind ASN database.
+    pub geoip_asn: Option<PathBuf>,
+    /// How often the GeoIP files are checked for changes.
+    pub geoip_reload_interval: Duration,
+    /// The admin-only metrics listener (`/metrics`); `None` for none.
+    pub metrics_listen: Option<SocketAddr>,
+    /// How often the per-rule `acls_summary` events are emitted.
+    pub summary_interval: Duration,
+    /// `false` turns the ACL off (`--acl off`, for measuring its cost).
+    pub acl_enabled: bool,
+    /// Time allowed for a client to send its ClientHello and complete the handshake.
+    pub handshake_timeout: Duration,
+    /// Where the rules come from.
+    pub rules: RulesSource,
+    /// With [`RulesSource::Engine`]: the rule sets installed in the engine, as they change.
+    pub rule_updates: Option<watch::Receiver<Arc<RuleSet>>>,
+}
+
+impl EdgeConfig {
+    /// Defaults for everything but the upstream: no listener yet, no trusted proxies,
+    /// `X-Forwarded-For`, no GeoIP, metrics on `127.0.0.1:9464`, a summary every 10 minutes,
+    /// ACL on, 10 s handshake timeout, rules from the engine's owner.
+    pub fn new(upstream: Uri) -> Self {
+        Self {
+            upstream,
+            listen: None,
+            listen_tls: None,
+            tls: None,
+            trusted_proxies: TrustedProxies::none(),
+            forwarded_header: ForwardedHeader::default(),
+            geoip_city: None,
+            geoip_asn: None,
+            geoip_reload_interval: Duration::from_secs(60),
+            metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
+            summary_interval: Duration::from_secs(600),
+            acl_enabled: true,
+            handshake_timeout: Duration::from_secs(10),
+            rules: RulesSource::Engine,
+            rule_updates: None,
+        }
+    }
+}
+
+/// A started edge: its listeners are bound and serving.
+pub struct RunningEdge {
+    enforcer: Arc<Enforcer>,
+    http_addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
+    tasks: JoinSet<Result<(), EdgeError>>,
+}
+
+impl std::fmt::Debug for RunningEdge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningEdge")
+            .field("http_addr", &self.http_addr)
+            .field("tls_addr", &self.tls_addr)
+            .field("metrics_addr", &self.metrics_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningEdge {
+    /// The bound plain-HTTP address.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
+    /// The bound TLS address.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
+    }
+
+    /// The bound metrics address.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The enforcing core (counters, engine).
+    pub fn enforcer(&self) -> &Arc<Enforcer> {
+        &self.enforcer
+    }
+
+    /// Serves until a listener fails.
+    pub async fn wait(mut self) -> Result<(), EdgeError> {
+        while let Some(joined) = self.tasks.join_next().await {
+            match joined {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => return Err(err),
+                Err(err) => return Err(EdgeError::Stopped(err.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops every listener and background task.
+    pub fn shutdown(mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+/// Runs the edge until a listener fails: binds, then serves. See [`start_edge`].
+pub async fn run_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<(), EdgeError> {
+    start_edge(engine, config).await?.wait().await
+}
+
+/// Binds the listeners, loads the rules (a bad rule file or an unreachable admin server at
+/// start is an error only for the file; the remote source keeps retrying with the empty
+/// policy installed) and starts serving in background tasks.
+pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<RunningEdge, EdgeError> {
+    let upstream = Upstream::parse(&config.upstream)?;
+    if config.listen.is_none() && config.listen_tls.is_none() {
+        return Err(EdgeError::NoListener);
+    }
+    let acceptor = match config.listen_tls {
+        Some(_) => {
+            let files = config.tls.as_ref().ok_or(EdgeError::MissingTlsFiles)?;
+            Some(TlsAcceptor::from(Arc::new(load_tls(files)?)))
+        }
+        None => None,
+    };
+    let mut tasks = JoinSet::new();
+
+    let metrics = Arc::new(EdgeMetrics::new());
+    let resolver = ClientAddrResolver::new(config.trusted_proxies.clone(), config.forwarded_header);
+    let mut enforcer = Enforcer::new(engine, resolver).with_metrics(metrics.clone());
+    if config.geoip_city.is_some() || config.geoip_asn.is_some() {
+        let geo = Arc::new(GeoEnricher::open(
+            config.geoip_city.as_deref(),
+            config.geoip_asn.as_deref(),
+        )?);
+        let watcher = geo.spawn_watcher(config.geoip_reload_interval);
+        tasks.spawn(async move {
+            let _ = watcher.await;
+            Ok(())
+        });
+        enforcer = enforcer.with_geo(geo);
+    }
+    if !config.acl_enabled {
+        enforcer = enforcer.disabled();
+        tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
+    }
+    let enforcer = Arc::new(enforcer);
+
+    match &config.rules {
+        RulesSource::Engine => {
+            if let Some(mut updates) = config.rule_updates.clone() {
+                let enforcer = enforcer.clone();
+                tasks.spawn(async move {
+                    loop {
+                        let rules = updates.borrow_and_update().clone();
+                        let observer = enforcer.clone();
+                        let result =
+                            tokio::task::spawn_blocking(move || observer.observe_rules(&rules))
+                                .await;
+                        if let Ok(Err(err)) = result {
+                            tracing::error!(error = %err, "connection-level rules not updated");
+                        }
+                        if updates.changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                });
+            }
+        }
+        RulesSource::File { path, interval } => {
+            let task = spawn_file_source(enforcer.clone(), path.clone(), *interval).await?;
+            tasks.spawn(async move {
+                let _ = task.await;
+                Ok(())
+            });
+        }
+        RulesSource::Remote(remote) => {
+            let task = spawn_remote_source(enforcer.clone(), remote.clone())?;
+            tasks.spawn(async move {
+                let _ = task.await;
+                Ok(())
+            });
+        }
+    }
+
+    let summary = metrics.clone().spawn_summary(config.summary_interval);
+    tasks.spawn(async move {
+        let _ = summary.await;
+        Ok(())
+    });
+
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector);
+    let proxy = ProxyService {
+        client,
+        upstream: Arc::new(upstream),
+    };
+    let service = AclLayer::new(enforcer.clone()).layer(proxy);
+
+    let mut http_addr = None;
+    if let Some(addr) = config.listen {
+        let listener = bind(addr).await?;
+        http_addr = Some(
+            listener
+                .local_addr()
+                .map_err(|source| EdgeError::Bind { addr, source })?,
+        );
+        let ctx = Accept {
+            enforcer: enforcer.clone(),
+            service: service.clone(),
+            acceptor: None,
+            handshake_timeout: config.handshake_timeout,
+        };
+        tasks.spawn(accept_loop(listener, ctx));
+    }
+    let mut tls_addr = None;
+    if let (Some(addr), Some(acceptor)) = (config.listen_tls, acceptor) {
+        let listener = bind(addr).await?;
+        tls_addr = Some(
+            listener
+                .local_addr()
+                .map_err(|source| EdgeError::Bind { addr, source })?,
+        );
+        let ctx = Accept {
+            enforcer: enforcer.clone(),
+            service: service.clone(),
+            acceptor: Some(acceptor),
+            handshake_timeout: config.handshake_timeout,
+        };
+        tasks.spawn(accept_loop(listener, ctx));
+    }
+    let mut metrics_addr = None;
+    if let Some(addr) = config.metrics_listen {
+        let listener = bind(addr).await?;
+        metrics_addr = Some(
+            listener
+                .local_addr()
+                .map_err(|source| EdgeError::Bind { addr, source })?,
+        );
+        tasks.spawn(metrics_loop(listener, metrics));
+    }
+    tracing::info!(
+        http = ?http_addr,
+        tls = ?tls_addr,
+        metrics = ?metrics_addr,
+        upstream = %config.upstream,
+        "netacl edge listening"
+    );
+    Ok(RunningEdge {
+        enforcer,
+        http_addr,
+        tls_addr,
+        metrics_addr,
+        tasks,
+    })
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, EdgeError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| EdgeError::Bind { addr, source })
+}
+
+fn load_tls(files: &TlsFiles) -> Result<rustls::ServerConfig, EdgeError> {
+    let tls_err = |path: &PathBuf, reason: String| EdgeError::Tls {
+        path: path.clone(),
+        reason,
+    };
+    let cert_pem = std::fs::read(&files.cert).map_err(|e| tls_err(&files.cert, e.to_string()))?;
+    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| tls_err(&files.cert, e.to_string()))?;
+    if certs.is_empty() {
+        return Err(tls_err(&files.cert, "no certificate in the file".into()));
+    }
+    let key_pem = std::fs::read(&files.key).map_err(|e| tls_err(&files.key, e.to_string()))?;
+    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| tls_err(&files.key, e.to_string()))?
+        .ok_or_else(|| tls_err(&files.key, "no private key in the file".into()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls_err(&files.cert, e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| tls_err(&files.key, e.to_string()))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+type EdgeService = crate::layer::AclService<ProxyService>;
+
+#[derive(Clone)]
+struct Accept {
+    enforcer: Arc<Enforcer>,
+    service: EdgeService,
+    acceptor: Option<TlsAcceptor>,
+    handshake_timeout: Duration,
+}
+
+async fn accept_loop(listener: TcpListener, ctx: Accept) -> Result<(), EdgeError> {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                // Out of file descriptors and the like: back off briefly, keep serving.
+                tracing::warn!(error = %err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let ctx = ctx.clone();
+        tokio::spawn(async move { serve_connection(stream, peer, ctx).await });
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, ctx: Accept) {
+    let Some(acceptor) = ctx.acceptor.clone() else {
+        if let ConnectionVerdict::Refuse { rule_id } =
+            ctx.enforcer.check_connection(peer.ip(), None)
+        {
+            tracing::info!(target: "netacl_edge::access", peer = %peer, rule_id = %rule_id, "connection refused");
+            return;
+        }
+        serve_http(TokioIo::new(stream), ConnectionInfo::new(peer), ctx.service).await;
+        return;
+    };
+    let (hello, consumed) = match read_client_hello(
+        &mut stream,
+        DEFAULT_MAX_HELLO_BYTES,
+        ctx.handshake_timeout,
+    )
+    .await
+    {
+        Ok(read) => read,
+        Err(failure) => {
+            ctx.enforcer.metrics().record_handshake_failure();
+            tracing::debug!(peer = %peer, error = %failure, "no ClientHello");
+            return;
+        }
+    };
+    let tls_info = TlsInfo::from_client_hello(&hello);
+    if let ConnectionVerdict::Refuse { rule_id } =
+        ctx.enforcer.check_connection(peer.ip(), Some(&tls_info))
+    {
+        tracing::info!(
+            target: "netacl_edge::access",
+            peer = %peer,
+            rule_id = %rule_id,
+            ja4 = %tls_info.ja4,
+            "connection refused before the TLS handshake"
+        );
+        return;
+    }
+    let handshake = acceptor.accept(Rewind::new(consumed, stream));
+    let tls = match tokio::time::timeout(ctx.handshake_timeout, handshake).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(err)) => {
+            ctx.enforcer.metrics().record_handshake_failure();
+            tracing::debug!(peer = %peer, error = %err, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            ctx.enforcer.metrics().record_handshake_failure();
+            tracing::debug!(peer = %peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let info = ConnectionInfo::new(peer).with_tls(tls_info);
+    serve_http(TokioIo::new(tls), info, ctx.service).await;
+}
+
+async fn serve_http<I>(io: I, info: ConnectionInfo, service: EdgeService)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        request.extensions_mut().insert(info.clone());
+        service.clone().oneshot(request)
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    if let Err(err) = builder.serve_connection(io, svc).await {
+        tracing::debug!(error = %err, "connection ended with an error");
+    }
+}
+
+struct Upstream {
+    scheme: http::uri::Scheme,
+    authority: http::uri::Authority,
+}
+
+impl Upstream {
+    fn parse(uri: &Uri) -> Result<Self, EdgeError> {
+        let invalid = || EdgeError::InvalidUpstream(uri.to_string());
+        if uri.scheme_str() != Some("http") {
+            return Err(invalid());
+        }
+        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+            return Err(invalid());
+        }
+        Ok(Self {
+            scheme: http::uri::Scheme::HTTP,
+            authority: uri.authority().cloned().ok_or_else(invalid)?,
+        })
+    }
+}
+
+/// The body of the proxy's responses: the upstream's, or its own (502).
+type ProxyBody = Either<Incoming, Full<Bytes>>;
+
+/// Forwards requests to the upstream.
+#[derive(Clone)]
+struct ProxyService {
+    client: Client<HttpConnector, Incoming>,
+    upstream: Arc<Upstream>,
+}
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
+static HOP_BY_HOP: [HeaderName; 7] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+];
+
+fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
+    // Headers named in `Connection` are hop-by-hop too.
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named.iter().chain(HOP_BY_HOP.iter()) {
+        headers.remove(name);
+    }
+    headers.remove(header::UPGRADE);
+}
+
+const BAD_GATEWAY_BODY: &str = r#"{"statusCode":502,"error":"Bad Gateway","message":"Upstream unavailable","errorCode":"bad_gateway"}"#;
+
+impl Service<Request<Incoming>> for ProxyService {
+    type Response = Response<ProxyBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+        let client = self.client.clone();
+        let upstream = self.upstream.clone();
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            let peer = parts.extensions.get::<ConnectionInfo>().map(|c| c.peer);
+            let tls = parts
+                .extensions
+                .get::<ConnectionInfo>()
+                .is_some_and(|c| c.tls.is_some());
+            let path_and_query = parts
+                .uri
+                .path_and_query()
+                .cloned()
+                .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+            // HTTP/2 requests carry the host in the URI, not a Host header: keep it for the
+            // upstream (HTTP/1.1 to it).
+            if !parts.headers.contains_key(header::HOST) {
+                if let Some(authority) = parts.uri.authority() {
+                    if let Ok(value) = HeaderValue::from_str(authority.as_str()) {
+                        parts.headers.insert(header::HOST, value);
+                    }
+                }
+            }
+            let uri = Uri::builder()
+                .scheme(upstream.scheme.clone())
+                .authority(upstream.authority.clone())
+                .path_and_query(path_and_query)
+                .build();
+            let Ok(uri) = uri else {
+                return Ok(own(StatusCode::BAD_REQUEST, ""));
+            };
+            parts.uri = uri;
+            parts.version = http::Version::HTTP_11;
+            strip_hop_by_hop(&mut parts.headers);
+            if let Some(peer) = peer {
+                append_forwarded_for(&mut parts.headers, peer);
+            }
+            parts.headers.insert(
+                HeaderName::from_static("x-forwarded-proto"),
+                HeaderValue::from_static(if tls { "https" } else { "http" }),
+            );
+            let forwarded = Request::from_parts(parts, body);
+            match client.request(forwarded).await {
+                Ok(response) => {
+                    let (mut parts, body) = response.into_parts();
+                    strip_hop_by_hop(&mut parts.headers);
+                    Ok(Response::from_parts(parts, Either::Left(body)))
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "upstream request failed");
+                    Ok(own(StatusCode::BAD_GATEWAY, BAD_GATEWAY_BODY))
+                }
+            }
+        })
+    }
+}
+
+fn own(status: StatusCode, body: &'static str) -> Response<ProxyBody> {
+    let mut response = Response::new(Either::Right(Full::new(Bytes::from_static(
+        body.as_bytes(),
+    ))));
+    *response.status_mut() = status;
+    if !body.is_empty() {
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    response
+}
+
+/// Appends the peer to `X-Forwarded-For` (one combined value).
+fn append_forwarded_for(headers: &mut http::HeaderMap, peer: SocketAddr) {
+    let name = HeaderName::from_static("x-forwarded-for");
+    let ip = crate::client_addr::canonical_ip(peer.ip()).to_string();
+    let mut combined = String::new();
+    for value in headers.get_all(&name) {
+        if let Ok(v) = value.to_str() {
+            combined.push_str(v);
+            combined.push_str(", ");
+        }
+    }
+    combined.push_str(&ip);
+    if let Ok(value) = HeaderValue::from_str(&combined) {
+        headers.insert(name, value);
+    }
+}
+
+async fn metrics_loop(listener: TcpListener, metrics: Arc<EdgeMetrics>) -> Result<(), EdgeError> {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let metrics = metrics.clone();
+                async move {
+                    let response = if request.uri().path() == "/metrics" {
+                        let mut r =
+                            Response::new(Full::new(Bytes::from(metrics.render_prometheus())));
+                        r.headers_mut().insert(
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("text/plain; version=0.0.4"),
+                        );
+                        r
+                    } else {
+                        let mut r = Response::new(Full::new(Bytes::new()));
+                        *r.status_mut() = StatusCode::NOT_FOUND;
+                        r
+                    };
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}

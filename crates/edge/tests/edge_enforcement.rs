@@ -1,0 +1,501 @@
+//! The edge end to end: the tower layer in front of a tiny axum app (addresses, scopes,
+//! actions, geo/ASN), and `start_edge` on loopback with a real rustls client (connection-level
+//! refusal by JA4 before the handshake completes).
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use netacl_edge::fingerprint::{ja4, ClientHello};
+use netacl_edge::{
+    start_edge, AclDecision, AclLayer, AclVerdict, ClientAddrResolver, ConnectionInfo, EdgeConfig,
+    Enforcer, ForwardedHeader, RulesSource, TlsFiles, TlsInfo, TrustedProxies, BLOCKED_BODY,
+};
+use netacl_eval::Engine;
+use netacl_model::{AclId, Limits, RuleSet};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower::ServiceExt;
+
+fn id(n: u128) -> String {
+    AclId::from_random(n).to_string()
+}
+
+fn record(n: u128, priority: u64, action: Value, scope: &str, criteria: Value) -> Value {
+    let mut rule = json!({"action": action, "scope": scope});
+    if let Value::Object(c) = criteria {
+        for (k, v) in c {
+            rule[k] = v;
+        }
+    }
+    json!({
+        "id": id(n), "description": format!("rule {n}"), "active": true, "priority": priority,
+        "rule": rule,
+        "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+    })
+}
+
+fn rules(version: u64, records: Vec<Value>) -> RuleSet {
+    RuleSet::from_json(&Value::Array(records), version, &Limits::default()).expect("valid rules")
+}
+
+fn enforcer(trusted: &[&str], records: Vec<Value>) -> Arc<Enforcer> {
+    let resolver = ClientAddrResolver::new(
+        TrustedProxies::parse(trusted).expect("cidrs"),
+        ForwardedHeader::XForwardedFor,
+    );
+    let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver);
+    enforcer.apply_rules(&rules(1, records)).expect("compiles");
+    Arc::new(enforcer)
+}
+
+fn app(enforcer: Arc<Enforcer>) -> Router {
+    Router::new()
+        .route("/", get(|| async { "upstream" }))
+        .route("/{*rest}", get(|| async { "upstream" }))
+        .layer(AclLayer::new(enforcer))
+}
+
+struct Sent {
+    status: StatusCode,
+    body: String,
+    location: Option<String>,
+    decision: Option<AclDecision>,
+}
+
+async fn send(app: &Router, peer: &str, path: &str, headers: &[(&str, &str)]) -> Sent {
+    let peer: SocketAddr = format!("{peer}:40000")
+        .parse()
+        .or_else(|_| format!("[{peer}]:40000").parse())
+        .expect("peer");
+    let mut builder = Request::builder().uri(path);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let request = builder
+        .extension(ConnectionInfo::new(peer))
+        .body(Body::empty())
+        .expect("request");
+    let response = app.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let location = response
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap_or_default().to_owned());
+    let decision = response.extensions().get::<AclDecision>().cloned();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    Sent {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        location,
+        decision,
+    }
+}
+
+#[tokio::test]
+async fn actions_are_enforced() {
+    let enforcer = enforcer(
+        &[],
+        vec![
+            record(
+                1,
+                1,
+                json!({"log": true}),
+                "tenant",
+                json!({"match": {"user_agents": ["curl/*"]}}),
+            ),
+            record(
+                2,
+                2,
+                json!({"block": true}),
+                "tenant",
+                json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}}),
+            ),
+            record(
+                3,
+                3,
+                json!({"redirect": true, "redirect_uri": "https://example.com/denied"}),
+                "tenant",
+                json!({"match": {"ipv4_cidrs": ["198.51.100.0/24"]}}),
+            ),
+            record(
+                4,
+                4,
+                json!({"allow": true}),
+                "tenant",
+                json!({"match": {"ipv4_cidrs": ["203.0.113.0/24"]}}),
+            ),
+        ],
+    );
+    let app = app(enforcer.clone());
+
+    let blocked = send(&app, "192.0.2.7", "/login", &[("user-agent", "curl/8.0")]).await;
+    assert_eq!(blocked.status, StatusCode::FORBIDDEN);
+    assert_eq!(blocked.body, BLOCKED_BODY);
+    assert!(
+        !blocked.body.contains("acl_"),
+        "the body reveals no rule id"
+    );
+    let decision = blocked.decision.expect("decision on the response");
+    assert_eq!(decision.verdict, AclVerdict::Block);
+    assert_eq!(decision.rule_id.map(|r| r.to_string()), Some(id(2)));
+    assert_eq!(
+        decision
+            .monitored
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>(),
+        vec![id(1)]
+    );
+
+    let redirected = send(&app, "198.51.100.1", "/", &[]).await;
+    assert_eq!(redirected.status, StatusCode::FOUND);
+    assert_eq!(
+        redirected.location.as_deref(),
+        Some("https://example.com/denied")
+    );
+
+    let allowed = send(&app, "203.0.113.1", "/", &[]).await;
+    assert_eq!(
+        (allowed.status, allowed.body.as_str()),
+        (StatusCode::OK, "upstream")
+    );
+    assert_eq!(allowed.decision.map(|d| d.verdict), Some(AclVerdict::Allow));
+
+    let no_rule = send(&app, "100.64.0.1", "/", &[("user-agent", "curl/8.0")]).await;
+    assert_eq!(no_rule.status, StatusCode::OK);
+    let decision = no_rule.decision.expect("decision");
+    assert_eq!(decision.verdict, AclVerdict::None);
+    assert_eq!(decision.monitored.len(), 1);
+
+    // Counters: rule 2 decided one request; rule 1 matched two in monitoring mode.
+    let stats = enforcer.metrics().rule_stats();
+    let matched = |n| {
+        stats
+            .iter()
+            .find(|s| s.rule_id.to_string() == id(n))
+            .map(|s| s.matched)
+    };
+    assert_eq!(matched(1), Some(2));
+    assert_eq!(matched(2), Some(1));
+    assert_eq!(enforcer.metrics().verdict_count(AclVerdict::Block), 1);
+    let text = enforcer.metrics().render_prometheus();
+    assert!(
+        text.contains("netacl_edge_requests_total{verdict=\"redirect\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn dodged_paths_still_get_the_management_scope() {
+    let enforcer = enforcer(
+        &[],
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "management",
+            json!({"match": {"ipv4_cidrs": ["0.0.0.0/0"]}}),
+        )],
+    );
+    let app = app(enforcer);
+    for path in [
+        "/api/v2/users",
+        "//api/v2/users",
+        "/%61pi/v2/users",
+        "/x/../api/v2/users",
+        "/api/./v2",
+    ] {
+        assert_eq!(
+            send(&app, "192.0.2.1", path, &[]).await.status,
+            StatusCode::FORBIDDEN,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        send(&app, "192.0.2.1", "/authorize", &[]).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        send(&app, "192.0.2.1", "/api/v2x", &[]).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn forwarded_for_counts_only_from_trusted_peers() {
+    let enforcer = enforcer(
+        &["10.0.0.0/8", "2001:db8:10::/48"],
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "tenant",
+            json!({"match": {"ipv4_cidrs": ["203.0.113.66"]}}),
+        )],
+    );
+    let app = app(enforcer);
+    let xff = |v| [("x-forwarded-for", v)];
+
+    // From an untrusted peer the header changes nothing: the peer is the client.
+    let r = send(&app, "198.51.100.9", "/", &xff("203.0.113.66")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.decision.and_then(|d| d.client_ip),
+        Some("198.51.100.9".parse::<IpAddr>().unwrap())
+    );
+
+    // From a trusted peer: right to left, skipping trusted hops, across several hops and
+    // several header lines.
+    let r = send(
+        &app,
+        "10.0.0.1",
+        "/",
+        &xff("6.6.6.6, 203.0.113.66, 10.2.2.2, 10.3.3.3"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        r.decision.and_then(|d| d.client_ip),
+        Some("203.0.113.66".parse::<IpAddr>().unwrap())
+    );
+    let r = send(
+        &app,
+        "2001:db8:10::1",
+        "/",
+        &[
+            ("x-forwarded-for", "203.0.113.66"),
+            ("x-forwarded-for", "10.9.9.9, 2001:db8:10::2"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    // The client spoofs the blocked address, but the first untrusted hop is its own.
+    let r = send(
+        &app,
+        "10.0.0.1",
+        "/",
+        &xff("203.0.113.66, 192.0.2.200, 10.2.2.2"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.decision.and_then(|d| d.client_ip),
+        Some("192.0.2.200".parse::<IpAddr>().unwrap())
+    );
+
+    // IPv4-mapped peers and entries are canonical.
+    let r = send(&app, "::ffff:10.0.0.1", "/", &xff("::ffff:203.0.113.66")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS through the real proxy.
+
+struct Upstream {
+    addr: SocketAddr,
+    hits: Arc<AtomicUsize>,
+}
+
+async fn upstream() -> Upstream {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let app = Router::new().route(
+        "/{*rest}",
+        get(move || {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                "hello from upstream"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Upstream { addr, hits }
+}
+
+struct Pki {
+    _dir: tempfile::TempDir,
+    files: TlsFiles,
+    cert_der: rustls::pki_types::CertificateDer<'static>,
+}
+
+fn pki() -> Pki {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["edge.test".to_owned()]).expect("rcgen");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, certified.cert.pem()).expect("write cert");
+    std::fs::write(&key, certified.key_pair.serialize_pem()).expect("write key");
+    Pki {
+        _dir: dir,
+        files: TlsFiles { cert, key },
+        cert_der: certified.cert.der().clone(),
+    }
+}
+
+fn client_config(pki: &Pki) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.cert_der.clone()).expect("root");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// The JA4 of the ClientHello this client configuration writes, computed from the bytes the
+/// rustls client produces (the same way the edge computes it from the socket).
+fn client_ja4(config: &Arc<rustls::ClientConfig>) -> String {
+    let name = rustls::pki_types::ServerName::try_from("edge.test").expect("name");
+    let mut conn = rustls::ClientConnection::new(config.clone(), name).expect("client");
+    let mut bytes = Vec::new();
+    conn.write_tls(&mut bytes).expect("client hello");
+    ja4(&ClientHello::parse(&bytes).expect("parse own ClientHello"))
+}
+
+/// Connects, handshakes and sends one GET; `Err` when the connection fails before a response.
+async fn https_get(addr: SocketAddr, config: &Arc<rustls::ClientConfig>) -> Result<String, String> {
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = rustls::pki_types::ServerName::try_from("edge.test").expect("name");
+    let mut tls = tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp))
+        .await
+        .map_err(|_| "handshake timed out".to_owned())?
+        .map_err(|e| format!("handshake: {e}"))?;
+    tls.write_all(b"GET /hello HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut response))
+        .await
+        .map_err(|_| "response timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}
+
+async fn edge_with_ja4_rule(
+    ja4_value: &str,
+    pki: &Pki,
+    upstream: SocketAddr,
+) -> netacl_edge::RunningEdge {
+    let engine = Arc::new(Engine::new());
+    let mut config = EdgeConfig::new(format!("http://{upstream}").parse().expect("uri"));
+    config.listen_tls = Some("127.0.0.1:0".parse().expect("addr"));
+    config.tls = Some(pki.files.clone());
+    config.metrics_listen = None;
+    config.rules = RulesSource::Engine;
+    let edge = start_edge(engine, config).await.expect("edge starts");
+    edge.enforcer()
+        .apply_rules(&rules(
+            1,
+            vec![record(
+                1,
+                1,
+                json!({"block": true}),
+                "tenant",
+                json!({"match": {"ja4_fingerprints": [ja4_value]}}),
+            )],
+        ))
+        .expect("compiles");
+    edge
+}
+
+#[tokio::test]
+async fn tls_connections_are_refused_by_ja4_before_the_handshake() {
+    let upstream = upstream().await;
+    let pki = pki();
+    let config = client_config(&pki);
+    let our_ja4 = client_ja4(&config);
+    assert!(our_ja4.starts_with("t13d"), "{our_ja4}");
+
+    // A rule naming this client's JA4: refused, the handshake never completes, the upstream
+    // sees nothing.
+    let edge = edge_with_ja4_rule(&our_ja4, &pki, upstream.addr).await;
+    let addr = edge.tls_addr().expect("tls addr");
+    let result = https_get(addr, &config).await;
+    let err = result.expect_err("a blocked client must not complete the handshake");
+    assert!(err.starts_with("handshake"), "{err}");
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 0);
+    assert_eq!(edge.enforcer().metrics().connections_refused(), 1);
+    edge.shutdown();
+
+    // A rule naming another fingerprint: the request goes through, with the TLS signals.
+    let edge =
+        edge_with_ja4_rule("t13d1516h2_8daaf6152771_b186095e22b6", &pki, upstream.addr).await;
+    let addr = edge.tls_addr().expect("tls addr");
+    let response = https_get(addr, &config).await.expect("allowed");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with("hello from upstream"), "{response}");
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(edge.enforcer().metrics().connections_refused(), 0);
+    assert_eq!(edge.enforcer().metrics().verdict_count(AclVerdict::None), 1);
+    edge.shutdown();
+}
+
+#[tokio::test]
+async fn request_level_rules_see_the_tls_signals() {
+    // A management-scope JA4 rule cannot refuse the connection (other paths are fine), so it
+    // is enforced per request, with the JA4 and SNI of the connection.
+    let pki = pki();
+    let config = client_config(&pki);
+    let our_ja4 = client_ja4(&config);
+    let enforcer = enforcer(
+        &[],
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "management",
+            json!({"match": {"ja4_fingerprints": [our_ja4], "hostnames": ["EDGE.test."]}}),
+        )],
+    );
+    let peer: SocketAddr = "192.0.2.1:5000".parse().expect("peer");
+    let tls = TlsInfo::new(Some("edge.test"), &"0".repeat(32), &our_ja4);
+    assert_eq!(
+        enforcer.check_connection(peer.ip(), Some(&tls)),
+        netacl_edge::ConnectionVerdict::Accept
+    );
+    let app = app(enforcer);
+    let request = |path: &str| {
+        Request::builder()
+            .uri(path)
+            .header("host", "other.example")
+            .extension(ConnectionInfo::new(peer).with_tls(tls.clone()))
+            .body(Body::empty())
+            .expect("request")
+    };
+    let r = app
+        .clone()
+        .oneshot(request("/api/v2/users"))
+        .await
+        .expect("infallible");
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = app
+        .clone()
+        .oneshot(request("/login"))
+        .await
+        .expect("infallible");
+    assert_eq!(r.status(), StatusCode::OK);
+}
