@@ -1,0 +1,742 @@
+//! GeoIP and ASN enrichment from MaxMind-format databases (`.mmdb`).
+//!
+//! A [`GeoEnricher`] holds up to two memory-mapped databases: a City or Country database (for
+//! the country and the subdivision) and an ASN database. [`GeoEnricher::lookup`] answers only
+//! what the caller [needs](GeoNeeds), skipping databases whose signals are not needed, and
+//! decodes only those fields of the record, borrowed from the map: no allocation per lookup.
+//! Databases are swapped in whole ([`arc_swap`]) by [`GeoEnricher::reload`] or by the watcher
+//! task ([`GeoEnricher::spawn_watcher`]); a file that fails to load leaves the old database in
+//! service.
+//!
+//! ```no_run
+//! use std::net::IpAddr;
+//! use std::path::Path;
+//! use netacl_edge::geo::{GeoEnricher, GeoNeeds};
+//!
+//! # fn main() -> Result<(), netacl_edge::geo::GeoError> {
+//! let geo = GeoEnricher::open(
+//!     Some(Path::new("/var/lib/GeoIP/GeoIP2-City.mmdb")),
+//!     Some(Path::new("/var/lib/GeoIP/GeoLite2-ASN.mmdb")),
+//! )?;
+//! let ip: IpAddr = "81.2.69.160".parse().unwrap();
+//! let info = geo.lookup(ip, GeoNeeds::ALL);
+//! println!("{:?} {:?} {:?}", info.country_str(), info.subdivision, info.asn);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Choices
+//!
+//! - **Country** is the record's `country.iso_code` (where the address is), not
+//!   `registered_country`; a record without `country` gives no country.
+//! - **Subdivision** is the *first* entry of `subdivisions`, which MaxMind orders from the
+//!   largest to the smallest (`GB-ENG` before a county, `US-NY`): the level rules are written
+//!   at. It is reported as ISO 3166-2, `country-code`: `US` + `-` + `NY`.
+//! - **IPv4-mapped IPv6** addresses (`::ffff:a.b.c.d`) are looked up as IPv4. An IPv6 address
+//!   in an IPv4-only database is absent.
+//! - **Errors at lookup time** (a corrupt record or search tree) give "absent" and are counted
+//!   ([`GeoStats::lookup_errors`]).
+//!
+//! # Untrusted files
+//!
+//! Loading checks the metadata and walks the whole search tree once, so that every record
+//! points inside the file; a database that fails is refused with a [`GeoError`]. The reader
+//! library indexes its buffer without checks in a few places, so opening and every lookup also
+//! run under `catch_unwind`: a panic there becomes an error (at load) or an absent answer
+//! counted in [`GeoStats::lookup_errors`] (at lookup), never a crash. This relies on the
+//! default `panic = "unwind"`.
+//!
+//! # Replacing files
+//!
+//! The databases are memory-mapped: replace a file by writing the new one beside it and
+//! renaming it over the old (as MaxMind's `geoipupdate` does). Writing into the file in place
+//! changes the bytes under the old mapping, and truncating it can crash the process (`SIGBUS`).
+
+mod record;
+
+pub use record::SubdivisionCode;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::net::IpAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use maxminddb::{MaxMindDbError, Mmap, Reader};
+
+use record::{country_code, AsnRecord, Location};
+
+/// Which signals a lookup must produce. Databases whose signals are not needed are not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GeoNeeds {
+    /// The country (City or Country database).
+    pub country: bool,
+    /// The ISO 3166-2 subdivision (City database).
+    pub subdivision: bool,
+    /// The autonomous system number (ASN database).
+    pub asn: bool,
+}
+
+impl GeoNeeds {
+    /// Nothing: a lookup returns at once.
+    pub const NONE: GeoNeeds = GeoNeeds {
+        country: false,
+        subdivision: false,
+        asn: false,
+    };
+    /// Every signal.
+    pub const ALL: GeoNeeds = GeoNeeds {
+        country: true,
+        subdivision: true,
+        asn: true,
+    };
+
+    /// Whether nothing is needed.
+    pub fn is_empty(self) -> bool {
+        !(self.country || self.subdivision || self.asn)
+    }
+
+    fn location(self) -> bool {
+        self.country || self.subdivision
+    }
+}
+
+/// The signals found for an address. A field is `None` when it was not asked for, no database
+/// is loaded for it, the address is not in the database, or the record lacks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GeoInfo {
+    /// ISO 3166-1 alpha-2 country code, uppercase ASCII (`*b"US"`).
+    pub country: Option<[u8; 2]>,
+    /// ISO 3166-2 subdivision code (`US-NY`).
+    pub subdivision: Option<SubdivisionCode>,
+    /// Autonomous system number.
+    pub asn: Option<u32>,
+}
+
+impl GeoInfo {
+    /// The country code as text (`"US"`).
+    pub fn country_str(&self) -> Option<&str> {
+        self.country
+            .as_ref()
+            .and_then(|code| std::str::from_utf8(code).ok())
+    }
+}
+
+/// Why a database could not be (re)loaded. The database in service, if any, stays.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GeoError {
+    /// The file could not be opened or read.
+    #[error("geo database {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The MaxMind reader refused the file (no metadata marker, unreadable metadata, ...).
+    #[error("geo database {path} is not a valid MaxMind DB: {source}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The reader's error.
+        #[source]
+        source: MaxMindDbError,
+    },
+    /// The file's structure is inconsistent (search tree larger than the file, a record
+    /// pointing outside it, an unknown record size, ...).
+    #[error("geo database {path} is corrupt: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file changed while it was being loaded; the next attempt will see the new file.
+    #[error("geo database {path} changed while loading")]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Counters of an enricher, for the admin view and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct GeoStats {
+    /// Lookups that failed in a database (corrupt record or tree) and were answered "absent".
+    pub lookup_errors: u64,
+    /// Successful reloads.
+    pub reloads: u64,
+    /// Failed reloads (the old database stayed in service).
+    pub reload_failures: u64,
+}
+
+/// Which database a slot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DatabaseRole {
+    /// City or Country database: country and subdivision.
+    Location,
+    /// ASN database.
+    Asn,
+}
+
+/// What is known about a loaded database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DatabaseInfo {
+    /// What it is used for.
+    pub role: DatabaseRole,
+    /// The file it was loaded from.
+    pub path: PathBuf,
+    /// The metadata's `database_type` (`GeoIP2-City`, `GeoLite2-ASN`, ...).
+    pub database_type: String,
+    /// The metadata's build time, seconds since the Unix epoch.
+    pub build_epoch: u64,
+    /// 4 or 6.
+    pub ip_version: u16,
+    /// Nodes in the search tree.
+    pub node_count: u32,
+}
+
+/// Enrichment of client addresses with country, subdivision and ASN from MaxMind-format
+/// databases, reloadable in place. Cheap to clone (the clones share the databases).
+#[derive(Debug, Clone)]
+pub struct GeoEnricher {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    location: Option<Slot>,
+    asn: Option<Slot>,
+    lookup_errors: AtomicU64,
+    reloads: AtomicU64,
+    reload_failures: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    role: DatabaseRole,
+    path: PathBuf,
+    database: ArcSwap<Database>,
+    /// The stamp of the last file that failed to load, so that the watcher reports a broken
+    /// file once rather than on every tick.
+    failed: std::sync::Mutex<Option<FileStamp>>,
+}
+
+#[derive(Debug)]
+struct Database {
+    reader: Reader<Mmap>,
+    stamp: FileStamp,
+}
+
+/// Identity of a file's contents as the watcher sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+    device: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> io::Result<FileStamp> {
+        let meta = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        let (inode, device) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.ino(), meta.dev())
+        };
+        #[cfg(not(unix))]
+        let (inode, device) = (0, 0);
+        Ok(FileStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+            device,
+        })
+    }
+}
+
+impl GeoEnricher {
+    /// Opens the databases: `location` a City or Country database, `asn` an ASN database.
+    /// Either may be `None`; the signals it would give are then always absent.
+    ///
+    /// # Errors
+    ///
+    /// A [`GeoError`] naming the file when a database cannot be loaded.
+    pub fn open(location: Option<&Path>, asn: Option<&Path>) -> Result<GeoEnricher, GeoError> {
+        let slot = |role, path: &Path| -> Result<Slot, GeoError> {
+            let database = load(path)?;
+            log_loaded(role, path, &database);
+            Ok(Slot {
+                role,
+                path: path.to_owned(),
+                database: ArcSwap::from_pointee(database),
+                failed: std::sync::Mutex::new(None),
+            })
+        };
+        Ok(GeoEnricher {
+            inner: Arc::new(Inner {
+                location: location
+                    .map(|p| slot(DatabaseRole::Location, p))
+                    .transpose()?,
+                asn: asn.map(|p| slot(DatabaseRole::Asn, p)).transpose()?,
+                lookup_errors: AtomicU64::new(0),
+                reloads: AtomicU64::new(0),
+                reload_failures: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Looks up `ip`, reading only the databases and fields `needs` asks for. Never fails:
+    /// anything not found is `None` (see [`GeoInfo`]); database errors are counted.
+    pub fn lookup(&self, ip: IpAddr, needs: GeoNeeds) -> GeoInfo {
+        let mut info = GeoInfo::default();
+        if needs.is_empty() {
+            return info;
+        }
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            IpAddr::V4(_) => ip,
+        };
+        if needs.location() {
+            if let Some(slot) = &self.inner.location {
+                let database = slot.database.load();
+                let (country, subdivision) = if needs.subdivision {
+                    let found = self.read::<Location<'_, true>>(&database, ip);
+                    found.map_or((None, None), |l| (l.country, l.subdivision))
+                } else {
+                    let found = self.read::<Location<'_, false>>(&database, ip);
+                    (found.and_then(|l| l.country), None)
+                };
+                let country = country.and_then(country_code);
+                if needs.country {
+                    info.country = country;
+                }
+                info.subdivision = country
+                    .zip(subdivision)
+                    .and_then(|(c, s)| SubdivisionCode::new(c, s));
+            }
+        }
+        if needs.asn {
+            if let Some(slot) = &self.inner.asn {
+                let database = slot.database.load();
+                info.asn = self
+                    .read::<AsnRecord>(&database, ip)
+                    .and_then(|r| r.autonomous_system_number);
+            }
+        }
+        info
+    }
+
+    /// Reads the record for `ip`; errors and panics in the reader count as absent.
+    fn read<'a, T: serde::Deserialize<'a>>(&self, database: &'a Database, ip: IpAddr) -> Option<T> {
+        if ip.is_ipv6() && database.reader.metadata.ip_version != 6 {
+            return None;
+        }
+        match catch_unwind(AssertUnwindSafe(|| database.reader.lookup::<T>(ip))) {
+            Ok(Ok(found)) => found,
+            Ok(Err(error)) => {
+                self.count_lookup_error(&error);
+                None
+            }
+            Err(_panic) => {
+                self.count_lookup_error(&"the reader panicked");
+                None
+            }
+        }
+    }
+
+    #[cold]
+    fn count_lookup_error(&self, error: &dyn std::fmt::Display) {
+        let previous = self.inner.lookup_errors.fetch_add(1, Ordering::Relaxed);
+        // Log the first error and then every 1024th, not one line per request.
+        if previous % 1024 == 0 {
+            tracing::warn!(
+                target: "netacl_edge::geo",
+                errors = previous + 1,
+                "geo lookup failed, answered as absent: {error}"
+            );
+        }
+    }
+
+    /// Reloads every configured database from its file, whether or not it changed. A database
+    /// that fails to load is kept as it was; the others are still reloaded.
+    ///
+    /// # Errors
+    ///
+    /// The first [`GeoError`] met (every failure is also logged).
+    pub fn reload(&self) -> Result<(), GeoError> {
+        let mut first_error = None;
+        for slot in self.slots() {
+            if let Err(error) = self.reload_slot(slot) {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn slots(&self) -> impl Iterator<Item = &Slot> {
+        self.inner.location.iter().chain(self.inner.asn.iter())
+    }
+
+    fn reload_slot(&self, slot: &Slot) -> Result<(), GeoError> {
+        match load(&slot.path) {
+            Ok(database) => {
+                log_loaded(slot.role, &slot.path, &database);
+                slot.database.store(Arc::new(database));
+                self.inner.reloads.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut failed) = slot.failed.lock() {
+                    *failed = None;
+                }
+                Ok(())
+            }
+            Err(error) => {
+                self.inner.reload_failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    target: "netacl_edge::geo",
+                    "reloading failed, the previous database stays in service: {error}"
+                );
+                if let Ok(mut failed) = slot.failed.lock() {
+                    *failed = FileStamp::of(&slot.path).ok();
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Reloads the databases whose files changed (length, modification time or inode) since
+    /// they were loaded, skipping a file that already failed unchanged. Returns how many were
+    /// reloaded.
+    ///
+    /// # Errors
+    ///
+    /// The first [`GeoError`] met.
+    pub fn reload_changed(&self) -> Result<usize, GeoError> {
+        let mut reloaded = 0;
+        let mut first_error = None;
+        for slot in self.slots() {
+            let Ok(stamp) = FileStamp::of(&slot.path) else {
+                // A missing file (mid-replacement, or removed): keep serving the old one.
+                continue;
+            };
+            let failed_before = slot
+                .failed
+                .lock()
+                .map(|f| *f == Some(stamp))
+                .unwrap_or(false);
+            if stamp == slot.database.load().stamp || failed_before {
+                continue;
+            }
+            match self.reload_slot(slot) {
+                Ok(()) => reloaded += 1,
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        first_error.map_or(Ok(reloaded), Err)
+    }
+
+    /// Spawns a tokio task that checks the files every `interval` and reloads those that
+    /// changed ([`reload_changed`](Self::reload_changed)). The task ends when every handle to
+    /// this enricher is dropped, or when the returned handle is aborted. Must be called from
+    /// within a tokio runtime.
+    pub fn spawn_watcher(&self, interval: Duration) -> tokio::task::JoinHandle<()> {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(10)));
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                let enricher = GeoEnricher { inner };
+                // Loading maps and walks a file: keep it off the async workers.
+                let outcome = tokio::task::spawn_blocking(move || enricher.reload_changed()).await;
+                if let Err(join_error) = outcome {
+                    tracing::error!(target: "netacl_edge::geo", "geo watcher: {join_error}");
+                }
+            }
+        })
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> GeoStats {
+        GeoStats {
+            lookup_errors: self.inner.lookup_errors.load(Ordering::Relaxed),
+            reloads: self.inner.reloads.load(Ordering::Relaxed),
+            reload_failures: self.inner.reload_failures.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The databases in service.
+    pub fn databases(&self) -> Vec<DatabaseInfo> {
+        self.slots()
+            .map(|slot| {
+                let database = slot.database.load();
+                let meta = &database.reader.metadata;
+                DatabaseInfo {
+                    role: slot.role,
+                    path: slot.path.clone(),
+                    database_type: meta.database_type.clone(),
+                    build_epoch: meta.build_epoch,
+                    ip_version: meta.ip_version,
+                    node_count: meta.node_count,
+                }
+            })
+            .collect()
+    }
+}
+
+fn log_loaded(role: DatabaseRole, path: &Path, database: &Database) {
+    let meta = &database.reader.metadata;
+    tracing::info!(
+        target: "netacl_edge::geo",
+        ?role,
+        path = %path.display(),
+        database_type = %meta.database_type,
+        build_epoch = meta.build_epoch,
+        node_count = meta.node_count,
+        "geo database loaded"
+    );
+}
+
+/// Maps and checks a database file.
+fn load(path: &Path) -> Result<Database, GeoError> {
+    let io_error = |source| GeoError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let corrupt = |reason: String| GeoError::Corrupt {
+        path: path.to_owned(),
+        reason,
+    };
+    let stamp = FileStamp::of(path).map_err(io_error)?;
+    let reader = match catch_unwind(AssertUnwindSafe(|| Reader::open_mmap(path))) {
+        Ok(Ok(reader)) => reader,
+        Ok(Err(MaxMindDbError::Io(source) | MaxMindDbError::Mmap(source))) => {
+            return Err(io_error(source))
+        }
+        Ok(Err(source)) => {
+            return Err(GeoError::Format {
+                path: path.to_owned(),
+                source,
+            })
+        }
+        Err(_panic) => return Err(corrupt("the reader panicked on its metadata".to_owned())),
+    };
+    check_search_tree(path, &reader.metadata, stamp.len).map_err(|e| match e {
+        TreeError::Io(source) => io_error(source),
+        TreeError::Corrupt(reason) => corrupt(reason),
+    })?;
+    if FileStamp::of(path).map_err(io_error)? != stamp {
+        return Err(GeoError::Changed {
+            path: path.to_owned(),
+        });
+    }
+    Ok(Database { reader, stamp })
+}
+
+enum TreeError {
+    Io(io::Error),
+    Corrupt(String),
+}
+
+/// Checks the metadata against the file and walks every record of the search tree: each must
+/// be a node, the "empty" marker, or a pointer into the data section. After this the reader's
+/// tree walk and pointer arithmetic stay in bounds.
+fn check_search_tree(
+    path: &Path,
+    meta: &maxminddb::Metadata,
+    file_len: u64,
+) -> Result<(), TreeError> {
+    let corrupt = |reason: String| Err(TreeError::Corrupt(reason));
+    if meta.binary_format_major_version != 2 {
+        return corrupt(format!(
+            "binary format version {} (expected 2)",
+            meta.binary_format_major_version
+        ));
+    }
+    if meta.ip_version != 4 && meta.ip_version != 6 {
+        return corrupt(format!("ip_version {} (expected 4 or 6)", meta.ip_version));
+    }
+    let record_bits = u64::from(meta.record_size);
+    if ![24, 28, 32].contains(&record_bits) {
+        return corrupt(format!("record size {record_bits} (expected 24, 28 or 32)"));
+    }
+    let node_count = u64::from(meta.node_count);
+    if node_count == 0 {
+        return corrupt("empty search tree".to_owned());
+    }
+    let node_bytes = record_bits / 4;
+    let tree_len = node_count * node_bytes;
+    // The tree, the 16-byte separator, and at least the metadata marker must fit in the file.
+    let data_len = match file_len.checked_sub(tree_len + 16) {
+        Some(len) if len > 0 => len,
+        _ => {
+            return corrupt(format!(
+                "node count {node_count} needs a {tree_len}-byte search tree, larger than the {file_len}-byte file"
+            ))
+        }
+    };
+    let mut tree = vec![
+        0u8;
+        usize::try_from(tree_len)
+            .map_err(|_| TreeError::Corrupt("search tree too large".to_owned()))?
+    ];
+    File::open(path)
+        .and_then(|mut file| file.read_exact(&mut tree))
+        .map_err(TreeError::Io)?;
+    let node_bytes = node_bytes as usize;
+    let record = |node: u64, side: usize| -> u64 {
+        let start = node as usize * node_bytes;
+        let bytes = tree.get(start..start + node_bytes).unwrap_or_default();
+        u64::from(node_records(bytes, meta.record_size)[side])
+    };
+    // Every record is a node, the "empty" marker, or a pointer into the data section.
+    for index in 0..node_count {
+        for side in 0..2 {
+            let value = record(index, side);
+            let pointer_ok = value <= node_count
+                || (value >= node_count + 16 && value - node_count - 16 < data_len);
+            if !pointer_ok {
+                return corrupt(format!(
+                    "search tree node {index} points to {value}, outside the file"
+                ));
+            }
+        }
+    }
+    // No path from the root may be longer than an address has bits (which also rules out
+    // cycles): a lookup that runs out of bits on a node fails.
+    let max_depth = if meta.ip_version == 6 { 128 } else { 32 };
+    check_tree_depth(node_count, max_depth, record).map_err(TreeError::Corrupt)
+}
+
+/// Depth-first walk from the root computing each node's height (longest path to a leaf) once,
+/// so shared subtrees (IPv4 aliases) are visited once. Fails on a cycle or a path longer than
+/// `max_depth` nodes.
+fn check_tree_depth(
+    node_count: u64,
+    max_depth: u8,
+    record: impl Fn(u64, usize) -> u64,
+) -> Result<(), String> {
+    const UNSEEN: u8 = 0;
+    const ON_PATH: u8 = 1;
+    // A finished node stores 2 + its height.
+    let mut state = vec![UNSEEN; node_count as usize];
+    struct Frame {
+        node: u64,
+        next_side: usize,
+        height: u8,
+    }
+    let mut stack = vec![Frame {
+        node: 0,
+        next_side: 0,
+        height: 0,
+    }];
+    if let Some(root) = state.first_mut() {
+        *root = ON_PATH;
+    }
+    while let Some(top) = stack.last_mut() {
+        if top.next_side == 2 {
+            let height = top.height.saturating_add(1);
+            if let Some(slot) = state.get_mut(top.node as usize) {
+                *slot = height.saturating_add(2);
+            }
+            stack.pop();
+            if let Some(parent) = stack.last_mut() {
+                parent.height = parent.height.max(height);
+            }
+            continue;
+        }
+        let child = record(top.node, top.next_side);
+        top.next_side += 1;
+        if child >= node_count {
+            continue;
+        }
+        match state.get(child as usize).copied().unwrap_or(UNSEEN) {
+            UNSEEN => {
+                if stack.len() >= usize::from(max_depth) {
+                    return Err(format!(
+                        "search tree path longer than {max_depth} bits (at node {child})"
+                    ));
+                }
+                if let Some(slot) = state.get_mut(child as usize) {
+                    *slot = ON_PATH;
+                }
+                stack.push(Frame {
+                    node: child,
+                    next_side: 0,
+                    height: 0,
+                });
+            }
+            ON_PATH => return Err(format!("search tree has a cycle through node {child}")),
+            done => {
+                let height = done - 2;
+                if stack.len() + usize::from(height) > usize::from(max_depth) {
+                    return Err(format!(
+                        "search tree path longer than {max_depth} bits (through node {child})"
+                    ));
+                }
+                if let Some(top) = stack.last_mut() {
+                    top.height = top.height.max(height);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The two records of a node.
+fn node_records(node: &[u8], record_size: u16) -> [u32; 2] {
+    let b = |i: usize| u32::from(node.get(i).copied().unwrap_or(0));
+    match record_size {
+        24 => [b(0) << 16 | b(1) << 8 | b(2), b(3) << 16 | b(4) << 8 | b(5)],
+        28 => [
+            (b(3) & 0xf0) << 20 | b(0) << 16 | b(1) << 8 | b(2),
+            (b(3) & 0x0f) << 24 | b(4) << 16 | b(5) << 8 | b(6),
+        ],
+        _ => [
+            b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3),
+            b(4) << 24 | b(5) << 16 | b(6) << 8 | b(7),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_records_decode_each_record_size() {
+        assert_eq!(node_records(&[0, 0, 1, 0, 0, 2], 24), [1, 2]);
+        // 28-bit: the middle byte carries the high nibbles (left record in the high half).
+        assert_eq!(
+            node_records(&[0x12, 0x34, 0x56, 0xab, 0x78, 0x9a, 0xbc], 28),
+            [0x0a12_3456, 0x0b78_9abc]
+        );
+        assert_eq!(node_records(&[0, 0, 0, 7, 0, 0, 1, 0], 32), [7, 256]);
+    }
+
+    #[test]
+    fn needs() {
+        assert!(GeoNeeds::NONE.is_empty());
+        assert!(!GeoNeeds::ALL.is_empty());
+        assert!(GeoNeeds {
+            subdivision: true,
+            ..GeoNeeds::NONE
+        }
+        .location());
+    }
+}
