@@ -1,1 +1,113 @@
-//! placeholder
+//! The network ACL evaluator: compiles a rule set into indexes once, then decides each request
+//! in nanoseconds, at a cost that does not grow with the number of rules or entries.
+//!
+//! ```
+//! use netacl_eval::{Engine, Request, Verdict};
+//! use netacl_model::{Limits, RequestScope, RuleSet};
+//!
+//! let rules = serde_json::json!([{
+//!     "id": "acl_1111111111111111111111",
+//!     "description": "block a bad network outside the US",
+//!     "active": true,
+//!     "priority": 10,
+//!     "rule": {
+//!         "action": {"block": true},
+//!         "scope": "tenant",
+//!         "match": {"ipv4_cidrs": ["198.51.100.0/24"]},
+//!         "not_match": {"geo_country_codes": ["US"]}
+//!     },
+//!     "created_at": "2026-07-30T11:42:25.354Z",
+//!     "updated_at": "2026-07-30T11:42:25.354Z"
+//! }]);
+//! let rules = RuleSet::from_json(&rules, 7, &Limits::default()).unwrap();
+//!
+//! let engine = Engine::new();
+//! engine.publish(&rules).unwrap();
+//!
+//! let request = Request::new(RequestScope::Authentication)
+//!     .with_client_ip("198.51.100.9".parse().unwrap())
+//!     .with_country("FR");
+//! let evaluation = engine.evaluate(&request);
+//! assert_eq!(evaluation.verdict(), Verdict::Block);
+//! assert_eq!(evaluation.rule_id().unwrap().as_str(), "acl_1111111111111111111111");
+//! assert_eq!(evaluation.decision().version(), 7);
+//!
+//! // The same address from the US: the `not_match` fails, no rule decides.
+//! let request = request.with_country("us");
+//! assert_eq!(engine.evaluate(&request).verdict(), Verdict::None);
+//! ```
+//!
+//! # The pipeline
+//!
+//! [`RuleSet`](netacl_model::RuleSet) (validated records) → [`CompiledPolicy::compile`] →
+//! [`CompiledPolicy`] (immutable, `Send + Sync`) → [`CompiledPolicy::evaluate`] with a
+//! [`Request`] (the request's signals, canonicalised once) → [`Decision`] (rule indexes, no
+//! allocation) → [`Outcome`] (ids resolved, for JSON). The [`Engine`] holds the policy in service
+//! in an `ArcSwap`: each evaluation takes exactly one snapshot, publication compiles aside and
+//! swaps. [`reference::evaluate`] is the plain linear transcription of the semantics, the oracle
+//! every test compares against.
+//!
+//! # How evaluation avoids scanning rules
+//!
+//! Active rules get an *ordinal* in evaluation order (ascending priority, ties by id in byte
+//! order); inactive rules are left out entirely. Then, per signal, an index maps a request value
+//! to a *posting*: the ordinals of the rules whose lists contain the value, split in five sorted
+//! lists (see below).
+//!
+//! - Client and connecting addresses: CIDR blocks are nested or disjoint, so the distinct
+//!   networks of a signal cut the address space into elementary intervals, each pointing at its
+//!   innermost network; enclosing networks follow through parent links. The interval is found by
+//!   binary search behind a first level: a direct table on the top 16 bits for IPv4, a fence
+//!   array of every 32nd interval start for IPv6. A network listed by many rules is stored once.
+//! - ASNs, countries, JA3 (as 16 bytes): open-addressing hash tables with fixed-size keys.
+//! - Subdivisions, JA4, hostnames: hash tables over the lowercase bytes; the request's value is
+//!   lowercased on the stack while probing.
+//! - User agents: exact values by hash; wildcard patterns by their literal prefix or suffix (one
+//!   probe per distinct length), otherwise by an inner literal through Aho-Corasick, then
+//!   verified in linear time.
+//!
+//! Each rule with a `match` is *anchored* on one of its signals: the one a random request is
+//! least likely to hit, estimated from the entries (prefix lengths of CIDRs, number of values
+//! times a per-signal share: an ASN is rarer than a country, a hostname is common). A posting's
+//! five lists are: the rules anchored on this signal, one list per request scope (so rules of
+//! other scopes cost nothing); the other rules whose `match` lists the value; and the rules whose
+//! `not_match` lists it. Rules without `match` sit in a per-scope *unanchored* list.
+//!
+//! Evaluating a request: probe each index once for the request's value (only the signals some
+//! rule names), then merge the anchor lists of the hit postings and the unanchored list in
+//! ordinal order. Each candidate is checked for its other `match` signals by membership in the
+//! hit members lists and for its `not_match` signals by absence from the hit excluded lists, with
+//! monotone galloping cursors (candidates arrive in increasing order). A matching `log` rule is
+//! recorded and the walk continues; the first matching terminal rule ends it. The work is
+//! proportional to the candidates the request actually hits, not to the size of the rule set.
+//! No allocation (inline buffers, heap only for pathological requests hitting more than 16
+//! postings or more than 4 log rules), no lock, no parsing, each string hashed once.
+//!
+//! # Semantics
+//!
+//! As in the project's `network-acl-semantics.md`: a missing request value matches nothing in a
+//! `match` and satisfies a `not_match`; IPv4-mapped IPv6 addresses are matched as IPv4; CIDRs
+//! with host bits set mean their network; country, subdivision, JA3, JA4 and hostname compare
+//! case-insensitively (hostnames without trailing dots); user agents compare exactly, `*`
+//! matching any run.
+#![deny(missing_docs)]
+
+mod compile;
+mod engine;
+mod hash;
+mod policy;
+mod postings;
+mod range;
+pub mod reference;
+mod request;
+pub mod synthetic;
+mod useragent;
+
+pub use compile::CompileError;
+pub use engine::{Engine, Evaluation};
+pub use policy::{
+    signal_name, CompiledPolicy, Decision, IndexKind, IndexStats, Outcome, OutcomeRef, PolicyStats,
+    RuleIndex, SignalSet, Verdict,
+};
+pub use request::{Request, RequestError, RequestInput, RequestInputRef};
+pub use useragent::UserAgentStats;

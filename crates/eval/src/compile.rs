@@ -1,0 +1,623 @@
+//! Compiling a rule set into a [`CompiledPolicy`].
+
+use std::time::Instant;
+
+use ipnet::{Ipv4Net, Ipv6Net};
+use netacl_model::{
+    Action, Criteria, Limits, NetworkAcl, RequestScope, RuleScope, RuleSet, Signal,
+};
+
+use crate::hash::{random_seed, ByteMap, FixedMap};
+use crate::policy::{
+    bit, signal_name, ActionCode, CompiledPolicy, IndexKind, IndexStats, Indexes, PolicyStats,
+    RuleMeta, SignalSet,
+};
+use crate::postings::{Postings, EXCLUDED_LIST, MEMBERS_LIST, REQUEST_SCOPES};
+use crate::range::RangeTable;
+use crate::useragent::UserAgentIndex;
+
+/// Why a rule set could not be compiled. The policy in service stays as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// The set holds more rules than [`Limits::max_rules_per_set`].
+    #[error("the rule set holds {rules} rules, more than the limit of {limit}")]
+    TooManyRules {
+        /// Rules in the set.
+        rules: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The set holds more entries than [`Limits::max_entries_per_set`].
+    #[error("the rule set holds {entries} entries, more than the limit of {limit}")]
+    TooManyEntries {
+        /// Entries over all rules.
+        entries: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// One rule holds more entries than [`Limits::max_entries_per_rule`].
+    #[error("rule {id} holds {entries} entries, more than the limit of {limit} per rule")]
+    RuleTooLarge {
+        /// The rule's id.
+        id: String,
+        /// Entries in the rule.
+        entries: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Two records carry the same id.
+    #[error("rule id {id} appears twice (records {first} and {second})")]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// Index of the first record with it.
+        first: usize,
+        /// Index of the second record with it.
+        second: usize,
+    },
+}
+
+/// Estimated share of requests that carry one listed value of a signal: the cost model that
+/// picks each rule's anchor (see the crate documentation).
+fn value_share(signal: Signal) -> f64 {
+    match signal {
+        Signal::ClientIp | Signal::ConnectingIp => 0.0, // computed from the prefix length
+        Signal::Asn => 1.0 / 2000.0,
+        Signal::Country => 1.0 / 20.0,
+        Signal::Subdivision => 1.0 / 200.0,
+        Signal::Ja3 | Signal::Ja4 => 1.0 / 50.0,
+        Signal::UserAgent => 1.0 / 100.0,
+        Signal::Hostname => 1.0 / 3.0,
+    }
+}
+
+fn v4_share(net: &Ipv4Net) -> f64 {
+    (-f64::from(net.prefix_len())).exp2().max((-24f64).exp2())
+}
+
+fn v6_share(net: &Ipv6Net) -> f64 {
+    // Relative to the global unicast space 2000::/3.
+    (3.0 - f64::from(net.prefix_len()))
+        .exp2()
+        .clamp((-24f64).exp2(), 1.0)
+}
+
+/// The expected share of requests for which `criteria`'s `signal` list hits.
+fn signal_cost(criteria: &Criteria, signal: Signal) -> f64 {
+    let sum: f64 = match signal {
+        Signal::ClientIp => {
+            criteria
+                .ipv4_cidrs()
+                .unwrap_or(&[])
+                .iter()
+                .map(|e| v4_share(&e.net()))
+                .sum::<f64>()
+                + criteria
+                    .ipv6_cidrs()
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|e| v6_share(&e.net()))
+                    .sum::<f64>()
+        }
+        Signal::ConnectingIp => {
+            criteria
+                .connecting_ipv4_cidrs()
+                .unwrap_or(&[])
+                .iter()
+                .map(|e| v4_share(&e.net()))
+                .sum::<f64>()
+                + criteria
+                    .connecting_ipv6_cidrs()
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|e| v6_share(&e.net()))
+                    .sum::<f64>()
+        }
+        Signal::UserAgent => criteria
+            .user_agents()
+            .unwrap_or(&[])
+            .iter()
+            .map(|p| {
+                if p.text().chars().all(|c| c == '*') {
+                    1.0
+                } else if p.has_wildcard() {
+                    0.2
+                } else {
+                    value_share(Signal::UserAgent)
+                }
+            })
+            .sum(),
+        other => member_len(criteria, other) as f64 * value_share(other),
+    };
+    sum.min(1.0)
+}
+
+fn member_len(criteria: &Criteria, signal: Signal) -> usize {
+    match signal {
+        Signal::ClientIp => {
+            criteria.ipv4_cidrs().map_or(0, <[_]>::len)
+                + criteria.ipv6_cidrs().map_or(0, <[_]>::len)
+        }
+        Signal::ConnectingIp => {
+            criteria.connecting_ipv4_cidrs().map_or(0, <[_]>::len)
+                + criteria.connecting_ipv6_cidrs().map_or(0, <[_]>::len)
+        }
+        Signal::Asn => criteria.asns().map_or(0, <[_]>::len),
+        Signal::Country => criteria.geo_country_codes().map_or(0, <[_]>::len),
+        Signal::Subdivision => criteria.geo_subdivision_codes().map_or(0, <[_]>::len),
+        Signal::Ja3 => criteria.ja3_fingerprints().map_or(0, <[_]>::len),
+        Signal::Ja4 => criteria.ja4_fingerprints().map_or(0, <[_]>::len),
+        Signal::UserAgent => criteria.user_agents().map_or(0, <[_]>::len),
+        Signal::Hostname => criteria.hostnames().map_or(0, <[_]>::len),
+    }
+}
+
+/// The signal of `criteria` whose list a random request is least likely to hit.
+pub(crate) fn choose_anchor(criteria: &Criteria) -> Option<Signal> {
+    let mut best: Option<(f64, Signal)> = None;
+    for signal in criteria.signals() {
+        let cost = signal_cost(criteria, signal);
+        if best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, signal));
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
+/// Entries gathered per signal before grouping: `(key, list, rule)`.
+#[derive(Default)]
+struct Collected {
+    client_v4: Vec<((u32, u32), u8, u32)>,
+    client_v6: Vec<((u128, u128), u8, u32)>,
+    connecting_v4: Vec<((u32, u32), u8, u32)>,
+    connecting_v6: Vec<((u128, u128), u8, u32)>,
+    asn: Vec<(u32, u8, u32)>,
+    country: Vec<(u16, u8, u32)>,
+    subdivision: Vec<(String, u8, u32)>,
+    ja3: Vec<(u128, u8, u32)>,
+    ja4: Vec<(String, u8, u32)>,
+    user_agent: Vec<(String, u8, u32)>,
+    hostname: Vec<(String, u8, u32)>,
+}
+
+fn v4_range(net: Ipv4Net) -> (u32, u32) {
+    (u32::from(net.network()), u32::from(net.broadcast()))
+}
+
+fn v6_range(net: Ipv6Net) -> (u128, u128) {
+    (u128::from(net.network()), u128::from(net.broadcast()))
+}
+
+impl Collected {
+    /// Adds every entry of one criteria object under the list codes `lists` for `signal`.
+    fn add(&mut self, criteria: &Criteria, rule: u32, lists_for: &dyn Fn(Signal) -> Vec<u8>) {
+        for signal in criteria.signals() {
+            let lists = lists_for(signal);
+            for &list in &lists {
+                match signal {
+                    Signal::ClientIp => {
+                        for e in criteria.ipv4_cidrs().unwrap_or(&[]) {
+                            self.client_v4.push((v4_range(e.net()), list, rule));
+                        }
+                        for e in criteria.ipv6_cidrs().unwrap_or(&[]) {
+                            self.client_v6.push((v6_range(e.net()), list, rule));
+                        }
+                    }
+                    Signal::ConnectingIp => {
+                        for e in criteria.connecting_ipv4_cidrs().unwrap_or(&[]) {
+                            self.connecting_v4.push((v4_range(e.net()), list, rule));
+                        }
+                        for e in criteria.connecting_ipv6_cidrs().unwrap_or(&[]) {
+                            self.connecting_v6.push((v6_range(e.net()), list, rule));
+                        }
+                    }
+                    Signal::Asn => {
+                        for &asn in criteria.asns().unwrap_or(&[]) {
+                            self.asn.push((asn, list, rule));
+                        }
+                    }
+                    Signal::Country => {
+                        for c in criteria.geo_country_codes().unwrap_or(&[]) {
+                            self.country
+                                .push((u16::from_le_bytes(c.canonical()), list, rule));
+                        }
+                    }
+                    Signal::Subdivision => {
+                        for c in criteria.geo_subdivision_codes().unwrap_or(&[]) {
+                            self.subdivision
+                                .push((c.text().to_ascii_lowercase(), list, rule));
+                        }
+                    }
+                    Signal::Ja3 => {
+                        for f in criteria.ja3_fingerprints().unwrap_or(&[]) {
+                            self.ja3.push((u128::from_le_bytes(f.bytes()), list, rule));
+                        }
+                    }
+                    Signal::Ja4 => {
+                        for f in criteria.ja4_fingerprints().unwrap_or(&[]) {
+                            self.ja4.push((f.canonical(), list, rule));
+                        }
+                    }
+                    Signal::UserAgent => {
+                        for p in criteria.user_agents().unwrap_or(&[]) {
+                            self.user_agent.push((p.text().to_owned(), list, rule));
+                        }
+                    }
+                    Signal::Hostname => {
+                        for h in criteria.hostnames().unwrap_or(&[]) {
+                            self.hostname.push((h.canonical(), list, rule));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sorts `(key, list, rule)` triples and stores one posting per distinct key.
+fn group<K: Ord>(mut items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(K, u32)> {
+    items.sort_unstable();
+    let mut out = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while let Some((key, list, rule)) = items.next() {
+        let mut run = vec![(list, rule)];
+        while let Some((_, l, r)) = items.next_if(|(k, _, _)| *k == key) {
+            run.push((l, r));
+        }
+        out.push((key, postings.add_sorted(run)));
+    }
+    out
+}
+
+fn ranges<A: crate::range::Address>(
+    items: Vec<((A, A), u8, u32)>,
+    postings: &mut Postings,
+) -> RangeTable<A> {
+    RangeTable::build(
+        group(items, postings)
+            .into_iter()
+            .map(|((first, last), posting)| (first, last, posting))
+            .collect(),
+    )
+}
+
+fn fixed_map<K: crate::hash::FixedKey + Ord>(
+    seed: u64,
+    items: Vec<(K, u8, u32)>,
+    postings: &mut Postings,
+) -> Option<FixedMap<K>> {
+    if items.is_empty() {
+        return None;
+    }
+    Some(FixedMap::build(seed, &group(items, postings)))
+}
+
+fn byte_map(seed: u64, items: Vec<(String, u8, u32)>, postings: &mut Postings) -> Option<ByteMap> {
+    if items.is_empty() {
+        return None;
+    }
+    let grouped = group(items, postings);
+    Some(ByteMap::build(
+        seed,
+        grouped.iter().map(|(k, p)| (k.as_bytes(), *p)),
+    ))
+}
+
+fn covered_scopes(scope: RuleScope) -> impl Iterator<Item = u8> {
+    RequestScope::ALL
+        .into_iter()
+        .filter(move |r| scope.covers(*r))
+        .map(|r| crate::policy::scope_index(r) as u8)
+}
+
+impl CompiledPolicy {
+    /// Compiles a rule set under the default [`Limits`].
+    ///
+    /// Inactive rules are left out; the others are ordered by ascending priority, ties broken
+    /// by id in byte order.
+    pub fn compile(rules: &RuleSet) -> Result<CompiledPolicy, CompileError> {
+        Self::compile_with_limits(rules, &Limits::default())
+    }
+
+    /// Compiles a rule set, refusing one beyond `limits`.
+    pub fn compile_with_limits(
+        rules: &RuleSet,
+        limits: &Limits,
+    ) -> Result<CompiledPolicy, CompileError> {
+        let started = Instant::now();
+        if rules.acls.len() > limits.max_rules_per_set {
+            return Err(CompileError::TooManyRules {
+                rules: rules.acls.len(),
+                limit: limits.max_rules_per_set,
+            });
+        }
+        let mut total_entries = 0usize;
+        for acl in &rules.acls {
+            let entries = acl.spec.entry_count();
+            if entries > limits.max_entries_per_rule {
+                return Err(CompileError::RuleTooLarge {
+                    id: acl.id.to_string(),
+                    entries,
+                    limit: limits.max_entries_per_rule,
+                });
+            }
+            total_entries += entries;
+        }
+        if total_entries > limits.max_entries_per_set {
+            return Err(CompileError::TooManyEntries {
+                entries: total_entries,
+                limit: limits.max_entries_per_set,
+            });
+        }
+        let mut by_id: Vec<usize> = (0..rules.acls.len()).collect();
+        by_id.sort_by(|&a, &b| rules.acls[a].id.cmp(&rules.acls[b].id).then(a.cmp(&b)));
+        for pair in by_id.windows(2) {
+            if rules.acls[pair[0]].id == rules.acls[pair[1]].id {
+                return Err(CompileError::DuplicateId {
+                    id: rules.acls[pair[0]].id.to_string(),
+                    first: pair[0],
+                    second: pair[1],
+                });
+            }
+        }
+
+        Ok(Self::build(rules, started))
+    }
+
+    /// Compiles a rule set already checked against the limits (cannot fail).
+    fn build(rules: &RuleSet, started: Instant) -> CompiledPolicy {
+        let mut order: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
+        order.sort_by(|a, b| {
+            a.spec
+                .priority
+                .cmp(&b.spec.priority)
+                .then_with(|| a.id.as_str().as_bytes().cmp(b.id.as_str().as_bytes()))
+        });
+
+        let mut collected = Collected::default();
+        let mut meta = Vec::with_capacity(order.len());
+        let mut ids = Vec::with_capacity(order.len());
+        let mut redirects = Vec::with_capacity(order.len());
+        let mut unanchored: [Vec<u32>; REQUEST_SCOPES] = Default::default();
+        let mut needed = SignalSet::EMPTY;
+        let mut anchor_counts = [0usize; 9];
+        let mut entries = 0usize;
+
+        for (ordinal, acl) in order.iter().enumerate() {
+            let ordinal = ordinal as u32;
+            let rule = &acl.spec.rule;
+            entries += acl.spec.entry_count();
+            let scopes: Vec<u8> = covered_scopes(rule.scope()).collect();
+            let mut check = 0u16;
+            let mut exclude = 0u16;
+            if let Some(criteria) = rule.match_criteria() {
+                let anchor = choose_anchor(criteria);
+                for signal in criteria.signals() {
+                    needed.insert(signal);
+                    if Some(signal) != anchor {
+                        check |= bit(signal);
+                    }
+                }
+                if let Some(anchor) = anchor {
+                    anchor_counts[anchor as usize] += 1;
+                }
+                collected.add(criteria, ordinal, &|signal| {
+                    if Some(signal) == anchor {
+                        scopes.clone()
+                    } else {
+                        vec![MEMBERS_LIST]
+                    }
+                });
+                if anchor.is_none() {
+                    // A `match` naming no signal cannot be built by validation; treat it as
+                    // absent (it holds).
+                    for &s in &scopes {
+                        unanchored[s as usize].push(ordinal);
+                    }
+                }
+            } else {
+                for &s in &scopes {
+                    unanchored[s as usize].push(ordinal);
+                }
+            }
+            if let Some(criteria) = rule.not_match() {
+                for signal in criteria.signals() {
+                    needed.insert(signal);
+                    exclude |= bit(signal);
+                }
+                collected.add(criteria, ordinal, &|_| vec![EXCLUDED_LIST]);
+            }
+            let (action, redirect) = match rule.action() {
+                Action::Block => (ActionCode::Block, None),
+                Action::Allow => (ActionCode::Allow, None),
+                Action::Log => (ActionCode::Log, None),
+                Action::Redirect { redirect_uri } => (
+                    ActionCode::Redirect,
+                    Some(redirect_uri.clone().into_boxed_str()),
+                ),
+            };
+            meta.push(RuleMeta {
+                check,
+                exclude,
+                action,
+            });
+            ids.push(acl.id.clone());
+            redirects.push(redirect);
+        }
+
+        let seed = random_seed();
+        let mut postings = Postings::default();
+        let c = collected;
+        let indexes = Indexes {
+            client_v4: ranges(c.client_v4, &mut postings),
+            client_v6: ranges(c.client_v6, &mut postings),
+            connecting_v4: ranges(c.connecting_v4, &mut postings),
+            connecting_v6: ranges(c.connecting_v6, &mut postings),
+            asn: fixed_map(seed, c.asn, &mut postings),
+            country: fixed_map(seed, c.country, &mut postings),
+            subdivision: byte_map(seed, c.subdivision, &mut postings),
+            ja3: fixed_map(seed, c.ja3, &mut postings),
+            ja4: byte_map(seed, c.ja4, &mut postings),
+            user_agent: if c.user_agent.is_empty() {
+                None
+            } else {
+                Some(UserAgentIndex::build(
+                    seed,
+                    group(c.user_agent, &mut postings),
+                ))
+            },
+            hostname: byte_map(seed, c.hostname, &mut postings),
+        };
+        postings.shrink();
+
+        let mut policy = CompiledPolicy {
+            version: rules.version,
+            meta,
+            ids,
+            redirects,
+            unanchored,
+            postings,
+            indexes,
+            needed,
+            indexed: needed,
+            stats: PolicyStats {
+                version: rules.version,
+                rules: rules.acls.len(),
+                active_rules: order.len(),
+                entries,
+                needed_signals: needed,
+                anchors: Vec::new(),
+                unanchored: [0; 3],
+                postings: 0,
+                indexes: Vec::new(),
+                user_agents: Default::default(),
+                compile_micros: 0,
+                approx_bytes: 0,
+            },
+        };
+        policy.stats.anchors = Signal::ALL
+            .into_iter()
+            .map(|s| (signal_name(s), anchor_counts[s as usize]))
+            .collect();
+        policy.stats.unanchored = [
+            policy.unanchored[0].len(),
+            policy.unanchored[1].len(),
+            policy.unanchored[2].len(),
+        ];
+        policy.stats.postings = policy.postings.len();
+        policy.stats.indexes = policy.index_stats();
+        policy.stats.user_agents = policy
+            .indexes
+            .user_agent
+            .as_ref()
+            .map(UserAgentIndex::stats)
+            .unwrap_or_default();
+        policy.stats.approx_bytes = policy.stats.indexes.iter().map(|i| i.bytes).sum::<usize>()
+            + policy.postings.bytes()
+            + policy.meta.capacity() * std::mem::size_of::<RuleMeta>()
+            + policy
+                .ids
+                .iter()
+                .map(|id| id.as_str().len() + std::mem::size_of::<netacl_model::AclId>())
+                .sum::<usize>()
+            + policy
+                .redirects
+                .iter()
+                .map(|r| r.as_ref().map_or(0, |r| r.len()) + 16)
+                .sum::<usize>()
+            + policy
+                .unanchored
+                .iter()
+                .map(|u| u.capacity() * 4)
+                .sum::<usize>();
+        policy.stats.compile_micros = started.elapsed().as_micros() as u64;
+        policy
+    }
+
+    fn index_stats(&self) -> Vec<IndexStats> {
+        fn table<A: crate::range::Address>(
+            name: &'static str,
+            t: &RangeTable<A>,
+            first_level: IndexKind,
+        ) -> IndexStats {
+            IndexStats {
+                name,
+                kind: if t.networks() == 0 {
+                    IndexKind::Unused
+                } else if t.has_first_level() {
+                    first_level
+                } else {
+                    IndexKind::IntervalTable
+                },
+                keys: t.networks(),
+                intervals: Some(t.intervals()),
+                bytes: t.bytes(),
+            }
+        }
+        fn hashed(name: &'static str, keys: Option<(usize, usize)>) -> IndexStats {
+            IndexStats {
+                name,
+                kind: if keys.is_some() {
+                    IndexKind::HashTable
+                } else {
+                    IndexKind::Unused
+                },
+                keys: keys.map_or(0, |k| k.0),
+                intervals: None,
+                bytes: keys.map_or(0, |k| k.1),
+            }
+        }
+        let ix = &self.indexes;
+        vec![
+            table(
+                "client_ip_v4",
+                &ix.client_v4,
+                IndexKind::IntervalTableDirect16,
+            ),
+            table(
+                "client_ip_v6",
+                &ix.client_v6,
+                IndexKind::IntervalTableFenced,
+            ),
+            table(
+                "connecting_ip_v4",
+                &ix.connecting_v4,
+                IndexKind::IntervalTableDirect16,
+            ),
+            table(
+                "connecting_ip_v6",
+                &ix.connecting_v6,
+                IndexKind::IntervalTableFenced,
+            ),
+            hashed("asn", ix.asn.as_ref().map(|m| (m.len(), m.bytes()))),
+            hashed("country", ix.country.as_ref().map(|m| (m.len(), m.bytes()))),
+            hashed(
+                "subdivision",
+                ix.subdivision.as_ref().map(|m| (m.len(), m.bytes())),
+            ),
+            hashed("ja3", ix.ja3.as_ref().map(|m| (m.len(), m.bytes()))),
+            hashed("ja4", ix.ja4.as_ref().map(|m| (m.len(), m.bytes()))),
+            IndexStats {
+                name: "user_agent",
+                kind: if ix.user_agent.is_some() {
+                    IndexKind::UserAgentMatcher
+                } else {
+                    IndexKind::Unused
+                },
+                keys: ix.user_agent.as_ref().map_or(0, UserAgentIndex::len),
+                intervals: None,
+                bytes: ix.user_agent.as_ref().map_or(0, UserAgentIndex::bytes),
+            },
+            hashed(
+                "hostname",
+                ix.hostname.as_ref().map(|m| (m.len(), m.bytes())),
+            ),
+        ]
+    }
+
+    /// A policy with no rules (version 0): every request gets [`crate::Verdict::None`].
+    pub fn empty() -> CompiledPolicy {
+        Self::build(&RuleSet::default(), Instant::now())
+    }
+}

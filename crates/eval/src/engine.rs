@@ -1,0 +1,119 @@
+//! The engine: the policy in service, replaced whole and atomically.
+
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+use netacl_model::{AclId, RuleSet};
+
+use crate::{CompileError, CompiledPolicy, Decision, Outcome, Request, Verdict};
+
+/// Holds the policy in service. Readers never lock: each evaluation takes one snapshot (one
+/// `load()`), so a decision never mixes two versions; [`Engine::publish`] compiles a new
+/// policy aside and swaps it in. Share it behind an `Arc` (it is `Send + Sync`).
+///
+/// Publishing is last-writer-wins: callers that publish from several threads order their
+/// publications themselves (the store's change feed does).
+#[derive(Debug)]
+pub struct Engine {
+    current: ArcSwap<CompiledPolicy>,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Engine {
+    /// An engine serving the empty policy (version 0): every request gets [`Verdict::None`].
+    pub fn new() -> Engine {
+        Engine {
+            current: ArcSwap::from_pointee(CompiledPolicy::empty()),
+        }
+    }
+
+    /// Compiles `rules` and puts the result in service. On error the policy in service stays.
+    pub fn publish(&self, rules: &RuleSet) -> Result<Arc<CompiledPolicy>, CompileError> {
+        let policy = Arc::new(CompiledPolicy::compile(rules)?);
+        self.current.store(Arc::clone(&policy));
+        Ok(policy)
+    }
+
+    /// Puts a precompiled policy in service.
+    pub fn install(&self, policy: Arc<CompiledPolicy>) {
+        self.current.store(policy);
+    }
+
+    /// The policy in service.
+    pub fn policy(&self) -> Arc<CompiledPolicy> {
+        self.current.load_full()
+    }
+
+    /// Evaluates `request` against the policy in service (one snapshot).
+    pub fn evaluate(&self, request: &Request<'_>) -> Evaluation {
+        let policy = self.current.load();
+        let decision = policy.evaluate(request);
+        Evaluation { policy, decision }
+    }
+}
+
+/// A decision together with the policy snapshot that made it, so that its rule indexes resolve
+/// against the right rule set. Meant to be short-lived (it pins the snapshot).
+pub struct Evaluation {
+    policy: Guard<Arc<CompiledPolicy>>,
+    decision: Decision,
+}
+
+impl std::fmt::Debug for Evaluation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluation")
+            .field("version", &self.policy.version())
+            .field("decision", &self.decision)
+            .finish()
+    }
+}
+
+impl Evaluation {
+    /// The decision.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The policy that made it.
+    pub fn policy(&self) -> &CompiledPolicy {
+        &self.policy
+    }
+
+    /// The verdict.
+    pub fn verdict(&self) -> Verdict {
+        self.decision.verdict()
+    }
+
+    /// The deciding rule's id.
+    pub fn rule_id(&self) -> Option<&AclId> {
+        self.decision.rule().map(|r| self.policy.rule_id(r))
+    }
+
+    /// The ids of the `log` rules that matched, in evaluation order.
+    pub fn monitored_ids(&self) -> impl Iterator<Item = &AclId> + '_ {
+        self.decision
+            .monitored()
+            .iter()
+            .map(|&r| self.policy.rule_id(r))
+    }
+
+    /// The redirect target, for a redirect.
+    pub fn redirect_uri(&self) -> Option<&str> {
+        self.policy.redirect_uri(&self.decision)
+    }
+
+    /// The decision with ids resolved.
+    pub fn outcome(&self) -> Outcome {
+        self.policy.outcome(&self.decision)
+    }
+
+    /// The decision, letting go of the snapshot.
+    pub fn into_decision(self) -> Decision {
+        self.decision
+    }
+}

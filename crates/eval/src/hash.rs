@@ -1,0 +1,334 @@
+//! Static hash tables built once at compile time and probed on the hot path.
+//!
+//! The keys come from the rule set (an administrator's values), the probes from requests. The
+//! tables are open-addressing with linear probing at a load factor of at most one half, keyed by
+//! a folded-multiply hash with a per-policy random seed, so that a rule author cannot arrange
+//! keys to collide by knowing the hash function.
+
+use std::hash::BuildHasher;
+
+const K0: u64 = 0x243f_6a88_85a3_08d3;
+const K1: u64 = 0x1319_8a2e_0370_7344;
+const K2: u64 = 0xa409_3822_299f_31d0;
+const K3: u64 = 0x082e_fa98_ec4e_6c89;
+
+/// Marks an empty slot.
+const EMPTY: u32 = u32::MAX;
+
+#[inline]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// A fresh random seed (from the standard library's per-process random keys).
+pub(crate) fn random_seed() -> u64 {
+    std::collections::hash_map::RandomState::new().hash_one(0x6e65_7461_636cu64)
+}
+
+/// Hashes one 64-bit word.
+#[inline]
+pub(crate) fn hash_word(seed: u64, word: u64) -> u64 {
+    fold_mul(fold_mul(word ^ seed, K0) ^ K3, K1)
+}
+
+/// Hashes a byte string.
+#[inline]
+pub(crate) fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K2);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        h = fold_mul(h ^ u64::from_le_bytes(word), K0);
+    }
+    let rest = chunks.remainder();
+    let mut word = [0u8; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    fold_mul(fold_mul(h ^ u64::from_le_bytes(word), K1) ^ K3, K2)
+}
+
+/// A key of fixed size that hashes to one word.
+pub(crate) trait FixedKey: Copy + Eq + Default {
+    fn hash(self, seed: u64) -> u64;
+}
+
+impl FixedKey for u32 {
+    #[inline]
+    fn hash(self, seed: u64) -> u64 {
+        hash_word(seed, u64::from(self))
+    }
+}
+
+impl FixedKey for u16 {
+    #[inline]
+    fn hash(self, seed: u64) -> u64 {
+        hash_word(seed, u64::from(self))
+    }
+}
+
+impl FixedKey for u128 {
+    #[inline]
+    fn hash(self, seed: u64) -> u64 {
+        hash_word(seed ^ hash_word(seed, self as u64), (self >> 64) as u64)
+    }
+}
+
+#[inline]
+fn capacity_for(len: usize) -> usize {
+    (len * 2).max(8).next_power_of_two()
+}
+
+/// An immutable map from a fixed-size key to a `u32`, values stored inline in the slots.
+#[derive(Debug, Clone)]
+pub(crate) struct FixedMap<K> {
+    seed: u64,
+    mask: usize,
+    slots: Vec<(K, u32)>,
+    len: usize,
+}
+
+impl<K: FixedKey> FixedMap<K> {
+    /// Builds the map; keys must be unique (a later duplicate is ignored).
+    pub(crate) fn build(seed: u64, entries: &[(K, u32)]) -> Self {
+        if entries.is_empty() {
+            return Self {
+                seed,
+                mask: 0,
+                slots: Vec::new(),
+                len: 0,
+            };
+        }
+        let capacity = capacity_for(entries.len());
+        let mask = capacity - 1;
+        let mut slots = vec![(K::default(), EMPTY); capacity];
+        let mut len = 0;
+        for &(key, value) in entries {
+            let mut at = key.hash(seed) as usize & mask;
+            loop {
+                let slot = &mut slots[at];
+                if slot.1 == EMPTY {
+                    *slot = (key, value);
+                    len += 1;
+                    break;
+                }
+                if slot.0 == key {
+                    break;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        Self {
+            seed,
+            mask,
+            slots,
+            len,
+        }
+    }
+
+    /// The value stored for `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: K) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut at = key.hash(self.seed) as usize & self.mask;
+        loop {
+            let (k, v) = self.slots[at];
+            if v == EMPTY {
+                return None;
+            }
+            if k == key {
+                return Some(v);
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<(K, u32)>()
+    }
+}
+
+/// An immutable map from a byte string to a `u32`. Slots hold a hash tag and an entry index;
+/// the key bytes live in one arena.
+#[derive(Debug, Clone)]
+pub(crate) struct ByteMap {
+    seed: u64,
+    mask: usize,
+    slots: Vec<(u32, u32)>,
+    entries: Vec<ByteEntry>,
+    arena: Vec<u8>,
+    max_len: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ByteEntry {
+    start: u32,
+    len: u32,
+    value: u32,
+}
+
+impl ByteMap {
+    /// Builds the map from byte-string keys; a later duplicate key is ignored.
+    pub(crate) fn build<'k>(seed: u64, entries: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
+        let entries: Vec<(&[u8], u32)> = entries.into_iter().collect();
+        let capacity = if entries.is_empty() {
+            0
+        } else {
+            capacity_for(entries.len())
+        };
+        let mut map = Self {
+            seed,
+            mask: capacity.saturating_sub(1),
+            slots: vec![(0, EMPTY); capacity],
+            entries: Vec::with_capacity(entries.len()),
+            arena: Vec::with_capacity(entries.iter().map(|(k, _)| k.len()).sum()),
+            max_len: 0,
+        };
+        for (key, value) in entries {
+            let h = hash_bytes(seed, key);
+            let tag = (h >> 32) as u32;
+            let mut at = h as usize & map.mask;
+            loop {
+                let (slot_tag, index) = map.slots[at];
+                if index == EMPTY {
+                    map.slots[at] = (tag, map.entries.len() as u32);
+                    map.entries.push(ByteEntry {
+                        start: map.arena.len() as u32,
+                        len: key.len() as u32,
+                        value,
+                    });
+                    map.arena.extend_from_slice(key);
+                    map.max_len = map.max_len.max(key.len());
+                    break;
+                }
+                if slot_tag == tag && map.key(index as usize) == key {
+                    break;
+                }
+                at = (at + 1) & map.mask;
+            }
+        }
+        map
+    }
+
+    #[inline]
+    fn key(&self, index: usize) -> &[u8] {
+        let e = self.entries[index];
+        &self.arena[e.start as usize..(e.start + e.len) as usize]
+    }
+
+    /// The value stored for `key` (compared byte for byte).
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Option<u32> {
+        if key.len() > self.max_len || self.entries.is_empty() {
+            return None;
+        }
+        let h = hash_bytes(self.seed, key);
+        let tag = (h >> 32) as u32;
+        let mut at = h as usize & self.mask;
+        loop {
+            let (slot_tag, index) = self.slots[at];
+            if index == EMPTY {
+                return None;
+            }
+            if slot_tag == tag && self.key(index as usize) == key {
+                return Some(self.entries[index as usize].value);
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
+
+    /// The value stored for the ASCII-lowercase form of `key`; the keys must have been stored
+    /// lowercase.
+    #[inline]
+    pub(crate) fn get_caseless(&self, key: &[u8]) -> Option<u32> {
+        if key.len() > self.max_len || self.entries.is_empty() {
+            return None;
+        }
+        if !key.iter().any(u8::is_ascii_uppercase) {
+            return self.get(key);
+        }
+        const STACK: usize = 256;
+        if key.len() <= STACK {
+            let mut buf = [0u8; STACK];
+            let folded = &mut buf[..key.len()];
+            for (to, from) in folded.iter_mut().zip(key) {
+                *to = from.to_ascii_lowercase();
+            }
+            self.get(folded)
+        } else {
+            // Only reachable when some stored key is longer than the stack buffer.
+            self.get(&key.to_ascii_lowercase())
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots.capacity() * 8
+            + self.entries.capacity() * std::mem::size_of::<ByteEntry>()
+            + self.arena.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_map_finds_every_key_and_nothing_else() {
+        let entries: Vec<(u32, u32)> = (0..1000u32).map(|k| (k * 7919, k)).collect();
+        let map = FixedMap::build(random_seed(), &entries);
+        assert_eq!(map.len(), 1000);
+        for &(k, v) in &entries {
+            assert_eq!(map.get(k), Some(v));
+        }
+        assert_eq!(map.get(1), None);
+        assert_eq!(FixedMap::<u32>::build(1, &[]).get(0), None);
+        let wide = FixedMap::build(3, &[(u128::MAX, 1), (0u128, 2), (1u128 << 64, 3)]);
+        assert_eq!(wide.get(u128::MAX), Some(1));
+        assert_eq!(wide.get(0), Some(2));
+        assert_eq!(wide.get(1u128 << 64), Some(3));
+        assert_eq!(wide.get(1), None);
+    }
+
+    #[test]
+    fn byte_map_exact_and_caseless() {
+        let keys = ["login.example.com", "a", "", "x".repeat(300).leak()];
+        let map = ByteMap::build(
+            random_seed(),
+            keys.iter()
+                .enumerate()
+                .map(|(i, k)| (k.as_bytes(), i as u32)),
+        );
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(map.get(k.as_bytes()), Some(i as u32));
+        }
+        assert_eq!(map.get(b"login.example.co"), None);
+        assert_eq!(map.get_caseless(b"LOGIN.Example.COM"), Some(0));
+        assert_eq!(map.get(b"LOGIN.Example.COM"), None);
+        assert_eq!(map.get_caseless("X".repeat(300).as_bytes()), Some(3));
+        assert_eq!(map.max_len(), 300);
+        assert_eq!(ByteMap::build(1, []).get(b""), None);
+    }
+
+    #[test]
+    fn hashes_depend_on_every_byte_and_the_length() {
+        let a = hash_bytes(9, b"abcdefghij");
+        assert_ne!(a, hash_bytes(9, b"abcdefghik"));
+        assert_ne!(hash_bytes(9, b"abc"), hash_bytes(9, b"abc\0"));
+        assert_ne!(a, hash_bytes(10, b"abcdefghij"));
+    }
+}

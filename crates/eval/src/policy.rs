@@ -1,0 +1,638 @@
+//! The compiled policy and its decisions.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use netacl_model::{AclId, RequestScope, Signal};
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Deserialize, Serialize, Serializer};
+use smallvec::SmallVec;
+
+use crate::hash::{ByteMap, FixedMap};
+use crate::postings::{seek, Postings, REQUEST_SCOPES};
+use crate::range::{RangeTable, NONE};
+use crate::request::{v4_bits, Request};
+use crate::useragent::UserAgentIndex;
+
+/// A rule's position in evaluation order within one [`CompiledPolicy`] (active rules only,
+/// ascending priority, ties by id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleIndex(pub(crate) u32);
+
+impl RuleIndex {
+    /// The position, from 0.
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a decision does with the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// No rule decided (the request goes through; distinct from an explicit `allow`).
+    None,
+    /// An `allow` rule decided.
+    Allow,
+    /// A `block` rule decided.
+    Block,
+    /// A `redirect` rule decided.
+    Redirect,
+}
+
+impl Verdict {
+    /// The wire name (`none`, `allow`, `block`, `redirect`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::None => "none",
+            Verdict::Allow => "allow",
+            Verdict::Block => "block",
+            Verdict::Redirect => "redirect",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The result of evaluating one request against one policy: the verdict, the deciding rule and
+/// the monitoring-mode (`log`) rules that matched before it, in evaluation order. Holds rule
+/// indexes, not ids: resolve them with the policy that made it ([`CompiledPolicy::outcome`]).
+/// No heap allocation unless more than four `log` rules match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    version: u64,
+    verdict: Verdict,
+    rule: Option<RuleIndex>,
+    monitored: SmallVec<[RuleIndex; 4]>,
+}
+
+impl Decision {
+    /// What to do.
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// The deciding rule (`None` exactly when the verdict is [`Verdict::None`]).
+    pub fn rule(&self) -> Option<RuleIndex> {
+        self.rule
+    }
+
+    /// The `log` rules that matched, in evaluation order.
+    pub fn monitored(&self) -> &[RuleIndex] {
+        &self.monitored
+    }
+
+    /// The version of the rule set the decision was made with.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// A decision with rule ids resolved: the JSON of `netacl eval` and of the dry-run endpoint.
+///
+/// Serialises as `{"action": .., "rule_id": ..|null, "redirect_uri": .. (redirect only),
+/// "monitored": [..]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outcome {
+    /// What to do.
+    pub action: Verdict,
+    /// The deciding rule's id.
+    #[serde(default)]
+    pub rule_id: Option<String>,
+    /// Where to send the client (redirect only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+    /// The ids of the `log` rules that matched, in evaluation order.
+    #[serde(default)]
+    pub monitored: Vec<String>,
+}
+
+/// A decision with its policy, serialising like [`Outcome`] without building one (no
+/// allocation): what `netacl eval` writes.
+#[derive(Debug, Clone, Copy)]
+pub struct OutcomeRef<'p> {
+    policy: &'p CompiledPolicy,
+    decision: &'p Decision,
+}
+
+impl Serialize for OutcomeRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Monitored<'p>(&'p CompiledPolicy, &'p [RuleIndex]);
+        impl Serialize for Monitored<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.1.len()))?;
+                for &rule in self.1 {
+                    seq.serialize_element(self.0.rule_id(rule).as_str())?;
+                }
+                seq.end()
+            }
+        }
+        let redirect = self.policy.redirect_uri(self.decision);
+        let mut s =
+            serializer.serialize_struct("Outcome", if redirect.is_some() { 4 } else { 3 })?;
+        s.serialize_field("action", &self.decision.verdict)?;
+        s.serialize_field(
+            "rule_id",
+            &self.decision.rule.map(|r| self.policy.rule_id(r).as_str()),
+        )?;
+        if let Some(uri) = redirect {
+            s.serialize_field("redirect_uri", uri)?;
+        } else {
+            s.skip_field("redirect_uri")?;
+        }
+        s.serialize_field(
+            "monitored",
+            &Monitored(self.policy, &self.decision.monitored),
+        )?;
+        s.end()
+    }
+}
+
+/// A set of [`Signal`]s.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SignalSet(u16);
+
+impl SignalSet {
+    /// No signal.
+    pub const EMPTY: SignalSet = SignalSet(0);
+
+    /// Whether `signal` is in the set.
+    pub fn contains(self, signal: Signal) -> bool {
+        self.0 & bit(signal) != 0
+    }
+
+    /// Adds `signal`.
+    pub fn insert(&mut self, signal: Signal) {
+        self.0 |= bit(signal);
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The signals in the set, in [`Signal::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Signal> {
+        Signal::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+}
+
+impl fmt::Debug for SignalSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter().map(signal_name)).finish()
+    }
+}
+
+impl Serialize for SignalSet {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter().map(signal_name))
+    }
+}
+
+impl FromIterator<Signal> for SignalSet {
+    fn from_iter<I: IntoIterator<Item = Signal>>(iter: I) -> Self {
+        let mut set = SignalSet::EMPTY;
+        for s in iter {
+            set.insert(s);
+        }
+        set
+    }
+}
+
+#[inline]
+pub(crate) fn bit(signal: Signal) -> u16 {
+    1 << (signal as u16)
+}
+
+/// The name of a signal in stats and messages (`client_ip`, `asn`, ...).
+pub fn signal_name(signal: Signal) -> &'static str {
+    match signal {
+        Signal::ClientIp => "client_ip",
+        Signal::ConnectingIp => "connecting_ip",
+        Signal::Asn => "asn",
+        Signal::Country => "country",
+        Signal::Subdivision => "subdivision",
+        Signal::Ja3 => "ja3",
+        Signal::Ja4 => "ja4",
+        Signal::UserAgent => "user_agent",
+        Signal::Hostname => "hostname",
+    }
+}
+
+/// Which private strategy an index uses (for the admin view and the benches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum IndexKind {
+    /// No active rule names the signal.
+    Unused,
+    /// Sorted disjoint intervals, binary search over all of them.
+    IntervalTable,
+    /// Sorted disjoint intervals behind a direct table on the top 16 address bits (IPv4).
+    IntervalTableDirect16,
+    /// Sorted disjoint intervals behind a fence array of every 32nd start (IPv6).
+    IntervalTableFenced,
+    /// An open-addressing hash table.
+    HashTable,
+    /// Exact user agents by hash, wildcard patterns by prefix/suffix hash and Aho-Corasick.
+    UserAgentMatcher,
+}
+
+/// One index of a policy.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexStats {
+    /// The index (`client_ip_v4`, `asn`, `user_agent`, ...).
+    pub name: &'static str,
+    /// Its strategy.
+    pub kind: IndexKind,
+    /// Distinct keys (networks, values or patterns).
+    pub keys: usize,
+    /// Elementary intervals (address indexes only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<usize>,
+    /// Approximate bytes.
+    pub bytes: usize,
+}
+
+/// What a compiled policy holds (serialises for the admin view and `netacl bench --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyStats {
+    /// The rule-set version.
+    pub version: u64,
+    /// Rules in the set, active or not.
+    pub rules: usize,
+    /// Rules evaluated.
+    pub active_rules: usize,
+    /// Entries over the active rules' `match` and `not_match`.
+    pub entries: usize,
+    /// Signals some active rule names.
+    pub needed_signals: SignalSet,
+    /// How many rules are anchored on each signal (rules with a `match`).
+    pub anchors: Vec<(&'static str, usize)>,
+    /// Rules without `match`, tried for every request of a scope they cover, per request scope
+    /// (management, authentication, dynamic_client_registration).
+    pub unanchored: [usize; 3],
+    /// Posting lists.
+    pub postings: usize,
+    /// The indexes.
+    pub indexes: Vec<IndexStats>,
+    /// How the user-agent patterns are matched.
+    pub user_agents: crate::UserAgentStats,
+    /// Time the compilation took, in microseconds.
+    pub compile_micros: u64,
+    /// Approximate heap bytes of the policy.
+    pub approx_bytes: usize,
+}
+
+/// What a rule does, packed for the hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ActionCode {
+    Block,
+    Allow,
+    Redirect,
+    Log,
+}
+
+/// The per-rule data the evaluation loop reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RuleMeta {
+    /// `match` signals other than the anchor: each must hold by membership.
+    pub(crate) check: u16,
+    /// `not_match` signals: the rule must be absent from each one's excluded list.
+    pub(crate) exclude: u16,
+    pub(crate) action: ActionCode,
+}
+
+/// The signal indexes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Indexes {
+    pub(crate) client_v4: RangeTable<u32>,
+    pub(crate) client_v6: RangeTable<u128>,
+    pub(crate) connecting_v4: RangeTable<u32>,
+    pub(crate) connecting_v6: RangeTable<u128>,
+    pub(crate) asn: Option<FixedMap<u32>>,
+    pub(crate) country: Option<FixedMap<u16>>,
+    pub(crate) subdivision: Option<ByteMap>,
+    pub(crate) ja3: Option<FixedMap<u128>>,
+    pub(crate) ja4: Option<ByteMap>,
+    pub(crate) user_agent: Option<UserAgentIndex>,
+    pub(crate) hostname: Option<ByteMap>,
+}
+
+/// A rule set compiled into indexes: immutable, `Send + Sync`, evaluated in nanoseconds.
+///
+/// Build it with [`CompiledPolicy::compile`]; the crate documentation explains the design.
+#[derive(Debug, Clone)]
+pub struct CompiledPolicy {
+    pub(crate) version: u64,
+    pub(crate) meta: Vec<RuleMeta>,
+    pub(crate) ids: Vec<AclId>,
+    pub(crate) redirects: Vec<Option<Box<str>>>,
+    /// Per request scope: active rules without `match` covering it, in order.
+    pub(crate) unanchored: [Vec<u32>; REQUEST_SCOPES],
+    pub(crate) postings: Postings,
+    pub(crate) indexes: Indexes,
+    pub(crate) needed: SignalSet,
+    /// Signals that have a non-empty index.
+    pub(crate) indexed: SignalSet,
+    pub(crate) stats: PolicyStats,
+}
+
+/// Inline capacity for the postings a request hits.
+const HITS: usize = 16;
+
+/// The postings one request hits, grouped by signal.
+struct Hits {
+    postings: SmallVec<[u32; HITS]>,
+    /// `start[s]..start[s + 1]` is the range of signal `s`.
+    start: [u32; 10],
+}
+
+pub(crate) fn scope_index(scope: RequestScope) -> usize {
+    match scope {
+        RequestScope::Management => 0,
+        RequestScope::Authentication => 1,
+        RequestScope::DynamicClientRegistration => 2,
+    }
+}
+
+impl CompiledPolicy {
+    /// The version of the rule set this policy was compiled from.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// How many rules are evaluated (the active ones).
+    pub fn active_rules(&self) -> usize {
+        self.meta.len()
+    }
+
+    /// The id of the rule at `rule`.
+    ///
+    /// # Panics
+    ///
+    /// When `rule` does not come from this policy (a decision of another policy); use
+    /// [`CompiledPolicy::get_rule_id`] where that can happen.
+    pub fn rule_id(&self, rule: RuleIndex) -> &AclId {
+        &self.ids[rule.get()]
+    }
+
+    /// The id of the rule at `rule`, `None` when there is no such rule.
+    pub fn get_rule_id(&self, rule: RuleIndex) -> Option<&AclId> {
+        self.ids.get(rule.get())
+    }
+
+    /// The redirect target of a redirect decision.
+    pub fn redirect_uri(&self, decision: &Decision) -> Option<&str> {
+        match (decision.verdict, decision.rule) {
+            (Verdict::Redirect, Some(rule)) => {
+                self.redirects.get(rule.get()).and_then(|r| r.as_deref())
+            }
+            _ => None,
+        }
+    }
+
+    /// The decision with ids resolved.
+    ///
+    /// # Panics
+    ///
+    /// When `decision` was made by another policy with more rules (see
+    /// [`CompiledPolicy::rule_id`]).
+    pub fn outcome(&self, decision: &Decision) -> Outcome {
+        Outcome {
+            action: decision.verdict,
+            rule_id: decision.rule.map(|r| self.rule_id(r).to_string()),
+            redirect_uri: self.redirect_uri(decision).map(str::to_owned),
+            monitored: decision
+                .monitored
+                .iter()
+                .map(|&r| self.rule_id(r).to_string())
+                .collect(),
+        }
+    }
+
+    /// The decision with ids resolved, serialisable without allocating.
+    pub fn outcome_ref<'p>(&'p self, decision: &'p Decision) -> OutcomeRef<'p> {
+        OutcomeRef {
+            policy: self,
+            decision,
+        }
+    }
+
+    /// The signals some active rule names: an embedder looks up geolocation or the ASN only
+    /// when they are needed.
+    pub fn needed_signals(&self) -> SignalSet {
+        self.needed
+    }
+
+    /// What the policy holds.
+    pub fn stats(&self) -> PolicyStats {
+        self.stats.clone()
+    }
+
+    /// Time the compilation took.
+    pub fn compile_time(&self) -> Duration {
+        Duration::from_micros(self.stats.compile_micros)
+    }
+
+    /// Evaluates one request.
+    #[inline]
+    pub fn evaluate(&self, request: &Request<'_>) -> Decision {
+        let mut decision = Decision {
+            version: self.version,
+            verdict: Verdict::None,
+            rule: None,
+            monitored: SmallVec::new(),
+        };
+        if self.meta.is_empty() {
+            return decision;
+        }
+        let hits = self.gather(request);
+        self.walk(scope_index(request.scope()), &hits, &mut decision);
+        decision
+    }
+
+    fn push_chain<A: crate::range::Address>(
+        table: &RangeTable<A>,
+        address: A,
+        out: &mut SmallVec<[u32; HITS]>,
+    ) {
+        let mut node = table.innermost(address);
+        while node != NONE {
+            let n = table.node(node);
+            out.push(n.posting);
+            node = n.parent;
+        }
+    }
+
+    fn push_address(
+        v4: &RangeTable<u32>,
+        v6: &RangeTable<u128>,
+        ip: Option<IpAddr>,
+        out: &mut SmallVec<[u32; HITS]>,
+    ) {
+        match ip {
+            Some(IpAddr::V4(a)) => Self::push_chain(v4, v4_bits(a), out),
+            Some(IpAddr::V6(a)) => Self::push_chain(v6, u128::from(a), out),
+            None => {}
+        }
+    }
+
+    /// Looks up every indexed signal the request carries.
+    #[inline]
+    fn gather(&self, request: &Request<'_>) -> Hits {
+        let ix = &self.indexes;
+        let mut postings: SmallVec<[u32; HITS]> = SmallVec::new();
+        let mut start = [0u32; 10];
+        let indexed = self.indexed;
+        for (s, signal) in Signal::ALL.into_iter().enumerate() {
+            start[s] = postings.len() as u32;
+            if !indexed.contains(signal) {
+                continue;
+            }
+            match signal {
+                Signal::ClientIp => Self::push_address(
+                    &ix.client_v4,
+                    &ix.client_v6,
+                    request.client_ip(),
+                    &mut postings,
+                ),
+                Signal::ConnectingIp => Self::push_address(
+                    &ix.connecting_v4,
+                    &ix.connecting_v6,
+                    request.connecting_ip(),
+                    &mut postings,
+                ),
+                Signal::Asn => {
+                    if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
+                        postings.extend(map.get(asn));
+                    }
+                }
+                Signal::Country => {
+                    if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
+                        postings.extend(map.get(u16::from_le_bytes(code)));
+                    }
+                }
+                Signal::Subdivision => {
+                    if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
+                        postings.extend(map.get_caseless(code.as_bytes()));
+                    }
+                }
+                Signal::Ja3 => {
+                    if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
+                        postings.extend(map.get(u128::from_le_bytes(ja3)));
+                    }
+                }
+                Signal::Ja4 => {
+                    if let (Some(map), Some(ja4)) = (&ix.ja4, request.ja4()) {
+                        postings.extend(map.get_caseless(ja4.as_bytes()));
+                    }
+                }
+                Signal::UserAgent => {
+                    if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
+                        index.lookup(ua, &mut postings);
+                    }
+                }
+                Signal::Hostname => {
+                    if let (Some(map), Some(host)) = (&ix.hostname, request.hostname()) {
+                        postings.extend(map.get_caseless(host.as_bytes()));
+                    }
+                }
+            }
+        }
+        start[9] = postings.len() as u32;
+        Hits { postings, start }
+    }
+
+    /// Walks the candidates in rule order and fills in the decision.
+    #[inline]
+    fn walk(&self, scope: usize, hits: &Hits, decision: &mut Decision) {
+        let range = |s: usize| (hits.start[s] as usize, hits.start[s + 1] as usize);
+        // Candidate streams: every hit posting's anchors for this scope, and the rules without
+        // `match`.
+        let mut streams: SmallVec<[&[u32]; HITS]> = SmallVec::new();
+        for &posting in &hits.postings {
+            let anchors = self.postings.anchors(posting, scope);
+            if !anchors.is_empty() {
+                streams.push(anchors);
+            }
+        }
+        let unanchored = &self.unanchored[scope];
+        if !unanchored.is_empty() {
+            streams.push(unanchored);
+        }
+        if streams.is_empty() {
+            return;
+        }
+        // Monotone cursors into each hit posting's member and excluded lists.
+        let mut member_at: SmallVec<[usize; HITS]> = SmallVec::from_elem(0, hits.postings.len());
+        let mut excluded_at: SmallVec<[usize; HITS]> = SmallVec::from_elem(0, hits.postings.len());
+
+        loop {
+            // The smallest head among the streams is the next candidate.
+            let mut candidate = u32::MAX;
+            for stream in &streams {
+                if let Some(&head) = stream.first() {
+                    candidate = candidate.min(head);
+                }
+            }
+            if candidate == u32::MAX {
+                return;
+            }
+            for stream in streams.iter_mut() {
+                if stream.first() == Some(&candidate) {
+                    *stream = &stream[1..];
+                }
+            }
+            let meta = self.meta[candidate as usize];
+            let mut holds = true;
+            let mut check = meta.check;
+            while check != 0 && holds {
+                let s = check.trailing_zeros() as usize;
+                check &= check - 1;
+                let (from, to) = range(s);
+                holds = (from..to).any(|i| {
+                    seek(
+                        self.postings.members(hits.postings[i]),
+                        &mut member_at[i],
+                        candidate,
+                    )
+                });
+            }
+            let mut exclude = meta.exclude;
+            while exclude != 0 && holds {
+                let s = exclude.trailing_zeros() as usize;
+                exclude &= exclude - 1;
+                let (from, to) = range(s);
+                holds = !(from..to).any(|i| {
+                    seek(
+                        self.postings.excluded(hits.postings[i]),
+                        &mut excluded_at[i],
+                        candidate,
+                    )
+                });
+            }
+            if !holds {
+                continue;
+            }
+            let rule = RuleIndex(candidate);
+            decision.verdict = match meta.action {
+                ActionCode::Log => {
+                    decision.monitored.push(rule);
+                    continue;
+                }
+                ActionCode::Block => Verdict::Block,
+                ActionCode::Allow => Verdict::Allow,
+                ActionCode::Redirect => Verdict::Redirect,
+            };
+            decision.rule = Some(rule);
+            return;
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! The digest of one request, and the JSON form of a request (`netacl eval`, the dry-run API).
+
+use std::borrow::Cow;
+use std::net::{IpAddr, Ipv4Addr};
+
+use netacl_model::RequestScope;
+use serde::{Deserialize, Serialize};
+
+/// The signals of one request, canonicalised once, borrowed from the caller (no allocation).
+///
+/// Build it with [`Request::new`] and the `with_*` methods (or the `set_*` methods, which take an
+/// `Option` for values a lookup may not find). A signal that is never set is *missing*: in a
+/// rule's `match` it matches nothing, in a `not_match` its condition holds.
+///
+/// Canonicalisation done here: an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) becomes the IPv4
+/// address; a country code that is not two ASCII letters is dropped (missing); a JA3 fingerprint
+/// that is not 32 hex digits matches nothing; trailing dots of a hostname are dropped. Case is
+/// folded when the value is compared, on the stack.
+///
+/// ```
+/// use netacl_eval::Request;
+/// use netacl_model::RequestScope;
+///
+/// let request = Request::new(RequestScope::Authentication)
+///     .with_client_ip("::ffff:192.0.2.7".parse().unwrap())
+///     .with_country("fr")
+///     .with_hostname("Login.Example.COM.");
+/// assert_eq!(request.client_ip(), Some("192.0.2.7".parse().unwrap()));
+/// assert_eq!(request.country(), Some("FR"));
+/// assert_eq!(request.hostname(), Some("Login.Example.COM"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Request<'a> {
+    scope: RequestScope,
+    client_ip: Option<IpAddr>,
+    connecting_ip: Option<IpAddr>,
+    asn: Option<u32>,
+    country: Option<[u8; 2]>,
+    subdivision: Option<&'a str>,
+    ja3: Option<[u8; 16]>,
+    ja3_given: bool,
+    ja4: Option<&'a str>,
+    user_agent: Option<&'a str>,
+    hostname: Option<&'a str>,
+}
+
+/// Maps `::ffff:a.b.c.d` to `a.b.c.d`; every other address is kept.
+pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        },
+        v4 => v4,
+    }
+}
+
+fn parse_ja3(text: &str) -> Option<[u8; 16]> {
+    let hex = text.as_bytes();
+    if hex.len() != 32 {
+        return None;
+    }
+    let digit = |c: u8| -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    };
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = (digit(hex[2 * i])? << 4) | digit(hex[2 * i + 1])?;
+    }
+    Some(out)
+}
+
+impl<'a> Request<'a> {
+    /// A request of `scope` with no signals.
+    pub fn new(scope: RequestScope) -> Self {
+        Self {
+            scope,
+            ..Self::default()
+        }
+    }
+
+    /// The end user's address (IPv4-mapped IPv6 becomes IPv4).
+    pub fn with_client_ip(mut self, ip: IpAddr) -> Self {
+        self.set_client_ip(Some(ip));
+        self
+    }
+
+    /// The address of the peer that opened the connection.
+    pub fn with_connecting_ip(mut self, ip: IpAddr) -> Self {
+        self.set_connecting_ip(Some(ip));
+        self
+    }
+
+    /// The client address's autonomous system number.
+    pub fn with_asn(mut self, asn: u32) -> Self {
+        self.set_asn(Some(asn));
+        self
+    }
+
+    /// The client address's country, ISO 3166-1 alpha-2 in any case; ignored (missing) when it
+    /// is not two ASCII letters.
+    pub fn with_country(mut self, code: &'a str) -> Self {
+        self.set_country(Some(code));
+        self
+    }
+
+    /// The client address's subdivision, ISO 3166-2 (`US-NY`), any case.
+    pub fn with_subdivision(mut self, code: &'a str) -> Self {
+        self.set_subdivision(Some(code));
+        self
+    }
+
+    /// The JA3 fingerprint (32 hex digits, any case; anything else matches no listed value).
+    pub fn with_ja3(mut self, ja3: &'a str) -> Self {
+        self.set_ja3(Some(ja3));
+        self
+    }
+
+    /// The JA4 fingerprint, any case.
+    pub fn with_ja4(mut self, ja4: &'a str) -> Self {
+        self.set_ja4(Some(ja4));
+        self
+    }
+
+    /// The User-Agent header, compared exactly.
+    pub fn with_user_agent(mut self, ua: &'a str) -> Self {
+        self.set_user_agent(Some(ua));
+        self
+    }
+
+    /// The TLS SNI (or the Host header without TLS), any case, trailing dots ignored.
+    pub fn with_hostname(mut self, host: &'a str) -> Self {
+        self.set_hostname(Some(host));
+        self
+    }
+
+    /// Sets the request scope.
+    pub fn set_scope(&mut self, scope: RequestScope) {
+        self.scope = scope;
+    }
+
+    /// Sets or clears the client address.
+    pub fn set_client_ip(&mut self, ip: Option<IpAddr>) {
+        self.client_ip = ip.map(canonical_ip);
+    }
+
+    /// Sets or clears the connecting address.
+    pub fn set_connecting_ip(&mut self, ip: Option<IpAddr>) {
+        self.connecting_ip = ip.map(canonical_ip);
+    }
+
+    /// Sets or clears the ASN.
+    pub fn set_asn(&mut self, asn: Option<u32>) {
+        self.asn = asn;
+    }
+
+    /// Sets or clears the country (dropped when not two ASCII letters).
+    pub fn set_country(&mut self, code: Option<&'a str>) {
+        self.country = code.and_then(|c| match c.as_bytes() {
+            [a, b] if a.is_ascii_alphabetic() && b.is_ascii_alphabetic() => {
+                Some([a.to_ascii_uppercase(), b.to_ascii_uppercase()])
+            }
+            _ => None,
+        });
+    }
+
+    /// Sets or clears the subdivision.
+    pub fn set_subdivision(&mut self, code: Option<&'a str>) {
+        self.subdivision = code;
+    }
+
+    /// Sets or clears the JA3 fingerprint.
+    pub fn set_ja3(&mut self, ja3: Option<&'a str>) {
+        self.ja3_given = ja3.is_some();
+        self.ja3 = ja3.and_then(parse_ja3);
+    }
+
+    /// Sets or clears the JA4 fingerprint.
+    pub fn set_ja4(&mut self, ja4: Option<&'a str>) {
+        self.ja4 = ja4;
+    }
+
+    /// Sets or clears the User-Agent.
+    pub fn set_user_agent(&mut self, ua: Option<&'a str>) {
+        self.user_agent = ua;
+    }
+
+    /// Sets or clears the hostname (trailing dots dropped).
+    pub fn set_hostname(&mut self, host: Option<&'a str>) {
+        self.hostname = host.map(|h| h.trim_end_matches('.'));
+    }
+
+    /// The request scope.
+    pub fn scope(&self) -> RequestScope {
+        self.scope
+    }
+
+    /// The canonical client address.
+    pub fn client_ip(&self) -> Option<IpAddr> {
+        self.client_ip
+    }
+
+    /// The canonical connecting address.
+    pub fn connecting_ip(&self) -> Option<IpAddr> {
+        self.connecting_ip
+    }
+
+    /// The ASN.
+    pub fn asn(&self) -> Option<u32> {
+        self.asn
+    }
+
+    /// The country, uppercase (`None` when missing or malformed).
+    pub fn country(&self) -> Option<&str> {
+        self.country
+            .as_ref()
+            .and_then(|c| std::str::from_utf8(c).ok())
+    }
+
+    pub(crate) fn country_code(&self) -> Option<[u8; 2]> {
+        self.country
+    }
+
+    /// The subdivision as given.
+    pub fn subdivision(&self) -> Option<&'a str> {
+        self.subdivision
+    }
+
+    /// The JA3 fingerprint's 16 bytes (`None` when missing or malformed).
+    pub fn ja3(&self) -> Option<[u8; 16]> {
+        self.ja3
+    }
+
+    /// Whether a JA3 value was given (even a malformed one).
+    pub fn has_ja3(&self) -> bool {
+        self.ja3_given
+    }
+
+    /// The JA4 fingerprint as given.
+    pub fn ja4(&self) -> Option<&'a str> {
+        self.ja4
+    }
+
+    /// The User-Agent as given.
+    pub fn user_agent(&self) -> Option<&'a str> {
+        self.user_agent
+    }
+
+    /// The hostname without trailing dots (case as given).
+    pub fn hostname(&self) -> Option<&'a str> {
+        self.hostname
+    }
+}
+
+/// Why a [`RequestInput`] could not become a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// Both `scope` and `path` were given; give one (the scope follows from the path).
+    #[error("give either \"scope\" or \"path\", not both")]
+    ScopeAndPath,
+    /// `scope` is not one of `management`, `authentication`, `dynamic_client_registration`.
+    #[error(
+        "unknown scope {0:?} (expected management, authentication or dynamic_client_registration)"
+    )]
+    UnknownScope(String),
+    /// `client_ip` is not an IPv4 or IPv6 address.
+    #[error("client_ip {0:?} is not an IP address")]
+    InvalidClientIp(String),
+    /// `connecting_ip` is not an IPv4 or IPv6 address.
+    #[error("connecting_ip {0:?} is not an IP address")]
+    InvalidConnectingIp(String),
+}
+
+/// A request as JSON: the keys of `netacl eval` and of the server's dry-run endpoint. Every key
+/// is optional; unknown keys are refused.
+///
+/// The scope comes from `scope` (`management`, `authentication`,
+/// `dynamic_client_registration`) or from `path` (see [`RequestScope::from_path`]); giving both
+/// is an error, giving neither means `authentication`.
+///
+/// ```
+/// use netacl_eval::RequestInput;
+/// use netacl_model::RequestScope;
+///
+/// let input: RequestInput = serde_json::from_str(
+///     r#"{"path": "/api/v2/users", "client_ip": "192.0.2.1", "country": "US"}"#,
+/// ).unwrap();
+/// let request = input.to_request().unwrap();
+/// assert_eq!(request.scope(), RequestScope::Management);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestInput {
+    /// The request scope by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The request path (its scope is derived from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The end user's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ip: Option<String>,
+    /// The connecting peer's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connecting_ip: Option<String>,
+    /// The client's ASN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn: Option<u32>,
+    /// The client's country.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+    /// The client's subdivision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdivision: Option<String>,
+    /// JA3 fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ja3: Option<String>,
+    /// JA4 fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ja4: Option<String>,
+    /// User-Agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// SNI or Host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+}
+
+/// [`RequestInput`] borrowing its strings from the JSON text where it can (no allocation for
+/// strings without escapes): what `netacl eval` parses each line into.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestInputRef<'a> {
+    /// The request scope by name.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Cow<'a, str>>,
+    /// The request path.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub path: Option<Cow<'a, str>>,
+    /// The end user's address.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub client_ip: Option<Cow<'a, str>>,
+    /// The connecting peer's address.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub connecting_ip: Option<Cow<'a, str>>,
+    /// The client's ASN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn: Option<u32>,
+    /// The client's country.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub country: Option<Cow<'a, str>>,
+    /// The client's subdivision.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub subdivision: Option<Cow<'a, str>>,
+    /// JA3 fingerprint.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub ja3: Option<Cow<'a, str>>,
+    /// JA4 fingerprint.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub ja4: Option<Cow<'a, str>>,
+    /// User-Agent.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<Cow<'a, str>>,
+    /// SNI or Host.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<Cow<'a, str>>,
+}
+
+struct Fields<'s> {
+    scope: Option<&'s str>,
+    path: Option<&'s str>,
+    client_ip: Option<&'s str>,
+    connecting_ip: Option<&'s str>,
+    asn: Option<u32>,
+    country: Option<&'s str>,
+    subdivision: Option<&'s str>,
+    ja3: Option<&'s str>,
+    ja4: Option<&'s str>,
+    user_agent: Option<&'s str>,
+    hostname: Option<&'s str>,
+}
+
+fn parse_ip(text: &str) -> Option<IpAddr> {
+    // Accept the bracketed IPv6 form too (`[::1]`), as it appears in logs.
+    let text = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    text.parse::<IpAddr>().ok()
+}
+
+impl<'s> Fields<'s> {
+    fn to_request(&self) -> Result<Request<'s>, RequestError> {
+        let scope = match (self.scope, self.path) {
+            (Some(_), Some(_)) => return Err(RequestError::ScopeAndPath),
+            (Some(name), None) => RequestScope::parse(name)
+                .ok_or_else(|| RequestError::UnknownScope(name.to_owned()))?,
+            (None, Some(path)) => RequestScope::from_path(path),
+            (None, None) => RequestScope::Authentication,
+        };
+        let mut request = Request::new(scope);
+        if let Some(text) = self.client_ip {
+            let ip =
+                parse_ip(text).ok_or_else(|| RequestError::InvalidClientIp(text.to_owned()))?;
+            request.set_client_ip(Some(ip));
+        }
+        if let Some(text) = self.connecting_ip {
+            let ip =
+                parse_ip(text).ok_or_else(|| RequestError::InvalidConnectingIp(text.to_owned()))?;
+            request.set_connecting_ip(Some(ip));
+        }
+        request.set_asn(self.asn);
+        request.set_country(self.country);
+        request.set_subdivision(self.subdivision);
+        request.set_ja3(self.ja3);
+        request.set_ja4(self.ja4);
+        request.set_user_agent(self.user_agent);
+        request.set_hostname(self.hostname);
+        Ok(request)
+    }
+}
+
+impl RequestInput {
+    /// The request these keys describe.
+    pub fn to_request(&self) -> Result<Request<'_>, RequestError> {
+        Fields {
+            scope: self.scope.as_deref(),
+            path: self.path.as_deref(),
+            client_ip: self.client_ip.as_deref(),
+            connecting_ip: self.connecting_ip.as_deref(),
+            asn: self.asn,
+            country: self.country.as_deref(),
+            subdivision: self.subdivision.as_deref(),
+            ja3: self.ja3.as_deref(),
+            ja4: self.ja4.as_deref(),
+            user_agent: self.user_agent.as_deref(),
+            hostname: self.hostname.as_deref(),
+        }
+        .to_request()
+    }
+}
+
+impl RequestInputRef<'_> {
+    /// The request these keys describe.
+    pub fn to_request(&self) -> Result<Request<'_>, RequestError> {
+        Fields {
+            scope: self.scope.as_deref(),
+            path: self.path.as_deref(),
+            client_ip: self.client_ip.as_deref(),
+            connecting_ip: self.connecting_ip.as_deref(),
+            asn: self.asn,
+            country: self.country.as_deref(),
+            subdivision: self.subdivision.as_deref(),
+            ja3: self.ja3.as_deref(),
+            ja4: self.ja4.as_deref(),
+            user_agent: self.user_agent.as_deref(),
+            hostname: self.hostname.as_deref(),
+        }
+        .to_request()
+    }
+}
+
+/// An IPv4 address as a number (for the range tables).
+#[inline]
+pub(crate) fn v4_bits(ip: Ipv4Addr) -> u32 {
+    u32::from(ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonicalises_addresses_countries_and_hostnames() {
+        let r = Request::new(RequestScope::Management)
+            .with_client_ip("::ffff:10.0.0.1".parse().unwrap())
+            .with_connecting_ip("::1".parse().unwrap())
+            .with_country("USA")
+            .with_hostname("example.com..")
+            .with_ja3("0123456789ABCDEF0123456789abcdef");
+        assert_eq!(r.client_ip(), Some("10.0.0.1".parse().unwrap()));
+        assert_eq!(r.connecting_ip(), Some("::1".parse().unwrap()));
+        assert_eq!(r.country(), None);
+        assert_eq!(r.hostname(), Some("example.com"));
+        assert_eq!(r.ja3().map(|b| b[1]), Some(0x23));
+        let bad = Request::new(RequestScope::Management).with_ja3("xyz");
+        assert!(bad.has_ja3());
+        assert_eq!(bad.ja3(), None);
+    }
+
+    #[test]
+    fn input_scope_rules() {
+        let both = RequestInput {
+            scope: Some("management".into()),
+            path: Some("/x".into()),
+            ..RequestInput::default()
+        };
+        assert_eq!(both.to_request(), Err(RequestError::ScopeAndPath));
+        let neither = RequestInput::default();
+        assert_eq!(
+            neither.to_request().map(|r| r.scope()),
+            Ok(RequestScope::Authentication)
+        );
+        let unknown = RequestInput {
+            scope: Some("tenant".into()),
+            ..RequestInput::default()
+        };
+        assert!(matches!(
+            unknown.to_request(),
+            Err(RequestError::UnknownScope(_))
+        ));
+        let path = RequestInput {
+            path: Some("/oidc/register".into()),
+            ..RequestInput::default()
+        };
+        assert_eq!(
+            path.to_request().map(|r| r.scope()),
+            Ok(RequestScope::DynamicClientRegistration)
+        );
+    }
+
+    #[test]
+    fn input_refuses_bad_addresses_and_unknown_keys() {
+        let bad = RequestInput {
+            client_ip: Some("10.0.0.256".into()),
+            ..RequestInput::default()
+        };
+        assert!(matches!(
+            bad.to_request(),
+            Err(RequestError::InvalidClientIp(_))
+        ));
+        let bad = RequestInput {
+            connecting_ip: Some("nope".into()),
+            ..RequestInput::default()
+        };
+        assert!(matches!(
+            bad.to_request(),
+            Err(RequestError::InvalidConnectingIp(_))
+        ));
+        assert!(serde_json::from_str::<RequestInput>(r#"{"clientip": "1.2.3.4"}"#).is_err());
+        let borrowed: RequestInputRef<'_> =
+            serde_json::from_str(r#"{"client_ip": "[2001:db8::1]", "user_agent": "a\"b"}"#)
+                .unwrap();
+        let r = borrowed.to_request().unwrap();
+        assert_eq!(r.client_ip(), Some("2001:db8::1".parse().unwrap()));
+        assert_eq!(r.user_agent(), Some("a\"b"));
+    }
+}

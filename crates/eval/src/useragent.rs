@@ -1,0 +1,422 @@
+//! User-agent matching: exact patterns by hash, wildcard patterns through a cheap anchor and a
+//! linear verification.
+//!
+//! Each wildcard pattern (`*` matches any run) is sorted into the cheapest matcher that can find
+//! it: by its literal *prefix* (one hash probe of the user agent's first `n` bytes for each
+//! distinct prefix length), by its literal *suffix* (likewise from the end), or, when it starts
+//! and ends with `*`, by its longest inner literal through an Aho-Corasick automaton. Patterns
+//! made only of `*` match every user agent. A pattern found by its anchor is then verified in
+//! time linear in the user agent's length (leftmost-first placement of the pieces, exact for
+//! `*`-only globs), so no input can make matching backtrack.
+
+use aho_corasick::AhoCorasick;
+use smallvec::SmallVec;
+
+use crate::hash::ByteMap;
+
+/// Above this many distinct prefix (or suffix) lengths, patterns go to the automaton instead.
+const MAX_ANCHOR_LENGTHS: usize = 8;
+
+/// How the user-agent patterns of a policy are matched (part of [`crate::PolicyStats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct UserAgentStats {
+    /// Patterns without `*`, found by one hash probe.
+    pub exact: usize,
+    /// Wildcard patterns found by their literal prefix.
+    pub by_prefix: usize,
+    /// Wildcard patterns found by their literal suffix.
+    pub by_suffix: usize,
+    /// Wildcard patterns found by an inner literal (Aho-Corasick).
+    pub by_inner_literal: usize,
+    /// Patterns made only of `*`: they match every user agent.
+    pub match_all: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Pattern {
+    /// The literal pieces between the `*`s (at least two: the pattern holds a `*`).
+    pieces: Vec<Box<[u8]>>,
+    posting: u32,
+}
+
+impl Pattern {
+    /// Whether `text` matches: the first piece is a prefix, the last a suffix of what remains,
+    /// the pieces between are found leftmost-first in order.
+    fn matches(&self, text: &[u8]) -> bool {
+        let Some((first, rest_pieces)) = self.pieces.split_first() else {
+            return false;
+        };
+        let Some((last, middle)) = rest_pieces.split_last() else {
+            return text == &**first;
+        };
+        let Some(mut rest) = text.strip_prefix(&**first) else {
+            return false;
+        };
+        for piece in middle {
+            match memchr::memmem::find(rest, piece) {
+                Some(at) => rest = &rest[at + piece.len()..],
+                None => return false,
+            }
+        }
+        rest.ends_with(last)
+    }
+}
+
+/// Finds the postings of every pattern a user agent matches.
+#[derive(Debug, Clone)]
+pub(crate) struct UserAgentIndex {
+    exact: ByteMap,
+    patterns: Vec<Pattern>,
+    /// Prefix literal → range in `anchored`.
+    prefixes: ByteMap,
+    prefix_lengths: Vec<usize>,
+    suffixes: ByteMap,
+    suffix_lengths: Vec<usize>,
+    /// Pattern ids grouped by anchor; `ranges[i]` is the slice of group `i`.
+    anchored: Vec<u32>,
+    ranges: Vec<(u32, u32)>,
+    /// The automaton over inner literals; automaton pattern `i` is group `inner_groups[i]`.
+    automaton: Option<AhoCorasick>,
+    inner_groups: Vec<u32>,
+    match_all: Vec<u32>,
+    shape: UserAgentStats,
+}
+
+impl Default for UserAgentIndex {
+    fn default() -> Self {
+        Self::build(0, Vec::new())
+    }
+}
+
+enum Anchor {
+    Prefix,
+    Suffix,
+    Inner,
+    All,
+}
+
+impl UserAgentIndex {
+    /// Builds the index from distinct pattern texts and their postings.
+    pub(crate) fn build(seed: u64, patterns: Vec<(String, u32)>) -> Self {
+        let (wild, exact): (Vec<_>, Vec<_>) =
+            patterns.into_iter().partition(|(p, _)| p.contains('*'));
+        let exact_map = ByteMap::build(
+            seed,
+            exact.iter().map(|(p, posting)| (p.as_bytes(), *posting)),
+        );
+        let patterns: Vec<Pattern> = wild
+            .into_iter()
+            .map(|(text, posting)| Pattern {
+                pieces: text.split('*').map(|p| p.as_bytes().into()).collect(),
+                posting,
+            })
+            .collect();
+
+        fn first(p: &Pattern) -> &[u8] {
+            p.pieces.first().map_or(&[][..], |x| &**x)
+        }
+        fn last(p: &Pattern) -> &[u8] {
+            p.pieces.last().map_or(&[][..], |x| &**x)
+        }
+        let distinct_lengths = |select: fn(&Pattern) -> &[u8]| {
+            let mut lengths: Vec<usize> = patterns
+                .iter()
+                .map(|p| select(p).len())
+                .filter(|&l| l > 0)
+                .collect();
+            lengths.sort_unstable();
+            lengths.dedup();
+            lengths
+        };
+        let use_prefix = distinct_lengths(first).len() <= MAX_ANCHOR_LENGTHS;
+        let suffix_candidates: Vec<usize> = {
+            let mut lengths: Vec<usize> = patterns
+                .iter()
+                .filter(|p| first(p).is_empty() || !use_prefix)
+                .map(|p| last(p).len())
+                .filter(|&l| l > 0)
+                .collect();
+            lengths.sort_unstable();
+            lengths.dedup();
+            lengths
+        };
+        let use_suffix = suffix_candidates.len() <= MAX_ANCHOR_LENGTHS;
+
+        let longest_literal = |p: &Pattern| -> Option<Vec<u8>> {
+            p.pieces
+                .iter()
+                .filter(|x| !x.is_empty())
+                .max_by_key(|x| x.len())
+                .map(|x| x.to_vec())
+        };
+
+        let anchors: Vec<(Anchor, Vec<u8>)> = patterns
+            .iter()
+            .map(|p| {
+                if use_prefix && !first(p).is_empty() {
+                    (Anchor::Prefix, first(p).to_vec())
+                } else if use_suffix && !last(p).is_empty() {
+                    (Anchor::Suffix, last(p).to_vec())
+                } else {
+                    match longest_literal(p) {
+                        Some(literal) => (Anchor::Inner, literal),
+                        None => (Anchor::All, Vec::new()),
+                    }
+                }
+            })
+            .collect();
+
+        // Group pattern ids by (anchor kind, literal).
+        let mut groups: std::collections::BTreeMap<(u8, Vec<u8>), Vec<u32>> = Default::default();
+        let mut match_all = Vec::new();
+        let mut shape = UserAgentStats {
+            exact: exact.len(),
+            by_prefix: 0,
+            by_suffix: 0,
+            by_inner_literal: 0,
+            match_all: 0,
+        };
+        for (id, (kind, literal)) in anchors.into_iter().enumerate() {
+            let code = match kind {
+                Anchor::Prefix => {
+                    shape.by_prefix += 1;
+                    0
+                }
+                Anchor::Suffix => {
+                    shape.by_suffix += 1;
+                    1
+                }
+                Anchor::Inner => {
+                    shape.by_inner_literal += 1;
+                    2
+                }
+                Anchor::All => {
+                    shape.match_all += 1;
+                    match_all.push(id as u32);
+                    continue;
+                }
+            };
+            groups.entry((code, literal)).or_default().push(id as u32);
+        }
+
+        let mut anchored = Vec::new();
+        let mut ranges = Vec::new();
+        let mut prefix_keys = Vec::new();
+        let mut suffix_keys = Vec::new();
+        let mut inner_literals = Vec::new();
+        let mut inner_groups = Vec::new();
+        for ((code, literal), ids) in groups {
+            let group = ranges.len() as u32;
+            let start = anchored.len() as u32;
+            anchored.extend_from_slice(&ids);
+            ranges.push((start, anchored.len() as u32));
+            match code {
+                0 => prefix_keys.push((literal, group)),
+                1 => suffix_keys.push((literal, group)),
+                _ => {
+                    inner_literals.push(literal);
+                    inner_groups.push(group);
+                }
+            }
+        }
+        let lengths_of = |keys: &[(Vec<u8>, u32)]| {
+            let mut lengths: Vec<usize> = keys.iter().map(|(k, _)| k.len()).collect();
+            lengths.sort_unstable();
+            lengths.dedup();
+            lengths
+        };
+        let automaton = if inner_literals.is_empty() {
+            None
+        } else {
+            // Building over literal bytes cannot fail for the sizes rule sets hold; should it
+            // fail, every inner-literal pattern is verified on every request instead.
+            match AhoCorasick::new(&inner_literals) {
+                Ok(ac) => Some(ac),
+                Err(_) => {
+                    for &group in &inner_groups {
+                        let (s, e) = ranges[group as usize];
+                        match_all.extend_from_slice(&anchored[s as usize..e as usize]);
+                    }
+                    inner_groups.clear();
+                    None
+                }
+            }
+        };
+        Self {
+            exact: exact_map,
+            prefix_lengths: lengths_of(&prefix_keys),
+            prefixes: ByteMap::build(seed, prefix_keys.iter().map(|(k, g)| (k.as_slice(), *g))),
+            suffix_lengths: lengths_of(&suffix_keys),
+            suffixes: ByteMap::build(seed, suffix_keys.iter().map(|(k, g)| (k.as_slice(), *g))),
+            patterns,
+            anchored,
+            ranges,
+            automaton,
+            inner_groups,
+            match_all,
+            shape,
+        }
+    }
+
+    fn verify_group<const N: usize>(&self, group: u32, ua: &[u8], out: &mut SmallVec<[u32; N]>) {
+        let (s, e) = self.ranges[group as usize];
+        for &id in &self.anchored[s as usize..e as usize] {
+            let pattern = &self.patterns[id as usize];
+            if pattern.matches(ua) {
+                out.push(pattern.posting);
+            }
+        }
+    }
+
+    /// Appends the posting of every pattern `ua` matches.
+    #[inline]
+    pub(crate) fn lookup<const N: usize>(&self, ua: &str, out: &mut SmallVec<[u32; N]>) {
+        let ua = ua.as_bytes();
+        if let Some(posting) = self.exact.get(ua) {
+            out.push(posting);
+        }
+        if self.patterns.is_empty() {
+            return;
+        }
+        for &len in &self.prefix_lengths {
+            if len > ua.len() {
+                break;
+            }
+            if let Some(group) = self.prefixes.get(&ua[..len]) {
+                self.verify_group(group, ua, out);
+            }
+        }
+        for &len in &self.suffix_lengths {
+            if len > ua.len() {
+                break;
+            }
+            if let Some(group) = self.suffixes.get(&ua[ua.len() - len..]) {
+                self.verify_group(group, ua, out);
+            }
+        }
+        if let Some(automaton) = &self.automaton {
+            let mut seen: SmallVec<[u32; 8]> = SmallVec::new();
+            for found in automaton.find_overlapping_iter(ua) {
+                let literal = found.pattern().as_u32();
+                if seen.contains(&literal) {
+                    continue;
+                }
+                seen.push(literal);
+                self.verify_group(self.inner_groups[literal as usize], ua, out);
+            }
+        }
+        for &id in &self.match_all {
+            let pattern = &self.patterns[id as usize];
+            if pattern.matches(ua) {
+                out.push(pattern.posting);
+            }
+        }
+    }
+
+    pub(crate) fn stats(&self) -> UserAgentStats {
+        self.shape
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.exact.len() + self.patterns.len()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.exact.bytes()
+            + self.prefixes.bytes()
+            + self.suffixes.bytes()
+            + self
+                .patterns
+                .iter()
+                .map(|p| p.pieces.iter().map(|x| x.len() + 16).sum::<usize>() + 32)
+                .sum::<usize>()
+            + self.anchored.capacity() * 4
+            + self.ranges.capacity() * 8
+            + self.automaton.as_ref().map_or(0, AhoCorasick::memory_usage)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(patterns: &[&str]) -> UserAgentIndex {
+        UserAgentIndex::build(
+            7,
+            patterns
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.to_string(), i as u32))
+                .collect(),
+        )
+    }
+
+    fn hits(index: &UserAgentIndex, ua: &str) -> Vec<u32> {
+        let mut out: SmallVec<[u32; 4]> = SmallVec::new();
+        index.lookup(ua, &mut out);
+        let mut v = out.to_vec();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn every_kind_of_pattern_is_found_and_verified() {
+        let idx = index(&[
+            "curl/7.0",                 // 0 exact
+            "badbot/*",                 // 1 prefix
+            "*Headless",                // 2 suffix
+            "*python*",                 // 3 inner
+            "a*b*c",                    // 4 prefix, middle
+            "*",                        // 5 everything
+            "Mozilla/*Gecko*Firefox/*", // 6 prefix
+        ]);
+        assert_eq!(hits(&idx, "curl/7.0"), vec![0, 5]);
+        assert_eq!(hits(&idx, "curl/7.01"), vec![5]);
+        assert_eq!(hits(&idx, "badbot/1.0"), vec![1, 5]);
+        assert_eq!(hits(&idx, "Badbot/1.0"), vec![5]);
+        assert_eq!(hits(&idx, "Chrome Headless"), vec![2, 5]);
+        assert_eq!(hits(&idx, "x-python-requests"), vec![3, 5]);
+        assert_eq!(hits(&idx, "axxbyyc"), vec![4, 5]);
+        assert_eq!(hits(&idx, "acb"), vec![5]);
+        assert_eq!(hits(&idx, "Mozilla/5.0 Gecko/2010 Firefox/120"), vec![5, 6]);
+        assert_eq!(hits(&idx, "Mozilla/5.0 Firefox/120 Gecko"), vec![5]);
+        assert_eq!(hits(&idx, ""), vec![5]);
+        let shape = idx.stats();
+        assert_eq!(
+            (
+                shape.exact,
+                shape.by_prefix,
+                shape.by_suffix,
+                shape.by_inner_literal,
+                shape.match_all
+            ),
+            (1, 3, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn many_prefix_lengths_fall_back_to_the_automaton() {
+        let owned: Vec<String> = (1..=20).map(|n| format!("{}*", "p".repeat(n))).collect();
+        let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let idx = index(&refs);
+        assert_eq!(idx.stats().by_prefix, 0);
+        assert_eq!(hits(&idx, "ppp"), vec![0, 1, 2]);
+        assert_eq!(hits(&idx, "xppp"), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn verification_matches_the_model_semantics() {
+        let cases = [
+            ("ab*ba", "aba", false),
+            ("ab*ba", "abba", true),
+            ("*abc", "ababc", true),
+            ("**x", "x", true),
+            ("a**", "a", true),
+            ("a*a", "a", false),
+        ];
+        for (pattern, ua, expected) in cases {
+            let idx = index(&[pattern]);
+            assert_eq!(!hits(&idx, ua).is_empty(), expected, "{pattern} vs {ua}");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Runs every file of `testdata/cases/` (format in `testdata/README.md`) through the reference
+//! evaluator and the compiled evaluator; both must give the expected outcome.
+
+use std::path::PathBuf;
+
+use netacl_eval::{reference, CompiledPolicy, Engine, Outcome, RequestInput};
+use netacl_model::{Limits, RuleSet};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    #[allow(dead_code)]
+    description: String,
+    rules: Value,
+    #[serde(default)]
+    version: Option<u64>,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    request: RequestInput,
+    expect: Outcome,
+}
+
+fn cases_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/cases")
+}
+
+#[test]
+fn every_case_file_passes_on_reference_and_compiled() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+        .expect("testdata/cases exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "expected the case files, found {files:?}");
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("readable case file");
+        let file: CaseFile = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: not a case file: {e}", path.display()));
+        let version = file.version.unwrap_or(1);
+        let rules = RuleSet::from_json(&file.rules, version, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: rules do not validate: {e}", path.display()));
+        let policy = CompiledPolicy::compile(&rules).expect("compiles");
+        let engine = Engine::new();
+        engine.publish(&rules).expect("publishes");
+        for case in &file.cases {
+            let request = case
+                .request
+                .to_request()
+                .unwrap_or_else(|e| panic!("{}: {}: bad request: {e}", path.display(), case.name));
+            let by_reference = reference::evaluate(&rules, &request);
+            let decision = policy.evaluate(&request);
+            let by_compiled = policy.outcome(&decision);
+            let by_engine = engine.evaluate(&request).outcome();
+            for (who, got) in [
+                ("reference", &by_reference),
+                ("compiled", &by_compiled),
+                ("engine", &by_engine),
+            ] {
+                if got != &case.expect {
+                    failures.push(format!(
+                        "{} / {} [{who}]: expected {}, got {}",
+                        path.file_name()
+                            .map(|n| n.to_string_lossy())
+                            .unwrap_or_default(),
+                        case.name,
+                        serde_json::to_string(&case.expect).unwrap_or_default(),
+                        serde_json::to_string(got).unwrap_or_default()
+                    ));
+                }
+            }
+            // The streaming serialisation writes exactly the Outcome's JSON.
+            assert_eq!(
+                serde_json::to_string(&policy.outcome_ref(&decision)).expect("serialises"),
+                serde_json::to_string(&by_compiled).expect("serialises"),
+            );
+            assert_eq!(decision.version(), version);
+            checked += 1;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 80, "only {checked} cases");
+}

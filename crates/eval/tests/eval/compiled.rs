@@ -1,0 +1,255 @@
+//! Compiled-policy behaviour beyond single decisions: errors, stats, serialisation, and the
+//! synthetic tenant against the reference evaluator.
+
+use netacl_eval::synthetic::{self, SyntheticConfig};
+use netacl_eval::{reference, CompileError, CompiledPolicy, IndexKind, Outcome, Request, Verdict};
+use netacl_model::{Limits, RequestScope, Signal};
+use serde_json::json;
+
+use crate::support::{id, record, rule_set};
+
+#[test]
+fn synthetic_tenant_agrees_with_reference() {
+    let config = SyntheticConfig {
+        rules: 400,
+        cidrs: 6_000,
+        requests: 3_000,
+        seed: 11,
+    };
+    let generated = synthetic::generate(&config);
+    let rules = generated
+        .rule_set(&config)
+        .expect("synthetic rules validate");
+    let policy = CompiledPolicy::compile(&rules).expect("compiles");
+    let mut decided = 0;
+    let mut monitored = 0;
+    for input in &generated.requests {
+        let request = input.to_request().expect("synthetic requests are valid");
+        let expected = reference::evaluate(&rules, &request);
+        let got = policy.outcome(&policy.evaluate(&request));
+        assert_eq!(got, expected, "request {input:?}");
+        decided += usize::from(got.action != Verdict::None);
+        monitored += usize::from(!got.monitored.is_empty());
+    }
+    // The mix has hits, misses and log matches.
+    assert!(decided > 300, "decided {decided}");
+    assert!(decided < 2_900, "decided {decided}");
+    assert!(monitored > 30, "monitored {monitored}");
+    let stats = policy.stats();
+    assert_eq!(stats.rules, 400);
+    assert!(stats.active_rules < 400);
+    for signal in Signal::ALL {
+        assert!(
+            policy.needed_signals().contains(signal),
+            "{signal:?} unused"
+        );
+    }
+}
+
+#[test]
+fn outcome_json_has_the_documented_shape() {
+    let rules = rule_set(
+        vec![
+            record(
+                "Log",
+                1,
+                true,
+                json!({"action": {"log": true}, "scope": "tenant", "match": {"asns": [1]}}),
+            ),
+            record(
+                "Go",
+                2,
+                true,
+                json!({"action": {"redirect": true, "redirect_uri": "https://example.com/a?b=\"c\""},
+                       "scope": "tenant", "match": {"asns": [1]}}),
+            ),
+            record(
+                "Deny",
+                3,
+                true,
+                json!({"action": {"block": true}, "scope": "tenant", "match": {"asns": [2]}}),
+            ),
+        ],
+        4,
+    );
+    let policy = CompiledPolicy::compile(&rules).expect("compiles");
+    let redirect = policy.evaluate(&Request::new(RequestScope::Authentication).with_asn(1));
+    let expected = format!(
+        r#"{{"action":"redirect","rule_id":"{}","redirect_uri":"https://example.com/a?b=\"c\"","monitored":["{}"]}}"#,
+        id("Go"),
+        id("Log")
+    );
+    assert_eq!(
+        serde_json::to_string(&policy.outcome(&redirect)).unwrap(),
+        expected
+    );
+    assert_eq!(
+        serde_json::to_string(&policy.outcome_ref(&redirect)).unwrap(),
+        expected
+    );
+
+    let block = policy.evaluate(&Request::new(RequestScope::Authentication).with_asn(2));
+    let expected = format!(
+        r#"{{"action":"block","rule_id":"{}","monitored":[]}}"#,
+        id("Deny")
+    );
+    assert_eq!(
+        serde_json::to_string(&policy.outcome_ref(&block)).unwrap(),
+        expected
+    );
+
+    let none = policy.evaluate(&Request::new(RequestScope::Authentication));
+    assert_eq!(
+        serde_json::to_string(&policy.outcome_ref(&none)).unwrap(),
+        r#"{"action":"none","rule_id":null,"monitored":[]}"#
+    );
+    let parsed: Outcome =
+        serde_json::from_str(r#"{"action":"none","rule_id":null,"monitored":[]}"#).unwrap();
+    assert_eq!(parsed, policy.outcome(&none));
+    assert_eq!(none.rule(), None);
+    assert_eq!(none.verdict(), Verdict::None);
+}
+
+#[test]
+fn compile_refuses_sets_beyond_the_limits_and_duplicate_ids() {
+    let records: Vec<_> = ["Aa", "Bb", "Cc"]
+        .iter()
+        .map(|t| {
+            record(
+                t,
+                1,
+                true,
+                json!({"action": {"block": true}, "scope": "tenant",
+                                       "match": {"asns": [1, 2, 3]}}),
+            )
+        })
+        .collect();
+    let rules = rule_set(records, 1);
+    let limits = Limits::new(100, 100, 2, 100);
+    assert_eq!(
+        CompiledPolicy::compile_with_limits(&rules, &limits).unwrap_err(),
+        CompileError::TooManyRules { rules: 3, limit: 2 }
+    );
+    let limits = Limits::new(100, 2, 100, 100);
+    assert!(matches!(
+        CompiledPolicy::compile_with_limits(&rules, &limits).unwrap_err(),
+        CompileError::RuleTooLarge {
+            entries: 3,
+            limit: 2,
+            ..
+        }
+    ));
+    let limits = Limits::new(100, 100, 100, 8);
+    assert_eq!(
+        CompiledPolicy::compile_with_limits(&rules, &limits).unwrap_err(),
+        CompileError::TooManyEntries {
+            entries: 9,
+            limit: 8
+        }
+    );
+    let mut duplicated = rules.clone();
+    duplicated.acls.push(rules.acls[1].clone());
+    assert_eq!(
+        CompiledPolicy::compile(&duplicated).unwrap_err(),
+        CompileError::DuplicateId {
+            id: id("Bb"),
+            first: 1,
+            second: 3
+        }
+    );
+}
+
+#[test]
+fn stats_describe_the_indexes() {
+    let big: Vec<String> = (0..2_000)
+        .map(|i| format!("10.{}.{}.0/24", i / 256, i % 256))
+        .collect();
+    let rules = rule_set(
+        vec![
+            record(
+                "Big",
+                1,
+                true,
+                json!({"action": {"block": true}, "scope": "tenant",
+                                           "match": {"ipv4_cidrs": big, "ipv6_cidrs": ["2001:db8::/32"]}}),
+            ),
+            record(
+                "Ua",
+                2,
+                true,
+                json!({"action": {"log": true}, "scope": "management",
+                                          "match": {"user_agents": ["curl/*", "*bot*", "exact"]}}),
+            ),
+            record(
+                "Dormant",
+                3,
+                false,
+                json!({"action": {"log": true}, "scope": "tenant",
+                                           "match": {"asns": [5]}}),
+            ),
+            record(
+                "Nm",
+                4,
+                true,
+                json!({"action": {"allow": true}, "scope": "authentication",
+                                          "not_match": {"geo_country_codes": ["US"]}}),
+            ),
+        ],
+        12,
+    );
+    let policy = CompiledPolicy::compile(&rules).expect("compiles");
+    let stats = policy.stats();
+    assert_eq!((stats.version, stats.rules, stats.active_rules), (12, 4, 3));
+    assert_eq!(stats.entries, 2_000 + 1 + 3 + 1);
+    assert_eq!(stats.unanchored, [0, 1, 0]);
+    let kind = |name: &str| {
+        stats
+            .indexes
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.kind)
+    };
+    assert_eq!(kind("client_ip_v4"), Some(IndexKind::IntervalTableDirect16));
+    assert_eq!(kind("client_ip_v6"), Some(IndexKind::IntervalTable));
+    assert_eq!(
+        kind("asn"),
+        Some(IndexKind::Unused),
+        "inactive rules are not indexed"
+    );
+    assert_eq!(kind("country"), Some(IndexKind::HashTable));
+    assert_eq!(kind("user_agent"), Some(IndexKind::UserAgentMatcher));
+    assert_eq!(stats.user_agents.exact, 1);
+    assert_eq!(stats.user_agents.by_prefix, 1);
+    assert_eq!(stats.user_agents.by_inner_literal, 1);
+    assert!(stats.approx_bytes > 2_000 * 8);
+    let needed = policy.needed_signals();
+    assert!(needed.contains(Signal::ClientIp));
+    assert!(needed.contains(Signal::UserAgent));
+    assert!(needed.contains(Signal::Country));
+    assert!(!needed.contains(Signal::Asn));
+    let json = serde_json::to_value(&stats).expect("serialises");
+    assert_eq!(
+        json["needed_signals"],
+        json!(["client_ip", "country", "user_agent"])
+    );
+
+    // The last and first addresses of the big table.
+    let hit = policy.evaluate(
+        &Request::new(RequestScope::Management).with_client_ip("10.7.207.255".parse().unwrap()),
+    );
+    assert_eq!(hit.verdict(), Verdict::Block);
+    let miss = policy.evaluate(
+        &Request::new(RequestScope::Management).with_client_ip("10.7.208.0".parse().unwrap()),
+    );
+    assert_eq!(miss.verdict(), Verdict::None);
+}
+
+#[test]
+fn empty_policy_decides_nothing() {
+    let policy = CompiledPolicy::empty();
+    assert_eq!(policy.version(), 0);
+    assert!(policy.needed_signals().is_empty());
+    let d = policy.evaluate(&Request::new(RequestScope::Management).with_asn(1));
+    assert_eq!(d.verdict(), Verdict::None);
+    assert!(d.monitored().is_empty());
+}

@@ -1,0 +1,257 @@
+//! The compiled evaluator against the reference evaluator on random rule sets and requests.
+//!
+//! Values come from small pools (nested and overlapping CIDRs, IPv6, mapped addresses, a few
+//! ASNs, countries in mixed case, wildcard user agents, trailing-dot hostnames) so that hits are
+//! frequent; priorities come from 1..=5 so that ties are common; rules are log rules, inactive
+//! or of any scope often enough.
+
+use netacl_eval::{reference, CompiledPolicy, RequestInput};
+use netacl_model::{AclId, Limits, RuleSet};
+use proptest::prelude::*;
+use proptest::sample::{select, subsequence};
+use serde_json::{json, Map, Value};
+
+const V4: &[&str] = &[
+    "10.0.0.0/8",
+    "10.1.0.0/16",
+    "10.1.2.0/24",
+    "10.1.2.3",
+    "10.200.1.1/8",
+    "192.0.2.0/24",
+    "192.0.2.128/25",
+    "0.0.0.0/0",
+    "198.51.100.7/32",
+];
+const V6: &[&str] = &[
+    "2001:db8::/32",
+    "2001:db8:1::/48",
+    "::/0",
+    "2001:db8:1::1",
+    "fe80::/10",
+    "2001:db8:1:2::77/64",
+];
+const ASNS: &[u32] = &[1, 2, 3, 64500];
+const COUNTRIES: &[&str] = &["US", "fr", "De"];
+const SUBDIVISIONS: &[&str] = &["US-NY", "us-ca", "FR-75C"];
+const JA3: &[&str] = &[
+    "e7d705a3286e19ea42f587b344ee6865",
+    "771ce3c3a8d5c6d6cf71acf98cbb8b35",
+];
+const JA4: &[&str] = &[
+    "t13d1516h2_8daaf6152771_b186095e22b6",
+    "T13D1517H2_8DAAF6152771_B186095E22B6",
+];
+const USER_AGENTS: &[&str] = &[
+    "bot/*", "*bot", "*bo*t*", "curl/8.0", "*", "a*b*c", "bot", "**",
+];
+const HOSTS: &[&str] = &["a.example.com", "B.Example.com.", "c.example.com"];
+
+const REQ_IPS: &[&str] = &[
+    "10.1.2.3",
+    "10.9.9.9",
+    "::ffff:10.1.2.3",
+    "192.0.2.200",
+    "192.0.2.1",
+    "2001:db8:1::1",
+    "2001:db8:1:2::1",
+    "2001:db8:2::1",
+    "8.8.8.8",
+    "::ffff:192.0.2.129",
+    "fe80::1",
+    "198.51.100.7",
+];
+const REQ_PATHS: &[&str] = &[
+    "/api/v2/users",
+    "/scim/v2/Users",
+    "/oidc/register",
+    "/authorize",
+];
+const REQ_COUNTRIES: &[&str] = &["US", "us", "FR", "De", "GB", "USA"];
+const REQ_SUBDIVISIONS: &[&str] = &["US-NY", "us-ny", "FR-75c", "US-CA", "XX-1"];
+const REQ_JA3: &[&str] = &[
+    "e7d705a3286e19ea42f587b344ee6865",
+    "771CE3C3A8D5C6D6CF71ACF98CBB8B35",
+    "00000000000000000000000000000000",
+    "nothex",
+];
+const REQ_JA4: &[&str] = &[
+    "t13d1516h2_8daaf6152771_b186095e22b6",
+    "t13d1517h2_8daaf6152771_b186095e22b6",
+    "t13d1518h2_8daaf6152771_b186095e22b6",
+];
+const REQ_USER_AGENTS: &[&str] = &[
+    "bot/1", "xbot", "bot", "curl/8.0", "Curl/8.0", "", "abc", "aXbYc", "bobot", "bot/", "b",
+];
+const REQ_HOSTS: &[&str] = &[
+    "a.example.com",
+    "A.EXAMPLE.COM.",
+    "b.example.com",
+    "d.example.com",
+];
+
+fn member<T: Clone + std::fmt::Debug + 'static>(
+    pool: &'static [T],
+) -> impl Strategy<Value = Option<Vec<T>>> {
+    prop_oneof![
+        3 => Just(None),
+        1 => subsequence(pool, 1..=pool.len().min(3)).prop_map(Some),
+    ]
+}
+
+fn criteria() -> impl Strategy<Value = Map<String, Value>> {
+    (
+        (member(V4), member(V6), member(V4), member(V6)),
+        (member(ASNS), member(COUNTRIES), member(SUBDIVISIONS)),
+        (member(JA3), member(JA4), member(USER_AGENTS), member(HOSTS)),
+    )
+        .prop_map(
+            |((v4, v6, cv4, cv6), (asns, countries, subs), (ja3, ja4, uas, hosts))| {
+                let mut out = Map::new();
+                let mut put = |key: &str, v: Option<Vec<Value>>| {
+                    if let Some(v) = v {
+                        out.insert(key.to_owned(), Value::Array(v));
+                    }
+                };
+                let strs =
+                    |v: Option<Vec<&str>>| v.map(|v| v.into_iter().map(Value::from).collect());
+                put("ipv4_cidrs", strs(v4));
+                put("ipv6_cidrs", strs(v6));
+                put("connecting_ipv4_cidrs", strs(cv4));
+                put("connecting_ipv6_cidrs", strs(cv6));
+                put(
+                    "asns",
+                    asns.map(|v| v.into_iter().map(Value::from).collect()),
+                );
+                put("geo_country_codes", strs(countries));
+                put("geo_subdivision_codes", strs(subs));
+                put("ja3_fingerprints", strs(ja3));
+                put("ja4_fingerprints", strs(ja4));
+                put("user_agents", strs(uas));
+                put("hostnames", strs(hosts));
+                out
+            },
+        )
+}
+
+fn rule(index: usize) -> impl Strategy<Value = Value> {
+    (
+        any::<u32>(),
+        prop::bool::weighted(0.85),
+        1u64..=5,
+        select(
+            &[
+                "tenant",
+                "management",
+                "authentication",
+                "dynamic_client_registration",
+            ][..],
+        ),
+        select(&["block", "allow", "log", "log", "redirect"][..]),
+        criteria(),
+        prop::option::weighted(0.4, criteria()),
+    )
+        .prop_map(
+            move |(high, active, priority, scope, action, matching, not_matching)| {
+                let id = AclId::from_random((u128::from(high) << 32) | index as u128);
+                let mut act = Map::new();
+                act.insert(action.into(), Value::Bool(true));
+                if action == "redirect" {
+                    act.insert(
+                        "redirect_uri".into(),
+                        format!("https://example.com/r/{id}").into(),
+                    );
+                }
+                let mut body = Map::new();
+                body.insert("action".into(), Value::Object(act));
+                body.insert("scope".into(), scope.into());
+                let has_not_match = not_matching.as_ref().is_some_and(|m| !m.is_empty());
+                if !matching.is_empty() || !has_not_match {
+                    let mut matching = matching;
+                    if matching.is_empty() {
+                        matching.insert("asns".into(), json!([1]));
+                    }
+                    body.insert("match".into(), Value::Object(matching));
+                }
+                if let Some(nm) = not_matching.filter(|m| !m.is_empty()) {
+                    body.insert("not_match".into(), Value::Object(nm));
+                }
+                json!({
+                    "id": id.as_str(),
+                    "description": "random",
+                    "active": active,
+                    "priority": priority,
+                    "rule": Value::Object(body),
+                    "created_at": "2026-01-01T00:00:00.000Z",
+                    "updated_at": "2026-01-01T00:00:00.000Z",
+                })
+            },
+        )
+}
+
+fn rule_set() -> impl Strategy<Value = Vec<Value>> {
+    (0usize..12).prop_flat_map(|n| (0..n).map(rule).collect::<Vec<_>>())
+}
+
+fn opt(pool: &'static [&'static str]) -> impl Strategy<Value = Option<String>> {
+    prop::option::weighted(0.8, select(pool).prop_map(str::to_owned))
+}
+
+fn request() -> impl Strategy<Value = RequestInput> {
+    (
+        prop::option::weighted(0.9, select(REQ_PATHS)),
+        opt(REQ_IPS),
+        opt(REQ_IPS),
+        prop::option::weighted(0.8, select(&[1u32, 2, 3, 64500, 7][..])),
+        (
+            opt(REQ_COUNTRIES),
+            opt(REQ_SUBDIVISIONS),
+            opt(REQ_JA3),
+            opt(REQ_JA4),
+        ),
+        (opt(REQ_USER_AGENTS), opt(REQ_HOSTS)),
+    )
+        .prop_map(
+            |(
+                path,
+                client_ip,
+                connecting_ip,
+                asn,
+                (country, subdivision, ja3, ja4),
+                (ua, host),
+            )| {
+                RequestInput {
+                    scope: None,
+                    path: path.map(str::to_owned),
+                    client_ip,
+                    connecting_ip,
+                    asn,
+                    country,
+                    subdivision,
+                    ja3,
+                    ja4,
+                    user_agent: ua,
+                    hostname: host,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn compiled_agrees_with_reference(records in rule_set(), requests in prop::collection::vec(request(), 1..8)) {
+        let rules = RuleSet::from_json(&Value::Array(records), 3, &Limits::default())
+            .map_err(|e| TestCaseError::fail(format!("generated rules do not validate: {e}")))?;
+        let policy = CompiledPolicy::compile(&rules)
+            .map_err(|e| TestCaseError::fail(format!("does not compile: {e}")))?;
+        for input in &requests {
+            let request = input.to_request()
+                .map_err(|e| TestCaseError::fail(format!("bad request: {e}")))?;
+            let expected = reference::evaluate(&rules, &request);
+            let decision = policy.evaluate(&request);
+            prop_assert_eq!(decision.version(), 3);
+            prop_assert_eq!(policy.outcome(&decision), expected, "request {:?}", input);
+        }
+    }
+}
