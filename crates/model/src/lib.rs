@@ -77,10 +77,13 @@
 #![deny(missing_docs)]
 
 mod acl;
+mod branding;
 mod criteria;
+mod directory;
 mod error;
 mod formats;
 mod limits;
+mod organization;
 mod rule;
 mod schema;
 mod scope;
@@ -88,12 +91,21 @@ mod timestamp;
 mod validate;
 
 pub use acl::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority, RuleSet};
+pub use branding::{BrandingColors, BrandingFont, BrandingPatch, BrandingSettings, PageBackground};
 pub use criteria::{
     AsnEntry, CidrEntry, CountryCode, Criteria, FingerprintJa3, FingerprintJa4, Hostname, Signal,
     SubdivisionCode, UserAgentPattern,
 };
+pub use directory::{
+    Connection, DirectoryData, DirectoryUser, Group, GroupId, GroupMember, Session,
+    GROUP_ID_PATTERN, MEMBERSHIP_TYPES, MEMBER_TYPES,
+};
 pub use error::ValidationError;
 pub use limits::Limits;
+pub use organization::{
+    EnabledConnection, Organization, OrganizationBranding, OrganizationColors, OrganizationId,
+    OrganizationSpec, TokenQuota, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES,
+};
 pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
 pub use timestamp::Timestamp;
