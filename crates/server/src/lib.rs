@@ -1,4 +1,87 @@
-//! placeholder
+//! The admin API: the network-ACL part of the tenant management API v2 (drop-in for its
+//! clients), its client-credentials token endpoint, and netacl's own operations under
+//! `/_netacl/v1` (dry runs, status, the watch long poll, the OpenAPI document).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use netacl_server::{AdminService, BootstrapClient, ServerConfig};
+//! use netacl_store::SqliteStore;
+//! use tower::ServiceExt;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = Arc::new(SqliteStore::open(dir.path(), Default::default())?);
+//! let bootstrap = BootstrapClient {
+//!     client_id: Some("ops".into()),
+//!     client_secret: Some("a-long-secret-for-the-example".into()),
+//! };
+//! let (service, report) =
+//!     AdminService::start(store, ServerConfig::new("localhost:8080"), bootstrap).await?;
+//! assert!(report.signing_key_created);
+//!
+//! // Without a token: 401 with the error body.
+//! let response = service
+//!     .router()
+//!     .oneshot(http::Request::get("/api/v2/network-acls").body(axum::body::Body::empty())?)
+//!     .await?;
+//! assert_eq!(response.status(), 401);
+//! assert!(response.headers().contains_key("x-ratelimit-limit"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Shape
+//!
+//! - One route table (`routes`) builds both the router and the OpenAPI document.
+//! - A guard in front of every authenticated route verifies the bearer token, applies the
+//!   per-client rate limit and stamps the rate-limit headers; each handler's `Authorized<Scope>`
+//!   extractor checks the operation's scope.
+//! - Handlers are infallible in shape: every failure is an [`ApiError`], one status and body per
+//!   cause.
+//! - Reads are served from the tenant's committed snapshot (records rendered to JSON once);
+//!   writes go through the tenant's write path: compile → durable commit → engine swap → answer.
+#![deny(missing_docs)]
 
 pub mod auth;
 pub mod rate_limit;
+
+mod body;
+mod config;
+mod error;
+mod guard;
+mod internal;
+mod network_acls;
+mod openapi;
+mod policy;
+mod query;
+mod routes;
+mod service;
+mod tenant;
+
+use std::sync::Arc;
+
+pub use config::{
+    ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
+};
+pub use error::ApiError;
+pub use service::{AdminService, BootstrapClient, StartError, StartReport};
+pub use tenant::LoadError;
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    inner: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    config: ServerConfig,
+    authority: Arc<auth::TenantAuthority>,
+    limiter: rate_limit::RateLimiter,
+    tenant: Arc<tenant::TenantRuntime>,
+}
+
+/// The OpenAPI 3.1 document for a tenant domain (what `GET /_netacl/v1/openapi.json` serves).
+pub fn openapi_document(tenant_domain: &str) -> serde_json::Value {
+    openapi::document(tenant_domain)
+}

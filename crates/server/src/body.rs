@@ -1,0 +1,281 @@
+//! Request bodies: the size limit, the content types, and how a form carries a nested body.
+//!
+//! # Forms (`application/x-www-form-urlencoded`)
+//!
+//! Form values are strings, so a form is turned into the same JSON object a JSON client would
+//! send, guided by the resource's shape ([`FormShape`]):
+//!
+//! - Nested properties use bracketed keys: `rule[action][block]=true`,
+//!   `rule[match][ipv4_cidrs][]=192.0.2.0/24` (`[]` appends an array item; repeat the key for
+//!   more items). A property named in [`FormShape::json_fields`] (the network ACL's `rule`) may
+//!   instead hold the whole value as JSON text: `rule={"action":{"block":true},...}`.
+//! - Coercion is by position, never by guessing: a property the shape declares boolean takes
+//!   `true`/`false`; one it declares integer takes a decimal integer. Any other text stays a
+//!   string, so the validator then reports the property path and the expected type (a
+//!   description of `true` stays the string `"true"`).
+//! - A key given twice for a non-array property, or used both as a value and as an object, is a
+//!   400 `invalid_body`.
+use axum::body::Body;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::HeaderMap;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// How a resource's form bodies map to JSON (property paths use `.` and `[]` for array items).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FormShape {
+    /// Properties that take `true` / `false`.
+    pub(crate) booleans: &'static [&'static str],
+    /// Properties that take a decimal integer.
+    pub(crate) integers: &'static [&'static str],
+    /// Properties that may carry their whole value as JSON text.
+    pub(crate) json_fields: &'static [&'static str],
+}
+
+/// The network ACL create/replace/update body.
+pub(crate) const NETWORK_ACL_FORM: FormShape = FormShape {
+    booleans: &[
+        "active",
+        "rule.action.block",
+        "rule.action.allow",
+        "rule.action.log",
+        "rule.action.redirect",
+    ],
+    integers: &["priority", "rule.match.asns[]", "rule.not_match.asns[]"],
+    json_fields: &["rule", "rule.action", "rule.match", "rule.not_match"],
+};
+
+/// Reads a body of at most `limit` bytes and turns it into JSON. `form` is the shape of form
+/// bodies, `None` when the endpoint takes JSON only.
+pub(crate) async fn read_json_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    form: Option<&FormShape>,
+) -> Result<Value, ApiError> {
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(ApiError::body_too_large(limit));
+    }
+    let kind = match headers.get(CONTENT_TYPE) {
+        None => Kind::Json,
+        Some(value) => {
+            let text = value.to_str().unwrap_or("");
+            let essence = text
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if essence == "application/json" || essence.ends_with("+json") {
+                Kind::Json
+            } else if essence == "application/x-www-form-urlencoded" && form.is_some() {
+                Kind::Form
+            } else {
+                return Err(ApiError::unsupported_media_type(text));
+            }
+        }
+    };
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
+            return Err(ApiError::body_too_large(limit))
+        }
+        Err(err) => {
+            return Err(ApiError::malformed_body(format!(
+                "The request body could not be read: {err}"
+            )))
+        }
+    };
+    match (kind, form) {
+        (Kind::Form, Some(shape)) => form_to_json(&bytes, shape),
+        _ => {
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Err(ApiError::malformed_body("Request body is empty"));
+            }
+            serde_json::from_slice(&bytes)
+                .map_err(|err| ApiError::malformed_body(format!("Invalid JSON: {err}")))
+        }
+    }
+}
+
+enum Kind {
+    Json,
+    Form,
+}
+
+/// Turns a form body into JSON as the module docs describe.
+pub(crate) fn form_to_json(bytes: &[u8], shape: &FormShape) -> Result<Value, ApiError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(bytes)
+        .map_err(|err| ApiError::malformed_body(format!("Invalid form body: {err}")))?;
+    let mut root = Map::new();
+    for (key, value) in pairs {
+        let segments = parse_key(&key)?;
+        insert(&mut root, &segments, value, shape, &key)?;
+    }
+    Ok(Value::Object(root))
+}
+
+/// `rule[match][asns][]` → `["rule", "match", "asns", ""]`.
+fn parse_key(key: &str) -> Result<Vec<&str>, ApiError> {
+    let bad = || ApiError::malformed_body(format!("Invalid form key {key:?}"));
+    let (head, mut rest) = match key.find('[') {
+        Some(at) => (&key[..at], &key[at..]),
+        None => (key, ""),
+    };
+    if head.is_empty() {
+        return Err(bad());
+    }
+    let mut segments = vec![head];
+    while !rest.is_empty() {
+        let inner = rest.strip_prefix('[').ok_or_else(bad)?;
+        let close = inner.find(']').ok_or_else(bad)?;
+        let segment = &inner[..close];
+        if segment.contains('[') {
+            return Err(bad());
+        }
+        segments.push(segment);
+        rest = &inner[close + 1..];
+    }
+    // `[]` may only come last.
+    if segments[..segments.len() - 1].iter().any(|s| s.is_empty()) {
+        return Err(bad());
+    }
+    Ok(segments)
+}
+
+fn insert(
+    root: &mut Map<String, Value>,
+    segments: &[&str],
+    value: String,
+    shape: &FormShape,
+    key: &str,
+) -> Result<(), ApiError> {
+    let conflict = || ApiError::malformed_body(format!("Conflicting form keys at {key:?}"));
+    let mut path = String::new();
+    let mut object = root;
+    for (index, segment) in segments.iter().enumerate() {
+        let last = index + 1 == segments.len();
+        let next_is_append = segments.get(index + 1) == Some(&"");
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(segment);
+        if next_is_append {
+            let item_path = format!("{path}[]");
+            let array = object
+                .entry(segment.to_string())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            let Value::Array(items) = array else {
+                return Err(conflict());
+            };
+            items.push(coerce(&item_path, value, shape)?);
+            return Ok(());
+        }
+        if last {
+            if object.contains_key(*segment) {
+                return Err(ApiError::malformed_body(format!(
+                    "Duplicate form key {key:?}"
+                )));
+            }
+            let coerced = coerce(&path, value, shape)?;
+            object.insert(segment.to_string(), coerced);
+            return Ok(());
+        }
+        let child = object
+            .entry(segment.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(child) = child else {
+            return Err(conflict());
+        };
+        object = child;
+    }
+    Err(conflict())
+}
+
+fn coerce(path: &str, value: String, shape: &FormShape) -> Result<Value, ApiError> {
+    if shape.booleans.contains(&path) {
+        return Ok(match value.as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => Value::String(value),
+        });
+    }
+    if shape.integers.contains(&path) {
+        if let Ok(number) = value.parse::<i64>() {
+            return Ok(Value::from(number));
+        }
+        return Ok(Value::String(value));
+    }
+    if shape.json_fields.contains(&path) {
+        return serde_json::from_str(&value).map_err(|err| {
+            ApiError::invalid_body(format!(
+                "Payload validation error: 'Invalid JSON in form field: {err}' on property {path}."
+            ))
+        });
+    }
+    Ok(Value::String(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bracketed_keys_build_the_nested_body() {
+        let body = "description=edge+block&active=true&priority=7\
+                    &rule[action][block]=true&rule[scope]=tenant\
+                    &rule[match][ipv4_cidrs][]=192.0.2.0%2F24&rule[match][ipv4_cidrs][]=10.0.0.1\
+                    &rule[not_match][asns][]=64500";
+        let value = form_to_json(body.as_bytes(), &NETWORK_ACL_FORM).expect("form");
+        assert_eq!(
+            value,
+            json!({
+                "description": "edge block", "active": true, "priority": 7,
+                "rule": {"action": {"block": true}, "scope": "tenant",
+                         "match": {"ipv4_cidrs": ["192.0.2.0/24", "10.0.0.1"]},
+                         "not_match": {"asns": [64500]}}
+            })
+        );
+    }
+
+    #[test]
+    fn a_rule_field_may_hold_json_text() {
+        let body = "description=x&active=false&rule=%7B%22action%22%3A%7B%22log%22%3Atrue%7D%7D";
+        let value = form_to_json(body.as_bytes(), &NETWORK_ACL_FORM).expect("form");
+        assert_eq!(value["rule"], json!({"action": {"log": true}}));
+        assert_eq!(value["active"], json!(false));
+    }
+
+    #[test]
+    fn coercion_is_by_position_only() {
+        let body = "description=true&priority=high&active=yes";
+        let value = form_to_json(body.as_bytes(), &NETWORK_ACL_FORM).expect("form");
+        assert_eq!(
+            value,
+            json!({"description": "true", "priority": "high", "active": "yes"})
+        );
+    }
+
+    #[test]
+    fn malformed_and_conflicting_keys_are_refused() {
+        for body in [
+            "a=1&a=2",
+            "rule=x&rule[scope]=tenant",
+            "rule[scope]=tenant&rule=%7B%7D",
+            "rule[=1",
+            "[x]=1",
+            "rule[][x]=1",
+            "rule=not-json",
+        ] {
+            let err = form_to_json(body.as_bytes(), &NETWORK_ACL_FORM).expect_err(body);
+            assert_eq!(err.error_code(), Some("invalid_body"), "{body}");
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The server's settings.
+use netacl_model::Limits;
+
+use crate::auth::DEFAULT_TOKEN_LIFETIME_SECS;
+use crate::rate_limit::RateLimitConfig;
+
+/// Default body limit: 10 MiB, room for a rule with some 400,000 CIDRs.
+pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
+/// Default wait of the watch long poll, in milliseconds.
+pub const DEFAULT_WATCH_TIMEOUT_MS: u64 = 25_000;
+/// Longest wait of the watch long poll, in milliseconds.
+pub const MAX_WATCH_TIMEOUT_MS: u64 = 60_000;
+
+/// How the admin service runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The host the tenant's API is served on (`localhost:8080`): the issuer is
+    /// `https://HOST/`, the management audience `https://HOST/api/v2/`.
+    pub tenant_domain: String,
+    /// Largest request body, in bytes (413 above).
+    pub body_limit: usize,
+    /// Per-client rate limit of the authenticated routes.
+    pub rate_limit: RateLimitConfig,
+    /// Lifetime of issued access tokens, in seconds.
+    pub token_lifetime_secs: u64,
+    /// Limits on rule sets (entries per member, per rule, per set).
+    pub limits: Limits,
+}
+
+impl ServerConfig {
+    /// Defaults for a tenant domain.
+    pub fn new(tenant_domain: impl Into<String>) -> Self {
+        Self {
+            tenant_domain: tenant_domain.into(),
+            body_limit: DEFAULT_BODY_LIMIT,
+            rate_limit: RateLimitConfig::default(),
+            token_lifetime_secs: DEFAULT_TOKEN_LIFETIME_SECS,
+            limits: Limits::default(),
+        }
+    }
+
+    /// With another body limit.
+    pub fn with_body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// With another rate limit.
+    pub fn with_rate_limit(mut self, rate_limit: RateLimitConfig) -> Self {
+        self.rate_limit = rate_limit;
+        self
+    }
+
+    /// With another token lifetime.
+    pub fn with_token_lifetime_secs(mut self, secs: u64) -> Self {
+        self.token_lifetime_secs = secs;
+        self
+    }
+
+    /// With other rule-set limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}

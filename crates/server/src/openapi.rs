@@ -1,0 +1,272 @@
+//! The OpenAPI 3.1 document, built from the route table ([`crate::routes`]).
+use axum::extract::State;
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::{json, Map, Value};
+
+use crate::error::json_response;
+use crate::routes::{operations, BodySchema};
+use crate::AppState;
+
+/// `GET /_netacl/v1/openapi.json`.
+pub(crate) async fn serve(State(state): State<AppState>) -> Response {
+    json_response(StatusCode::OK, &document(&state.inner.config.tenant_domain))
+}
+
+/// The whole document for a tenant domain.
+pub(crate) fn document(domain: &str) -> Value {
+    let mut paths: Map<String, Value> = Map::new();
+    for op in operations() {
+        let mut operation = Map::new();
+        operation.insert("operationId".into(), op.operation_id.into());
+        operation.insert("summary".into(), op.summary.into());
+        let tag = if op.path.starts_with("/api/v2/") {
+            "network-acls"
+        } else {
+            "netacl"
+        };
+        operation.insert("tags".into(), json!([tag]));
+        let mut parameters: Vec<Value> = Vec::new();
+        if op.path.contains("{id}") {
+            parameters.push(json!({
+                "name": "id", "in": "path", "required": true,
+                "description": "The network ACL id (percent-encoded).",
+                "schema": {"type": "string", "pattern": "^acl_[1-9A-HJ-NP-Za-km-z]{22}$"}
+            }));
+        }
+        for (name, kind, description) in op.query {
+            parameters.push(json!({
+                "name": name, "in": "query", "required": false,
+                "description": description, "schema": {"type": kind}
+            }));
+        }
+        if !parameters.is_empty() {
+            operation.insert("parameters".into(), parameters.into());
+        }
+        if let Some(body) = op.body {
+            let schema = json!({"$ref": format!("#/components/schemas/{}", schema_name(body))});
+            let mut content = Map::new();
+            content.insert("application/json".into(), json!({"schema": schema}));
+            if op.form {
+                content.insert(
+                    "application/x-www-form-urlencoded".into(),
+                    json!({"schema": schema}),
+                );
+            }
+            operation.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": content}),
+            );
+        }
+        let mut responses = Map::new();
+        let (status, description) = op.success;
+        let success = match status {
+            204 => json!({"description": description}),
+            _ => json!({"description": description, "content": {"application/json": {
+                "schema": success_schema(op.operation_id)}}}),
+        };
+        responses.insert(status.to_string(), success);
+        let mut errors: Vec<u16> = op.errors.to_vec();
+        if op.scope.is_some() {
+            errors.extend([401, 403, 429]);
+        }
+        for code in errors {
+            let reason = StatusCode::from_u16(code)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("Error");
+            let response = if code == 304 {
+                json!({"description": reason})
+            } else {
+                json!({"description": reason, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/Error"}}}})
+            };
+            responses.insert(code.to_string(), response);
+        }
+        operation.insert("responses".into(), Value::Object(responses));
+        match op.scope {
+            Some(scope) => operation.insert(
+                "security".into(),
+                json!([{"bearerAuth": [scope]}, {"oAuth2ClientCredentials": [scope]}]),
+            ),
+            None => operation.insert("security".into(), json!([])),
+        };
+        let item = paths
+            .entry(op.path.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(item) = item {
+            item.insert(
+                op.method.as_str().to_ascii_lowercase(),
+                Value::Object(operation),
+            );
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "netacl admin API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The network ACL part of the tenant management API v2, plus netacl's \
+                own operations under /_netacl/v1 (a prefix the public API never uses)."
+        },
+        "servers": [{"url": format!("https://{domain}")}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "oAuth2ClientCredentials": {"type": "oauth2", "flows": {"clientCredentials": {
+                    "tokenUrl": "/oauth/token",
+                    "scopes": {
+                        "read:network_acls": "Read network ACLs",
+                        "create:network_acls": "Create network ACLs",
+                        "update:network_acls": "Update network ACLs",
+                        "delete:network_acls": "Delete network ACLs"
+                    }
+                }}}
+            },
+            "schemas": schemas()
+        }
+    })
+}
+
+fn schema_name(body: BodySchema) -> &'static str {
+    match body {
+        BodySchema::NetworkAclCreate => "NetworkAclCreate",
+        BodySchema::NetworkAclUpdate => "NetworkAclUpdate",
+        BodySchema::DryRun => "DryRun",
+    }
+}
+
+fn success_schema(operation_id: &str) -> Value {
+    match operation_id {
+        "get_network-acls" => json!({"oneOf": [
+            {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
+            {"type": "object", "required": ["network_acls", "start", "limit", "total"], "properties": {
+                "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
+                "start": {"type": "integer"}, "limit": {"type": "integer"}, "total": {"type": "integer"}
+            }}
+        ]}),
+        "netacl_watch" => {
+            json!({"type": "object", "required": ["version", "network_acls"], "properties": {
+                "version": {"type": "integer"},
+                "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}}
+            }})
+        }
+        "netacl_dry_run" => {
+            json!({"type": "object", "required": ["version", "source", "outcome"], "properties": {
+                "version": {"type": "integer"},
+                "source": {"enum": ["live", "body"]},
+                "outcome": {"$ref": "#/components/schemas/Outcome"}
+            }})
+        }
+        "netacl_status" | "netacl_openapi" => json!({"type": "object"}),
+        _ => json!({"$ref": "#/components/schemas/NetworkAcl"}),
+    }
+}
+
+fn schemas() -> Value {
+    let string_list = |format: &str| {
+        json!({"type": "array", "minItems": 1, "uniqueItems": true,
+               "items": {"type": "string", "format": format}})
+    };
+    let criteria = json!({
+        "type": "object", "additionalProperties": false, "minProperties": 1,
+        "properties": {
+            "asns": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"type": "integer", "minimum": 0, "maximum": 4294967295u64}},
+            "geo_country_codes": string_list("iso-3166-1-alpha-2"),
+            "geo_subdivision_codes": string_list("iso-3166-2"),
+            "ipv4_cidrs": string_list("ipv4-or-cidr"),
+            "ipv6_cidrs": string_list("ipv6-or-cidr"),
+            "connecting_ipv4_cidrs": string_list("ipv4-or-cidr"),
+            "connecting_ipv6_cidrs": string_list("ipv6-or-cidr"),
+            "ja3_fingerprints": string_list("ja3"),
+            "ja4_fingerprints": string_list("ja4"),
+            "user_agents": string_list("user-agent-pattern"),
+            "hostnames": string_list("hostname")
+        }
+    });
+    let action = json!({
+        "type": "object", "additionalProperties": false, "minProperties": 1,
+        "description": "Exactly one of block, allow, log, redirect, set to true; redirect also takes redirect_uri.",
+        "properties": {
+            "block": {"const": true}, "allow": {"const": true}, "log": {"const": true},
+            "redirect": {"const": true},
+            "redirect_uri": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2000}
+        }
+    });
+    let rule = json!({
+        "type": "object", "additionalProperties": false, "required": ["action", "scope"],
+        "description": "At least one of match and not_match.",
+        "properties": {
+            "action": {"$ref": "#/components/schemas/NetworkAclAction"},
+            "match": {"$ref": "#/components/schemas/NetworkAclCriteria"},
+            "not_match": {"$ref": "#/components/schemas/NetworkAclCriteria"},
+            "scope": {"enum": ["tenant", "management", "authentication", "dynamic_client_registration"]}
+        }
+    });
+    let fields = json!({
+        "description": {"type": "string", "maxLength": 255},
+        "active": {"type": "boolean"},
+        "priority": {"type": "number", "minimum": 1, "maximum": 100, "default": 50},
+        "rule": {"$ref": "#/components/schemas/NetworkAclRule"}
+    });
+    let mut record_fields = fields.clone();
+    if let Value::Object(map) = &mut record_fields {
+        map.insert(
+            "id".into(),
+            json!({"type": "string", "pattern": "^acl_[1-9A-HJ-NP-Za-km-z]{22}$"}),
+        );
+        map.insert(
+            "created_at".into(),
+            json!({"type": "string", "format": "date-time"}),
+        );
+        map.insert(
+            "updated_at".into(),
+            json!({"type": "string", "format": "date-time"}),
+        );
+    }
+    let request_input = json!({
+        "type": "object", "additionalProperties": false,
+        "description": "Request signals; give scope or path (default: an authentication request).",
+        "properties": {
+            "scope": {"enum": ["management", "authentication", "dynamic_client_registration"]},
+            "path": {"type": "string"},
+            "client_ip": {"type": "string"}, "connecting_ip": {"type": "string"},
+            "asn": {"type": "integer"}, "country": {"type": "string"},
+            "subdivision": {"type": "string"}, "ja3": {"type": "string"},
+            "ja4": {"type": "string"}, "user_agent": {"type": "string"},
+            "hostname": {"type": "string"}
+        }
+    });
+    json!({
+        "NetworkAclCreate": {"type": "object", "additionalProperties": false,
+            "required": ["description", "active", "rule"], "properties": fields},
+        "NetworkAclUpdate": {"type": "object", "additionalProperties": false,
+            "minProperties": 1, "properties": fields},
+        "NetworkAcl": {"type": "object",
+            "required": ["id", "description", "active", "priority", "rule", "created_at", "updated_at"],
+            "properties": record_fields},
+        "NetworkAclRule": rule,
+        "NetworkAclAction": action,
+        "NetworkAclCriteria": criteria,
+        "RequestInput": request_input,
+        "DryRun": {"type": "object", "additionalProperties": false, "required": ["request"],
+            "properties": {
+                "request": {"$ref": "#/components/schemas/RequestInput"},
+                "network_acls": {"type": "array", "items": {"oneOf": [
+                    {"$ref": "#/components/schemas/NetworkAcl"},
+                    {"$ref": "#/components/schemas/NetworkAclCreate"}
+                ]}}
+            }},
+        "Outcome": {"type": "object", "required": ["action", "rule_id", "monitored"], "properties": {
+            "action": {"enum": ["block", "allow", "redirect", "none"]},
+            "rule_id": {"type": ["string", "null"]},
+            "redirect_uri": {"type": "string"},
+            "monitored": {"type": "array", "items": {"type": "string"}}
+        }},
+        "Error": {"type": "object", "required": ["statusCode", "error", "message"], "properties": {
+            "statusCode": {"type": "integer"}, "error": {"type": "string"},
+            "message": {"type": "string"}, "errorCode": {"type": "string"}
+        }}
+    })
+}

@@ -1,0 +1,248 @@
+//! The route table: one entry per operation. The router and the OpenAPI document are both built
+//! from it, so they cannot drift apart.
+use std::collections::BTreeMap;
+
+use axum::middleware::from_fn_with_state;
+use axum::routing::{delete, get, patch, post, put, MethodRouter};
+use axum::Router;
+use http::Method;
+
+use crate::error::ApiError;
+use crate::{guard, internal, network_acls, openapi, AppState};
+
+/// The JSON schema of a request body, by name (see [`crate::openapi`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodySchema {
+    NetworkAclCreate,
+    NetworkAclUpdate,
+    DryRun,
+}
+
+/// One operation.
+pub(crate) struct Operation {
+    pub(crate) method: Method,
+    /// The path in axum / OpenAPI syntax (`/api/v2/network-acls/{id}`).
+    pub(crate) path: &'static str,
+    pub(crate) operation_id: &'static str,
+    pub(crate) summary: &'static str,
+    /// The scope required; `None` for an open route (no token, no rate limit).
+    pub(crate) scope: Option<&'static str>,
+    /// Declared query parameters: name, JSON schema type, description.
+    pub(crate) query: &'static [(&'static str, &'static str, &'static str)],
+    pub(crate) body: Option<BodySchema>,
+    /// Whether the body may also be a form.
+    pub(crate) form: bool,
+    /// Success status and description.
+    pub(crate) success: (u16, &'static str),
+    /// Error statuses the operation can answer besides 401/403/429.
+    pub(crate) errors: &'static [u16],
+    route: fn() -> MethodRouter<AppState>,
+}
+
+const PAGING: &[(&str, &str, &str)] = &[
+    ("page", "integer", "Page index, from 0."),
+    (
+        "per_page",
+        "integer",
+        "Records per page, 0..100 (default 50).",
+    ),
+    (
+        "include_totals",
+        "boolean",
+        "Answer an envelope with start, limit and total.",
+    ),
+];
+
+const WATCH: &[(&str, &str, &str)] = &[
+    (
+        "since",
+        "integer",
+        "The version the caller holds; absent: answer at once.",
+    ),
+    (
+        "timeout_ms",
+        "integer",
+        "Longest wait for a change, 0..60000 (default 25000).",
+    ),
+];
+
+/// Every operation the server answers.
+pub(crate) fn operations() -> Vec<Operation> {
+    vec![
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/network-acls",
+            operation_id: "get_network-acls",
+            summary: "List network ACLs, ascending by priority",
+            scope: Some("read:network_acls"),
+            query: PAGING,
+            body: None,
+            form: false,
+            success: (
+                200,
+                "A page of network ACLs (bare array, or envelope with include_totals)",
+            ),
+            errors: &[400],
+            route: || get(network_acls::list),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/api/v2/network-acls",
+            operation_id: "post_network-acls",
+            summary: "Create a network ACL",
+            scope: Some("create:network_acls"),
+            query: &[],
+            body: Some(BodySchema::NetworkAclCreate),
+            form: true,
+            success: (201, "The stored network ACL"),
+            errors: &[400, 409, 413, 415],
+            route: || post(network_acls::create),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/network-acls/{id}",
+            operation_id: "get_network-acls_by_id",
+            summary: "Get a network ACL",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The network ACL"),
+            errors: &[400, 404],
+            route: || get(network_acls::get),
+        },
+        Operation {
+            method: Method::PUT,
+            path: "/api/v2/network-acls/{id}",
+            operation_id: "put_network-acls_by_id",
+            summary: "Replace a network ACL",
+            scope: Some("update:network_acls"),
+            query: &[],
+            body: Some(BodySchema::NetworkAclCreate),
+            form: true,
+            success: (200, "The stored network ACL"),
+            errors: &[400, 404, 409, 413, 415],
+            route: || put(network_acls::replace),
+        },
+        Operation {
+            method: Method::PATCH,
+            path: "/api/v2/network-acls/{id}",
+            operation_id: "patch_network-acls_by_id",
+            summary: "Update some fields of a network ACL (a given rule replaces the whole rule)",
+            scope: Some("update:network_acls"),
+            query: &[],
+            body: Some(BodySchema::NetworkAclUpdate),
+            form: true,
+            success: (200, "The stored network ACL"),
+            errors: &[400, 404, 409, 413, 415],
+            route: || patch(network_acls::update),
+        },
+        Operation {
+            method: Method::DELETE,
+            path: "/api/v2/network-acls/{id}",
+            operation_id: "delete_network-acls_by_id",
+            summary: "Delete a network ACL",
+            scope: Some("delete:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (204, "Deleted"),
+            errors: &[400, 404],
+            route: || delete(network_acls::delete),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/dry-run",
+            operation_id: "netacl_dry_run",
+            summary: "Evaluate request signals against the live rules or a rule set in the body",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: Some(BodySchema::DryRun),
+            form: false,
+            success: (200, "The outcome and the policy version"),
+            errors: &[400, 413, 415],
+            route: || post(internal::dry_run),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/status",
+            operation_id: "netacl_status",
+            summary: "The live policy: version, rule count, compile time, index sizes",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "Policy status"),
+            errors: &[400],
+            route: || get(internal::status),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/network-acls/watch",
+            operation_id: "netacl_watch",
+            summary: "Long poll for a new version of the network ACLs",
+            scope: Some("read:network_acls"),
+            query: WATCH,
+            body: None,
+            form: false,
+            success: (
+                200,
+                "The version and every network ACL (304 when nothing changed)",
+            ),
+            errors: &[304, 400],
+            route: || get(internal::watch),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/openapi.json",
+            operation_id: "netacl_openapi",
+            summary: "This OpenAPI 3.1 document",
+            scope: None,
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The document"),
+            errors: &[],
+            route: || get(openapi::serve),
+        },
+    ]
+}
+
+/// The router of every operation in the table (token and JWKS routes are merged by the caller).
+pub(crate) fn router(state: &AppState) -> Router<AppState> {
+    let mut by_path: BTreeMap<&'static str, (MethodRouter<AppState>, bool)> = BTreeMap::new();
+    for op in operations() {
+        let guarded = op.scope.is_some();
+        let entry = by_path
+            .entry(op.path)
+            .or_insert_with(|| (MethodRouter::new(), guarded));
+        debug_assert_eq!(
+            entry.1, guarded,
+            "mixed guarded and open methods on {}",
+            op.path
+        );
+        entry.0 = std::mem::take(&mut entry.0).merge((op.route)());
+    }
+    let mut router = Router::new();
+    for (path, (methods, guarded)) in by_path {
+        let methods = methods.fallback(method_not_allowed);
+        let methods = if guarded {
+            methods.layer(from_fn_with_state(state.clone(), guard::guard))
+        } else {
+            methods
+        };
+        router = router.route(path, methods);
+    }
+    // Unknown paths under the API prefixes still pass the guard (rate-limit headers, 401).
+    let unknown = || {
+        axum::routing::any(|| async { ApiError::no_such_route() })
+            .layer(from_fn_with_state(state.clone(), guard::guard))
+    };
+    router
+        .route("/api/v2/{*rest}", unknown())
+        .route("/_netacl/v1/{*rest}", unknown())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}

@@ -1,0 +1,210 @@
+//! Starting the admin service: tenant, signing key, clients, bootstrap client, engine.
+use std::sync::Arc;
+
+use axum::Router;
+use netacl_store::{Store, StoredClient, StoredSigningKey, TenantId};
+
+use crate::auth::{
+    generate_client_id, generate_client_secret, hash_client_secret, AuthorityConfig,
+    AuthorityConfigError, KeyError, SigningKey, TenantAuthority, MANAGEMENT_SCOPES,
+};
+use crate::config::ServerConfig;
+use crate::rate_limit::{RateLimitConfigError, RateLimiter};
+use crate::tenant::{LoadError, TenantRuntime};
+use crate::{routes, AppState, Shared};
+
+/// The bootstrap client asked for on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct BootstrapClient {
+    /// Its id; generated when absent and no client exists yet.
+    pub client_id: Option<String>,
+    /// Its secret; when given, the client is created or its secret replaced. When absent, a
+    /// client is created with a generated secret only if it does not exist yet.
+    pub client_secret: Option<String>,
+}
+
+/// What [`AdminService::start`] did, for the operator.
+#[derive(Clone)]
+pub struct StartReport {
+    /// The bootstrap client's id (the first registered client when none was created).
+    pub bootstrap_client_id: Option<String>,
+    /// The secret generated for a newly created bootstrap client: show it once, it is stored
+    /// only as a hash.
+    pub generated_secret: Option<String>,
+    /// Whether the signing key was created now (first start).
+    pub signing_key_created: bool,
+    /// The signing key's id.
+    pub kid: String,
+    /// The rule-set version loaded into the engine.
+    pub version: u64,
+    /// How many network ACLs were loaded.
+    pub network_acls: usize,
+}
+
+impl std::fmt::Debug for StartReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartReport")
+            .field("bootstrap_client_id", &self.bootstrap_client_id)
+            .field(
+                "generated_secret",
+                &self.generated_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("signing_key_created", &self.signing_key_created)
+            .field("kid", &self.kid)
+            .field("version", &self.version)
+            .field("network_acls", &self.network_acls)
+            .finish()
+    }
+}
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[from] netacl_store::StoreError),
+    /// The stored signing key is unusable, or a new one could not be made.
+    #[error("signing key: {0}")]
+    Key(#[from] KeyError),
+    /// The tenant domain, token lifetime or a stored client is unusable.
+    #[error("authority: {0}")]
+    Authority(#[from] AuthorityConfigError),
+    /// The rate-limit settings are unusable.
+    #[error("rate limit: {0}")]
+    RateLimit(#[from] RateLimitConfigError),
+    /// The stored rule set could not be loaded into the engine.
+    #[error("rules: {0}")]
+    Load(#[from] LoadError),
+    /// A blocking task failed.
+    #[error("start-up task failed: {0}")]
+    Task(String),
+}
+
+/// The running admin service of one tenant: build it with [`AdminService::start`], serve
+/// [`AdminService::router`].
+#[derive(Clone)]
+pub struct AdminService {
+    state: AppState,
+}
+
+impl AdminService {
+    /// Prepares the service over `store`: the tenant, its signing key (created on first start),
+    /// its clients and the bootstrap client, and the engine rebuilt from the stored rules, all
+    /// before the first request can be accepted.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        config: ServerConfig,
+        bootstrap: BootstrapClient,
+    ) -> Result<(Self, StartReport), StartError> {
+        let tenant_id = TenantId::default_tenant();
+        store
+            .ensure_tenant(&tenant_id, &config.tenant_domain)
+            .await?;
+
+        let (key, signing_key_created) = match store.signing_keys(&tenant_id).await?.pop() {
+            Some(stored) => (SigningKey::from_pem(&stored.private_key_pem)?, false),
+            None => {
+                let key = tokio::task::spawn_blocking(SigningKey::generate)
+                    .await
+                    .map_err(|err| StartError::Task(err.to_string()))??;
+                let stored = StoredSigningKey {
+                    kid: key.kid().to_owned(),
+                    private_key_pem: key.to_pem()?.to_string(),
+                    created_at_ms: netacl_model::Timestamp::now().unix_millis(),
+                };
+                store.add_signing_key(&tenant_id, &stored).await?;
+                (key, true)
+            }
+        };
+        let kid = key.kid().to_owned();
+        let authority_config = AuthorityConfig::new(config.tenant_domain.clone())
+            .with_token_lifetime_secs(config.token_lifetime_secs);
+        let authority = Arc::new(TenantAuthority::new(authority_config, key, [])?);
+
+        let clients = store.clients(&tenant_id).await?;
+        for client in &clients {
+            authority.upsert_client(authority.management_client(
+                client.client_id.clone(),
+                client.secret_hash.clone(),
+                client.scopes.iter().cloned(),
+            ))?;
+        }
+        let exists = |id: &str| clients.iter().any(|c| c.client_id == id);
+        let (create, bootstrap_client_id, generated_secret) =
+            match (bootstrap.client_id, bootstrap.client_secret) {
+                (id, Some(secret)) => {
+                    let id = id
+                        .or_else(|| clients.first().map(|c| c.client_id.clone()))
+                        .unwrap_or_else(generate_client_id);
+                    (Some((id.clone(), secret)), Some(id), None)
+                }
+                (Some(id), None) if exists(&id) => (None, Some(id), None),
+                (Some(id), None) => {
+                    let secret = generate_client_secret();
+                    (Some((id.clone(), secret.clone())), Some(id), Some(secret))
+                }
+                (None, None) if clients.is_empty() => {
+                    let (id, secret) = (generate_client_id(), generate_client_secret());
+                    (Some((id.clone(), secret.clone())), Some(id), Some(secret))
+                }
+                (None, None) => (None, clients.first().map(|c| c.client_id.clone()), None),
+            };
+        if let Some((client_id, secret)) = create {
+            let stored = StoredClient {
+                client_id: client_id.clone(),
+                secret_hash: hash_client_secret(&secret),
+                scopes: MANAGEMENT_SCOPES.iter().map(|s| s.to_string()).collect(),
+                created_at_ms: netacl_model::Timestamp::now().unix_millis(),
+            };
+            authority.upsert_client(authority.management_client(
+                client_id,
+                stored.secret_hash.clone(),
+                stored.scopes.iter().cloned(),
+            ))?;
+            store.put_client(&tenant_id, &stored).await?;
+        }
+
+        let limiter = RateLimiter::new(config.rate_limit)?;
+        let tenant = TenantRuntime::load(Arc::clone(&store), tenant_id, config.limits).await?;
+        let snapshot = tenant.snapshot();
+        let report = StartReport {
+            bootstrap_client_id,
+            generated_secret,
+            signing_key_created,
+            kid,
+            version: snapshot.version,
+            network_acls: snapshot.ordered.len(),
+        };
+        let state = AppState {
+            inner: Arc::new(Shared {
+                config,
+                authority,
+                limiter,
+                tenant,
+            }),
+        };
+        Ok((Self { state }, report))
+    }
+
+    /// The whole HTTP surface: `/api/v2/network-acls`, `/_netacl/v1/*`, `POST /oauth/token` and
+    /// `GET /.well-known/jwks.json`.
+    pub fn router(&self) -> Router {
+        routes::router(&self.state)
+            .merge(crate::auth::token_router(Arc::clone(
+                &self.state.inner.authority,
+            )))
+            .fallback(|| async { crate::error::ApiError::no_such_route() })
+            .with_state(self.state.clone())
+    }
+
+    /// The tenant's token authority (issuer, audience, clients).
+    pub fn authority(&self) -> &Arc<TenantAuthority> {
+        &self.state.inner.authority
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.state.inner.config
+    }
+}

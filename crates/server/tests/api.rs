@@ -1,0 +1,1308 @@
+//! The admin API through the router (`oneshot`, no socket): every status code and body shape of
+//! the compat doc for network ACLs, authentication, rate limits, the write path's guarantees and
+//! netacl's own endpoints.
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::Router;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use netacl_model::{AclId, Limits, NetworkAclSpec, Timestamp};
+use netacl_server::auth::{hash_client_secret, SigningKey, TokenRequest};
+use netacl_server::rate_limit::RateLimitConfig;
+use netacl_server::{AdminService, BootstrapClient, ServerConfig};
+use netacl_store::{CredentialStore, SqliteStore, StoredSigningKey, TenantId, TenantStore};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+const DOMAIN: &str = "tenant.test";
+const AUDIENCE: &str = "https://tenant.test/api/v2/";
+const CLIENT: &str = "test-admin";
+const SECRET: &str = "test-admin-secret-with-enough-length";
+
+/// One RSA key for the whole test binary (key generation is slow).
+fn key_pem() -> &'static str {
+    static PEM: OnceLock<String> = OnceLock::new();
+    PEM.get_or_init(|| {
+        SigningKey::generate()
+            .expect("keygen")
+            .to_pem()
+            .expect("pem")
+            .to_string()
+    })
+}
+
+struct Api {
+    _dir: Option<tempfile::TempDir>,
+    service: AdminService,
+    router: Router,
+    token: String,
+}
+
+fn config() -> ServerConfig {
+    ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled())
+}
+
+async fn start_in(dir: &std::path::Path, config: ServerConfig) -> (AdminService, String) {
+    let store = Arc::new(SqliteStore::open(dir, config.limits).expect("store"));
+    let tenant = TenantId::default_tenant();
+    store.ensure_tenant(&tenant, DOMAIN).await.expect("tenant");
+    if store.signing_keys(&tenant).await.expect("keys").is_empty() {
+        let key = SigningKey::from_pem(key_pem()).expect("key");
+        store
+            .add_signing_key(
+                &tenant,
+                &StoredSigningKey {
+                    kid: key.kid().to_owned(),
+                    private_key_pem: key_pem().to_owned(),
+                    created_at_ms: 0,
+                },
+            )
+            .await
+            .expect("add key");
+    }
+    let bootstrap = BootstrapClient {
+        client_id: Some(CLIENT.into()),
+        client_secret: Some(SECRET.into()),
+    };
+    let (service, report) = AdminService::start(store, config, bootstrap)
+        .await
+        .expect("start");
+    assert!(!report.signing_key_created);
+    let token = token_for(&service, CLIENT, SECRET);
+    (service, token)
+}
+
+fn token_for(service: &AdminService, client: &str, secret: &str) -> String {
+    service
+        .authority()
+        .issue_client_credentials(&TokenRequest::client_credentials(client, secret, AUDIENCE))
+        .expect("token")
+        .access_token
+}
+
+/// A token of a client granted exactly `scopes`.
+fn scoped_token(service: &AdminService, name: &str, scopes: &[&str]) -> String {
+    let authority = service.authority();
+    let secret = format!("{name}-secret-long-enough-for-tests");
+    authority
+        .upsert_client(authority.management_client(
+            name,
+            hash_client_secret(&secret),
+            scopes.iter().copied(),
+        ))
+        .expect("client");
+    token_for(service, name, &secret)
+}
+
+async fn api_with(config: ServerConfig) -> Api {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (service, token) = start_in(dir.path(), config).await;
+    Api {
+        router: service.router(),
+        service,
+        token,
+        _dir: Some(dir),
+    }
+}
+
+async fn api() -> Api {
+    api_with(config()).await
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+    raw: Vec<u8>,
+}
+
+impl Api {
+    async fn call(&self, request: Request<Body>) -> Answer {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("infallible");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let raw = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec();
+        let body = if raw.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&raw).unwrap_or(Value::Null)
+        };
+        Answer {
+            status,
+            headers,
+            body,
+            raw,
+        }
+    }
+
+    async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Answer {
+        self.send_as(&self.token.clone(), method, uri, body).await
+    }
+
+    async fn send_as(&self, token: &str, method: Method, uri: &str, body: Option<Value>) -> Answer {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("authorization", format!("Bearer {token}"));
+        let body = match body {
+            Some(value) => {
+                builder = builder.header("content-type", "application/json");
+                Body::from(value.to_string())
+            }
+            None => Body::empty(),
+        };
+        self.call(builder.body(body).expect("request")).await
+    }
+
+    async fn raw(
+        &self,
+        method: Method,
+        uri: &str,
+        content_type: Option<&str>,
+        body: &str,
+    ) -> Answer {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("authorization", format!("Bearer {}", self.token));
+        if let Some(content_type) = content_type {
+            builder = builder.header("content-type", content_type);
+        }
+        self.call(builder.body(Body::from(body.to_owned())).expect("request"))
+            .await
+    }
+
+    async fn create(&self, body: Value) -> Value {
+        let answer = self
+            .send(Method::POST, "/api/v2/network-acls", Some(body))
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        answer.body
+    }
+
+    async fn list(&self) -> Value {
+        let answer = self.send(Method::GET, "/api/v2/network-acls", None).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        answer.body
+    }
+
+    async fn dry_run(&self, request: Value) -> Value {
+        let answer = self
+            .send(
+                Method::POST,
+                "/_netacl/v1/dry-run",
+                Some(json!({"request": request})),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        answer.body
+    }
+}
+
+fn acl_body(priority: u64, cidr: &str) -> Value {
+    json!({
+        "description": format!("block {cidr}"),
+        "active": true,
+        "priority": priority,
+        "rule": {"action": {"block": true}, "scope": "tenant", "match": {"ipv4_cidrs": [cidr]}}
+    })
+}
+
+fn assert_error(answer: &Answer, status: u16, code: Option<&str>) {
+    assert_eq!(answer.status.as_u16(), status, "{}", answer.body);
+    assert_eq!(
+        answer
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json; charset=utf-8")
+    );
+    let body = answer.body.as_object().expect("error object");
+    assert_eq!(body["statusCode"], json!(status));
+    assert_eq!(
+        body["error"],
+        json!(StatusCode::from_u16(status)
+            .expect("status")
+            .canonical_reason()
+            .expect("reason"))
+    );
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
+    assert_eq!(
+        body.get("errorCode").and_then(Value::as_str),
+        code,
+        "{}",
+        answer.body
+    );
+}
+
+fn is_millis_timestamp(value: &Value) -> bool {
+    value.as_str().and_then(Timestamp::parse).is_some()
+}
+
+#[tokio::test]
+async fn create_answers_201_with_the_stored_record() {
+    let api = api().await;
+    let body = acl_body(10, "198.51.100.0/24");
+    let created = api.create(body.clone()).await;
+    let id = created["id"].as_str().expect("id");
+    assert!(AclId::parse(id).is_some(), "{id}");
+    assert!(is_millis_timestamp(&created["created_at"]));
+    assert_eq!(created["created_at"], created["updated_at"]);
+    for field in ["description", "active", "priority", "rule"] {
+        assert_eq!(created[field], body[field], "{field}");
+    }
+    // The default priority is 50 and is returned.
+    let mut no_priority = acl_body(1, "203.0.113.0/24");
+    no_priority
+        .as_object_mut()
+        .expect("object")
+        .remove("priority");
+    assert_eq!(api.create(no_priority).await["priority"], json!(50));
+
+    let got = api
+        .send(Method::GET, &format!("/api/v2/network-acls/{id}"), None)
+        .await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.body, created);
+    assert_eq!(api.list().await.as_array().expect("array").len(), 2);
+}
+
+#[tokio::test]
+async fn ids_are_distinct_and_well_formed() {
+    let api = api().await;
+    let mut ids = std::collections::HashSet::new();
+    for priority in 1..=12 {
+        let created = api.create(acl_body(priority, "192.0.2.1")).await;
+        let id = created["id"].as_str().expect("id").to_owned();
+        assert!(AclId::parse(&id).is_some());
+        assert!(ids.insert(id));
+    }
+}
+
+#[tokio::test]
+async fn a_taken_priority_is_409_and_writes_nothing() {
+    let api = api().await;
+    api.create(acl_body(10, "198.51.100.0/24")).await;
+    let before = api.list().await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(acl_body(10, "192.0.2.0/24")),
+        )
+        .await;
+    assert_error(&answer, 409, Some("conflict"));
+    assert_eq!(api.list().await, before);
+    let status = api.send(Method::GET, "/_netacl/v1/status", None).await;
+    assert_eq!(status.body["version"], json!(1));
+}
+
+#[tokio::test]
+async fn invalid_bodies_are_400_with_the_models_message() {
+    let api = api().await;
+    let cases = [
+        json!({"description": "x", "active": true,
+               "rule": {"action": {"block": true}, "scope": "tenant", "match": {"asns": [1, 1]}}}),
+        json!({"description": "x", "active": true, "extra": 1,
+               "rule": {"action": {"block": true}, "scope": "tenant", "match": {"asns": [1]}}}),
+        json!({"description": "x", "active": "yes",
+               "rule": {"action": {"block": true}, "scope": "tenant", "match": {"asns": [1]}}}),
+        json!({"description": "x", "active": true, "priority": 101,
+               "rule": {"action": {"block": true}, "scope": "tenant", "match": {"asns": [1]}}}),
+        json!({"description": "x", "active": true,
+               "rule": {"action": {"block": false}, "scope": "tenant", "match": {"asns": [1]}}}),
+        json!({"active": true,
+               "rule": {"action": {"block": true}, "scope": "tenant", "match": {"asns": [1]}}}),
+        json!([1, 2]),
+    ];
+    for body in cases {
+        let expected = NetworkAclSpec::from_json(&body, &Limits::default())
+            .expect_err("invalid")
+            .to_string();
+        let answer = api
+            .send(Method::POST, "/api/v2/network-acls", Some(body.clone()))
+            .await;
+        assert_error(&answer, 400, Some("invalid_body"));
+        assert_eq!(answer.body["message"], json!(expected), "{body}");
+        assert!(expected.starts_with("Payload validation error:"));
+    }
+    assert_eq!(api.list().await, json!([]));
+}
+
+#[tokio::test]
+async fn malformed_json_and_other_content_types_are_refused() {
+    let api = api().await;
+    let uri = "/api/v2/network-acls";
+    let answer = api
+        .raw(
+            Method::POST,
+            uri,
+            Some("application/json"),
+            "{\"description\": ",
+        )
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    assert!(answer.body["message"]
+        .as_str()
+        .expect("m")
+        .starts_with("Payload validation error:"));
+    let answer = api
+        .raw(Method::POST, uri, Some("application/json"), "")
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    let answer = api
+        .raw(Method::POST, uri, Some("text/plain"), "hello")
+        .await;
+    assert_error(&answer, 415, Some("unsupported_media_type"));
+    let answer = api
+        .raw(
+            Method::POST,
+            uri,
+            Some("multipart/form-data; boundary=x"),
+            "--x--",
+        )
+        .await;
+    assert_error(&answer, 415, Some("unsupported_media_type"));
+    // A charset parameter is fine.
+    let answer = api
+        .raw(
+            Method::POST,
+            uri,
+            Some("application/json; charset=utf-8"),
+            &acl_body(3, "192.0.2.1").to_string(),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn form_bodies_carry_the_nested_rule() {
+    let api = api().await;
+    let uri = "/api/v2/network-acls";
+    let form = "application/x-www-form-urlencoded";
+    let bracketed = "description=from+a+form&active=true&priority=20\
+        &rule%5Baction%5D%5Bblock%5D=true&rule%5Bscope%5D=management\
+        &rule%5Bmatch%5D%5Bipv4_cidrs%5D%5B%5D=192.0.2.0%2F24\
+        &rule%5Bmatch%5D%5Bipv4_cidrs%5D%5B%5D=198.51.100.7\
+        &rule%5Bnot_match%5D%5Basns%5D%5B%5D=64500";
+    let answer = api.raw(Method::POST, uri, Some(form), bracketed).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    assert_eq!(answer.body["description"], json!("from a form"));
+    assert_eq!(answer.body["active"], json!(true));
+    assert_eq!(answer.body["priority"], json!(20));
+    assert_eq!(
+        answer.body["rule"],
+        json!({"action": {"block": true}, "scope": "management",
+               "match": {"ipv4_cidrs": ["192.0.2.0/24", "198.51.100.7"]},
+               "not_match": {"asns": [64500]}})
+    );
+
+    let rule =
+        json!({"action": {"log": true}, "scope": "tenant", "match": {"geo_country_codes": ["NL"]}});
+    let with_json: String = serde_urlencoded::to_string([
+        ("description", "rule as JSON text"),
+        ("active", "false"),
+        ("priority", "21"),
+        ("rule", &rule.to_string()),
+    ])
+    .expect("form");
+    let answer = api.raw(Method::POST, uri, Some(form), &with_json).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    assert_eq!(answer.body["rule"], rule);
+    assert_eq!(answer.body["active"], json!(false));
+
+    // A form PATCH.
+    let id = answer.body["id"].as_str().expect("id").to_owned();
+    let answer = api
+        .raw(
+            Method::PATCH,
+            &format!("{uri}/{id}"),
+            Some(form),
+            "active=true&description=on",
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(
+        (
+            answer.body["active"].clone(),
+            answer.body["description"].clone()
+        ),
+        (json!(true), json!("on"))
+    );
+
+    // Coercion is by position: a non-boolean `active` is reported by the validator.
+    let answer = api
+        .raw(
+            Method::POST,
+            uri,
+            Some(form),
+            "description=x&active=yes&rule=%7B%7D",
+        )
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .expect("m")
+            .contains("active"),
+        "{}",
+        answer.body
+    );
+    let answer = api
+        .raw(Method::POST, uri, Some(form), "description=a&description=b")
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let api = api_with(config().with_body_limit(512)).await;
+    let mut body = acl_body(5, "192.0.2.1");
+    body["description"] = json!("x".repeat(600));
+    let answer = api
+        .send(Method::POST, "/api/v2/network-acls", Some(body.clone()))
+        .await;
+    assert_error(&answer, 413, Some("payload_too_large"));
+    // Also refused up front by a declared Content-Length (the first request had none).
+    let text = body.to_string();
+    let request = Request::post("/api/v2/network-acls")
+        .header("authorization", format!("Bearer {}", api.token))
+        .header("content-type", "application/json")
+        .header("content-length", text.len().to_string())
+        .body(Body::from(text))
+        .expect("request");
+    let answer = api.call(request).await;
+    assert_error(&answer, 413, Some("payload_too_large"));
+    assert_eq!(api.list().await, json!([]));
+}
+
+#[tokio::test]
+async fn path_ids_are_checked_and_decoded() {
+    let api = api().await;
+    let created = api.create(acl_body(10, "198.51.100.0/24")).await;
+    let id = created["id"].as_str().expect("id");
+    for bad in ["nope", "acl_0000000000000000000000", "acl_short", "acl_%ZZ"] {
+        for method in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
+            let body = (method == Method::PUT || method == Method::PATCH)
+                .then(|| acl_body(11, "192.0.2.1"));
+            let answer = api
+                .send(method.clone(), &format!("/api/v2/network-acls/{bad}"), body)
+                .await;
+            assert_error(&answer, 400, Some("invalid_uri"));
+            assert!(answer.body["message"].as_str().expect("m").contains("id"));
+        }
+    }
+    let unknown = AclId::from_random(42);
+    for method in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
+        let body =
+            (method == Method::PUT || method == Method::PATCH).then(|| acl_body(11, "192.0.2.1"));
+        let answer = api
+            .send(method, &format!("/api/v2/network-acls/{unknown}"), body)
+            .await;
+        assert_error(&answer, 404, Some("inexistent_network_acl"));
+    }
+    // Percent-encoded path parameters are decoded before use.
+    let encoded = id.replacen('_', "%5F", 1);
+    let answer = api
+        .send(
+            Method::GET,
+            &format!("/api/v2/network-acls/{encoded}"),
+            None,
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.body, created);
+    // Operations on one record take no query parameters.
+    let answer = api
+        .send(
+            Method::GET,
+            &format!("/api/v2/network-acls/{id}?fields=id"),
+            None,
+        )
+        .await;
+    assert_error(&answer, 400, Some("invalid_query_string"));
+}
+
+#[tokio::test]
+async fn put_replaces_and_keeps_created_at() {
+    let api = api().await;
+    let created = api.create(acl_body(10, "198.51.100.0/24")).await;
+    let other = api.create(acl_body(20, "203.0.113.0/24")).await;
+    let id = created["id"].as_str().expect("id");
+    let uri = format!("/api/v2/network-acls/{id}");
+    tokio::time::sleep(Duration::from_millis(3)).await;
+
+    let replacement = json!({
+        "description": "replaced", "active": false,
+        "rule": {"action": {"redirect": true, "redirect_uri": "https://example.com/blocked"},
+                 "scope": "authentication", "not_match": {"geo_country_codes": ["US"]}}
+    });
+    let answer = api.send(Method::PUT, &uri, Some(replacement.clone())).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["id"], created["id"]);
+    assert_eq!(answer.body["created_at"], created["created_at"]);
+    assert!(answer.body["updated_at"].as_str() > created["updated_at"].as_str());
+    assert_eq!(answer.body["rule"], replacement["rule"]);
+    assert_eq!(answer.body["description"], json!("replaced"));
+    // PUT is a whole replacement: the omitted priority is back to its default.
+    assert_eq!(answer.body["priority"], json!(50));
+    let stored = api.send(Method::GET, &uri, None).await;
+    assert_eq!(stored.body, answer.body);
+
+    // Onto another record's priority: 409, nothing changes.
+    let before = api.list().await;
+    let mut clash = replacement.clone();
+    clash["priority"] = other["priority"].clone();
+    let answer = api.send(Method::PUT, &uri, Some(clash)).await;
+    assert_error(&answer, 409, Some("conflict"));
+    assert_eq!(api.list().await, before);
+    // Its own priority is fine.
+    let mut same = replacement;
+    same["priority"] = json!(50);
+    assert_eq!(
+        api.send(Method::PUT, &uri, Some(same)).await.status,
+        StatusCode::OK
+    );
+    // An invalid replacement is a 400.
+    let answer = api
+        .send(Method::PUT, &uri, Some(json!({"description": "x"})))
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+}
+
+#[tokio::test]
+async fn patch_merges_top_level_fields() {
+    let api = api().await;
+    let created = api.create(acl_body(10, "198.51.100.0/24")).await;
+    let uri = format!(
+        "/api/v2/network-acls/{}",
+        created["id"].as_str().expect("id")
+    );
+
+    let answer = api
+        .send(Method::PATCH, &uri, Some(json!({"description": "renamed"})))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["description"], json!("renamed"));
+    for field in ["active", "priority", "rule", "created_at", "id"] {
+        assert_eq!(answer.body[field], created[field], "{field}");
+    }
+    // A given rule replaces the whole rule (no deep merge).
+    let rule = json!({"action": {"allow": true}, "scope": "tenant", "match": {"asns": [64500]}});
+    let answer = api
+        .send(
+            Method::PATCH,
+            &uri,
+            Some(json!({"rule": rule, "priority": 7})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["rule"], rule);
+    assert_eq!(answer.body["priority"], json!(7));
+    assert_eq!(answer.body["description"], json!("renamed"));
+
+    for bad in [json!({}), json!({"unknown": 1}), json!({"active": "no"})] {
+        let answer = api.send(Method::PATCH, &uri, Some(bad.clone())).await;
+        assert_error(&answer, 400, Some("invalid_body"));
+    }
+    let other = api.create(acl_body(30, "192.0.2.1")).await;
+    let answer = api
+        .send(
+            Method::PATCH,
+            &uri,
+            Some(json!({"priority": other["priority"]})),
+        )
+        .await;
+    assert_error(&answer, 409, Some("conflict"));
+}
+
+#[tokio::test]
+async fn delete_is_204_then_404() {
+    let api = api().await;
+    let created = api.create(acl_body(10, "198.51.100.0/24")).await;
+    let uri = format!(
+        "/api/v2/network-acls/{}",
+        created["id"].as_str().expect("id")
+    );
+    let answer = api.send(Method::DELETE, &uri, None).await;
+    assert_eq!(answer.status, StatusCode::NO_CONTENT);
+    assert!(answer.raw.is_empty());
+    assert_error(
+        &api.send(Method::GET, &uri, None).await,
+        404,
+        Some("inexistent_network_acl"),
+    );
+    assert_error(
+        &api.send(Method::DELETE, &uri, None).await,
+        404,
+        Some("inexistent_network_acl"),
+    );
+    assert_eq!(api.list().await, json!([]));
+    // The freed priority can be used again.
+    api.create(acl_body(10, "192.0.2.1")).await;
+}
+
+#[tokio::test]
+async fn list_pages_in_priority_order() {
+    let api = api().await;
+    let mut ids = Vec::new();
+    for priority in [40, 10, 30, 20, 50] {
+        let created = api.create(acl_body(priority, "192.0.2.1")).await;
+        ids.push((priority, created["id"].as_str().expect("id").to_owned()));
+    }
+    ids.sort();
+    let all = api.list().await;
+    let listed: Vec<u64> = all
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|a| a["priority"].as_u64().expect("priority"))
+        .collect();
+    assert_eq!(listed, vec![10, 20, 30, 40, 50]);
+
+    let mut seen = Vec::new();
+    for page in 0..5 {
+        let answer = api
+            .send(
+                Method::GET,
+                &format!("/api/v2/network-acls?page={page}&per_page=2"),
+                None,
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK);
+        let items = answer.body.as_array().expect("bare array").clone();
+        let expected = [2, 2, 1, 0, 0][page];
+        assert_eq!(items.len(), expected, "page {page}");
+        seen.extend(
+            items
+                .iter()
+                .map(|a| a["id"].as_str().expect("id").to_owned()),
+        );
+    }
+    assert_eq!(
+        seen,
+        ids.iter().map(|(_, id)| id.clone()).collect::<Vec<_>>()
+    );
+
+    let answer = api
+        .send(
+            Method::GET,
+            "/api/v2/network-acls?page=1&per_page=2&include_totals=true",
+            None,
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.body["start"], json!(2));
+    assert_eq!(answer.body["limit"], json!(2));
+    assert_eq!(answer.body["total"], json!(5));
+    assert_eq!(
+        answer.body["network_acls"].as_array().expect("array").len(),
+        2
+    );
+    assert_eq!(answer.body.as_object().expect("object").len(), 4);
+
+    let answer = api
+        .send(
+            Method::GET,
+            "/api/v2/network-acls?page=9&include_totals=true",
+            None,
+        )
+        .await;
+    assert_eq!(
+        answer.body,
+        json!({"network_acls": [], "start": 450, "limit": 50, "total": 5})
+    );
+    let answer = api
+        .send(
+            Method::GET,
+            "/api/v2/network-acls?include_totals=false&per_page=0",
+            None,
+        )
+        .await;
+    assert_eq!(answer.body, json!([]));
+
+    for bad in [
+        "page=-1",
+        "page=abc",
+        "per_page=101",
+        "per_page=1.5",
+        "include_totals=maybe",
+        "fields=id",
+        "page=1&page=2",
+    ] {
+        let answer = api
+            .send(Method::GET, &format!("/api/v2/network-acls?{bad}"), None)
+            .await;
+        assert_error(&answer, 400, Some("invalid_query_string"));
+    }
+}
+
+#[tokio::test]
+async fn authentication_and_scopes() {
+    let api = api().await;
+    let uri = "/api/v2/network-acls";
+    // No token, a garbage token, another scheme: 401 with the error body and WWW-Authenticate.
+    let none = api
+        .call(Request::get(uri).body(Body::empty()).expect("request"))
+        .await;
+    assert_error(&none, 401, None);
+    assert!(none.headers["www-authenticate"]
+        .to_str()
+        .expect("h")
+        .starts_with("Bearer"));
+    for header in ["Bearer not.a.token", "Basic dXNlcjpwYXNz", "Bearer"] {
+        let answer = api
+            .call(
+                Request::get(uri)
+                    .header("authorization", header)
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        assert_error(&answer, 401, None);
+        assert!(answer.headers["www-authenticate"]
+            .to_str()
+            .expect("h")
+            .starts_with("Bearer"));
+    }
+
+    // Each operation requires its own scope.
+    let reader = scoped_token(&api.service, "reader", &["read:network_acls"]);
+    let lookalike = scoped_token(
+        &api.service,
+        "lookalike",
+        &["create:network_aclsX", "read:network_acls"],
+    );
+    let created = api.create(acl_body(10, "192.0.2.1")).await;
+    let one = format!("{uri}/{}", created["id"].as_str().expect("id"));
+    assert_eq!(
+        api.send_as(&reader, Method::GET, uri, None).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        api.send_as(&reader, Method::GET, &one, None).await.status,
+        StatusCode::OK
+    );
+    let denied = [
+        (
+            Method::POST,
+            uri.to_owned(),
+            Some(acl_body(11, "192.0.2.1")),
+            "create:network_acls",
+        ),
+        (
+            Method::PUT,
+            one.clone(),
+            Some(acl_body(11, "192.0.2.1")),
+            "update:network_acls",
+        ),
+        (
+            Method::PATCH,
+            one.clone(),
+            Some(json!({"active": false})),
+            "update:network_acls",
+        ),
+        (Method::DELETE, one.clone(), None, "delete:network_acls"),
+    ];
+    for (method, path, body, scope) in denied {
+        for token in [&reader, &lookalike] {
+            let answer = api
+                .send_as(token, method.clone(), &path, body.clone())
+                .await;
+            assert_error(&answer, 403, Some("insufficient_scope"));
+            assert_eq!(
+                answer.body["message"],
+                json!(format!("Insufficient scope, expected any of: {scope}"))
+            );
+        }
+    }
+    let writer = scoped_token(&api.service, "writer", &["create:network_acls"]);
+    let answer = api.send_as(&writer, Method::GET, uri, None).await;
+    assert_error(&answer, 403, Some("insufficient_scope"));
+    assert_eq!(api.list().await.as_array().expect("array").len(), 1);
+}
+
+#[tokio::test]
+async fn rate_limit_lets_exactly_the_burst_through() {
+    let limited = config().with_rate_limit(RateLimitConfig {
+        burst: 3,
+        per_second: 0.01,
+    });
+    let api = api_with(limited).await;
+    let mut resets = Vec::new();
+    for expected_remaining in [2u32, 1, 0] {
+        let answer = api.send(Method::GET, "/api/v2/network-acls", None).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.headers["x-ratelimit-limit"], "3");
+        assert_eq!(
+            answer.headers["x-ratelimit-remaining"],
+            expected_remaining.to_string().as_str()
+        );
+        resets.push(
+            answer.headers["x-ratelimit-reset"]
+                .to_str()
+                .expect("reset")
+                .parse::<u64>()
+                .expect("number"),
+        );
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    assert!(resets.iter().all(|r| *r >= now));
+    let answer = api.send(Method::GET, "/api/v2/network-acls", None).await;
+    assert_error(&answer, 429, Some("too_many_requests"));
+    assert_eq!(answer.headers["x-ratelimit-remaining"], "0");
+    assert!(
+        answer.headers["retry-after"]
+            .to_str()
+            .expect("h")
+            .parse::<u64>()
+            .expect("n")
+            >= 1
+    );
+    // The limit is per client: another client still has its burst.
+    let other = scoped_token(&api.service, "other", &["read:network_acls"]);
+    assert_eq!(
+        api.send_as(&other, Method::GET, "/api/v2/network-acls", None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn every_api_response_carries_rate_limit_headers() {
+    let limited = config().with_rate_limit(RateLimitConfig {
+        burst: 1000,
+        per_second: 100.0,
+    });
+    let api = api_with(limited).await;
+    let created = api.create(acl_body(10, "192.0.2.1")).await;
+    let one = format!(
+        "/api/v2/network-acls/{}",
+        created["id"].as_str().expect("id")
+    );
+    let reader = scoped_token(&api.service, "reader", &["read:network_acls"]);
+    let answers = vec![
+        api.send(Method::GET, "/api/v2/network-acls", None).await,
+        api.send(Method::GET, &one, None).await,
+        api.send(Method::GET, "/api/v2/network-acls/acl_bad", None)
+            .await,
+        api.send(
+            Method::GET,
+            &format!("/api/v2/network-acls/{}", AclId::from_random(1)),
+            None,
+        )
+        .await,
+        api.send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(acl_body(10, "192.0.2.1")),
+        )
+        .await,
+        api.send(Method::POST, "/api/v2/network-acls", Some(json!({})))
+            .await,
+        api.send(Method::GET, "/api/v2/network-acls?bad=1", None)
+            .await,
+        api.send(Method::GET, "/api/v2/unknown-resource", None)
+            .await,
+        api.send(Method::POST, &one, None).await,
+        api.send_as(&reader, Method::DELETE, &one, None).await,
+        api.send_as("garbage", Method::GET, "/api/v2/network-acls", None)
+            .await,
+        api.send(Method::PATCH, &one, Some(json!({"active": false})))
+            .await,
+        api.send(Method::DELETE, &one, None).await,
+    ];
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status.as_u16()).collect();
+    assert_eq!(
+        statuses,
+        vec![200, 200, 400, 404, 409, 400, 400, 404, 405, 403, 401, 200, 204]
+    );
+    for answer in &answers {
+        for header in [
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+        ] {
+            assert!(
+                answer.headers.contains_key(header),
+                "{header} missing on {}",
+                answer.status
+            );
+        }
+        if answer.status.is_client_error() {
+            assert_error(
+                answer,
+                answer.status.as_u16(),
+                answer.body.get("errorCode").and_then(Value::as_str),
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_201_is_sent_only_after_the_engine_decides_with_the_new_rule() {
+    let api = api().await;
+    let request = json!({"client_ip": "198.51.100.7", "path": "/api/v2/users"});
+    let before = api.dry_run(request.clone()).await;
+    assert_eq!(before["outcome"]["action"], json!("none"));
+    assert_eq!(before["version"], json!(0));
+    for round in 0..5u64 {
+        let created = api.create(acl_body(10 + round, "198.51.100.0/24")).await;
+        let after = api.dry_run(request.clone()).await;
+        assert_eq!(after["version"], json!(2 * round + 1));
+        assert_eq!(after["outcome"]["action"], json!("block"));
+        assert_eq!(after["outcome"]["rule_id"], created["id"]);
+        let uri = format!(
+            "/api/v2/network-acls/{}",
+            created["id"].as_str().expect("id")
+        );
+        assert_eq!(
+            api.send(Method::DELETE, &uri, None).await.status,
+            StatusCode::NO_CONTENT
+        );
+        let gone = api.dry_run(request.clone()).await;
+        assert_eq!(gone["outcome"]["action"], json!("none"));
+        assert_eq!(gone["version"], json!(2 * round + 2));
+    }
+}
+
+#[tokio::test]
+async fn dry_run_against_a_rule_set_in_the_body() {
+    let api = api().await;
+    api.create(acl_body(10, "198.51.100.0/24")).await;
+    let body = json!({
+        "request": {"client_ip": "192.0.2.9", "user_agent": "curl/8.0", "scope": "authentication"},
+        "network_acls": [
+            {"description": "watch curl", "active": true, "priority": 1,
+             "rule": {"action": {"log": true}, "scope": "tenant", "match": {"user_agents": ["curl/*"]}}},
+            {"description": "send away", "active": true, "priority": 2,
+             "rule": {"action": {"redirect": true, "redirect_uri": "https://example.com/"},
+                      "scope": "authentication", "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}}
+        ]
+    });
+    let answer = api
+        .send(Method::POST, "/_netacl/v1/dry-run", Some(body))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["source"], json!("body"));
+    let outcome = &answer.body["outcome"];
+    assert_eq!(outcome["action"], json!("redirect"));
+    assert_eq!(outcome["redirect_uri"], json!("https://example.com/"));
+    assert_eq!(outcome["rule_id"], json!(AclId::from_random(2).as_str()));
+    assert_eq!(
+        outcome["monitored"],
+        json!([AclId::from_random(1).as_str()])
+    );
+
+    // Records (with ids) are accepted as well, and the live rules are untouched.
+    let live = api.list().await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/dry-run",
+            Some(json!({"request": {"client_ip": "198.51.100.1"}, "network_acls": live})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["outcome"]["rule_id"], live[0]["id"]);
+
+    for bad in [
+        json!({"request": {"client_ip": "not-an-ip"}}),
+        json!({"request": {"unknown_signal": 1}}),
+        json!({"request": {}, "extra": true}),
+        json!({"network_acls": []}),
+        json!({"request": {}, "network_acls": [{"description": "x"}]}),
+    ] {
+        let answer = api
+            .send(Method::POST, "/_netacl/v1/dry-run", Some(bad.clone()))
+            .await;
+        assert_error(&answer, 400, Some("invalid_body"));
+    }
+    let reader = scoped_token(&api.service, "nobody", &["create:network_acls"]);
+    let answer = api
+        .send_as(
+            &reader,
+            Method::POST,
+            "/_netacl/v1/dry-run",
+            Some(json!({"request": {}})),
+        )
+        .await;
+    assert_error(&answer, 403, Some("insufficient_scope"));
+}
+
+#[tokio::test]
+async fn status_reports_the_live_policy() {
+    let api = api().await;
+    api.create(acl_body(10, "198.51.100.0/24")).await;
+    let mut inactive = acl_body(11, "192.0.2.0/24");
+    inactive["active"] = json!(false);
+    api.create(inactive).await;
+    let answer = api.send(Method::GET, "/_netacl/v1/status", None).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.body["version"], json!(2));
+    assert_eq!(answer.body["network_acls"], json!(2));
+    assert_eq!(answer.body["policy"]["version"], json!(2));
+    assert_eq!(answer.body["policy"]["rules"], json!(2));
+}
+
+#[tokio::test]
+async fn watch_answers_changes_and_304_without() {
+    let api = api().await;
+    let watch = "/_netacl/v1/network-acls/watch";
+    let first = api.send(Method::GET, watch, None).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(first.body, json!({"version": 0, "network_acls": []}));
+
+    let unchanged = api
+        .send(Method::GET, &format!("{watch}?since=0&timeout_ms=30"), None)
+        .await;
+    assert_eq!(unchanged.status, StatusCode::NOT_MODIFIED);
+    assert!(unchanged.raw.is_empty());
+
+    // A stale version answers at once.
+    let created = api.create(acl_body(10, "198.51.100.0/24")).await;
+    let at_once = api
+        .send(
+            Method::GET,
+            &format!("{watch}?since=0&timeout_ms=60000"),
+            None,
+        )
+        .await;
+    assert_eq!(at_once.status, StatusCode::OK);
+    assert_eq!(at_once.body["version"], json!(1));
+    assert_eq!(at_once.body["network_acls"], json!([created]));
+
+    // A waiting poll is answered by the next write.
+    let poll = {
+        let router = api.router.clone();
+        let token = api.token.clone();
+        tokio::spawn(async move {
+            let request = Request::get(format!("{watch}?since=1&timeout_ms=10000"))
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request");
+            let response = router.oneshot(request).await.expect("infallible");
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .expect("body")
+                .to_bytes();
+            (
+                status,
+                serde_json::from_slice::<Value>(&body).expect("json"),
+            )
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = api.create(acl_body(20, "203.0.113.0/24")).await;
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .expect("answered before its timeout")
+        .expect("join");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["version"], json!(2));
+    assert_eq!(body["network_acls"], json!([created, second]));
+
+    for bad in ["since=x", "timeout_ms=60001", "since=1&since=2", "other=1"] {
+        let answer = api.send(Method::GET, &format!("{watch}?{bad}"), None).await;
+        assert_error(&answer, 400, Some("invalid_query_string"));
+    }
+}
+
+#[tokio::test]
+async fn a_rule_set_over_the_limits_is_refused_and_changes_nothing() {
+    let limits = Limits::new(100, 100, 10, 5);
+    let api = api_with(config().with_limits(limits)).await;
+    let three = |priority: u64| {
+        json!({"description": "three", "active": true, "priority": priority,
+               "rule": {"action": {"block": true}, "scope": "tenant",
+                        "match": {"ipv4_cidrs": ["192.0.2.1", "192.0.2.2", "192.0.2.3"]}}})
+    };
+    api.create(three(1)).await;
+    let before = api.list().await;
+    let answer = api
+        .send(Method::POST, "/api/v2/network-acls", Some(three(2)))
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .expect("m")
+            .contains("limit"),
+        "{}",
+        answer.body
+    );
+    assert_eq!(api.list().await, before);
+    let status = api.send(Method::GET, "/_netacl/v1/status", None).await;
+    assert_eq!(status.body["version"], json!(1));
+}
+
+#[tokio::test]
+async fn rules_and_engine_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (created, listed) = {
+        let (service, token) = start_in(dir.path(), config()).await;
+        let api = Api {
+            _dir: None,
+            router: service.router(),
+            service,
+            token,
+        };
+        let created = api.create(acl_body(10, "198.51.100.0/24")).await;
+        api.create(acl_body(20, "203.0.113.0/24")).await;
+        (created, api.list().await)
+    };
+    let (service, token) = start_in(dir.path(), config()).await;
+    let api = Api {
+        _dir: None,
+        router: service.router(),
+        service,
+        token,
+    };
+    assert_eq!(api.list().await, listed);
+    let decided = api.dry_run(json!({"client_ip": "198.51.100.1"})).await;
+    assert_eq!(decided["version"], json!(2));
+    assert_eq!(decided["outcome"]["rule_id"], created["id"]);
+}
+
+#[tokio::test]
+async fn first_start_creates_a_key_and_a_bootstrap_client_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("store"));
+    let (service, report) =
+        AdminService::start(store.clone(), config(), BootstrapClient::default())
+            .await
+            .expect("start");
+    assert!(report.signing_key_created);
+    let client = report.bootstrap_client_id.clone().expect("client id");
+    let secret = report.generated_secret.clone().expect("generated secret");
+    assert!(!format!("{report:?}").contains(&secret));
+    let token = token_for(&service, &client, &secret);
+    let api = Api {
+        _dir: None,
+        router: service.router(),
+        service,
+        token,
+    };
+    assert_eq!(api.list().await, json!([]));
+    let jwks = api
+        .call(
+            Request::get("/.well-known/jwks.json")
+                .body(Body::empty())
+                .expect("r"),
+        )
+        .await;
+    assert_eq!(jwks.body["keys"][0]["kid"], json!(report.kid));
+    drop(api);
+
+    // Second start: same key, same client, no new secret.
+    let (service, again) = AdminService::start(store, config(), BootstrapClient::default())
+        .await
+        .expect("restart");
+    assert!(!again.signing_key_created);
+    assert_eq!(again.kid, report.kid);
+    assert_eq!(again.bootstrap_client_id.as_deref(), Some(client.as_str()));
+    assert!(again.generated_secret.is_none());
+    token_for(&service, &client, &secret);
+}
+
+#[tokio::test]
+async fn openapi_document_matches_the_routes() {
+    let api = api().await;
+    let answer = api
+        .call(
+            Request::get("/_netacl/v1/openapi.json")
+                .body(Body::empty())
+                .expect("r"),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let doc = answer.body;
+    assert_eq!(doc["openapi"], json!("3.1.0"));
+    let created = api.create(acl_body(10, "192.0.2.1")).await;
+    let id = created["id"].as_str().expect("id");
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("item") {
+            operations += 1;
+            let method =
+                Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
+            // Every documented operation is routed: neither the generic 404 nor a 405.
+            let uri = path.replace("{id}", id)
+                + if path.ends_with("watch") {
+                    "?timeout_ms=0"
+                } else {
+                    ""
+                };
+            let answer = api.send(method.clone(), &uri, None).await;
+            assert!(
+                answer.status != StatusCode::METHOD_NOT_ALLOWED
+                    && !(answer.status == StatusCode::NOT_FOUND
+                        && answer.body.get("errorCode").is_none()),
+                "{method} {path} is documented but not routed ({})",
+                answer.status
+            );
+            // Request bodies are closed.
+            if let Some(schema) =
+                operation.pointer("/requestBody/content/application~1json/schema/$ref")
+            {
+                let name = schema
+                    .as_str()
+                    .expect("ref")
+                    .rsplit('/')
+                    .next()
+                    .expect("name");
+                assert_eq!(
+                    doc["components"]["schemas"][name]["additionalProperties"],
+                    json!(false),
+                    "{name}"
+                );
+            }
+            // A scope is documented exactly when the route wants a token.
+            let open = operation["security"] == json!([]);
+            let anonymous = api
+                .call(
+                    Request::builder()
+                        .method(method.clone())
+                        .uri(&uri)
+                        .body(Body::empty())
+                        .expect("r"),
+                )
+                .await;
+            assert_eq!(
+                anonymous.status == StatusCode::UNAUTHORIZED,
+                !open,
+                "{method} {path}"
+            );
+        }
+    }
+    assert_eq!(operations, 10);
+    // Undocumented methods on documented paths are 405, undocumented paths 404.
+    let answer = api
+        .send(Method::POST, &format!("/api/v2/network-acls/{id}"), None)
+        .await;
+    assert_error(&answer, 405, None);
+    let answer = api.send(Method::DELETE, "/api/v2/network-acls", None).await;
+    assert_error(&answer, 405, None);
+    let answer = api.send(Method::GET, "/_netacl/v1/nothing", None).await;
+    assert_error(&answer, 404, None);
+}
