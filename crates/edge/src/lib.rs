@@ -66,7 +66,8 @@
 //! - The connection is refused when the kept rules decide `block`. Everything else is decided
 //!   per request, as usual.
 //!
-//! The same check runs on plain-HTTP connections before the first request is read.
+//! Plain-HTTP connections are not refused this way: a blocked request there gets its `403`,
+//! which costs about as much as closing and tells the client what happened.
 //! Connection-level rules are derived from the rule set when it is installed
 //! ([`Enforcer::apply_rules`], [`Enforcer::observe_rules`]); they are used only while the
 //! engine's live version is the one they were derived from.

@@ -441,12 +441,9 @@ async fn accept_loop(listener: TcpListener, ctx: Accept) -> Result<(), EdgeError
 
 async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, ctx: Accept) {
     let Some(acceptor) = ctx.acceptor.clone() else {
-        if let ConnectionVerdict::Refuse { rule_id } =
-            ctx.enforcer.check_connection(peer.ip(), None)
-        {
-            tracing::info!(target: "netacl_edge::access", peer = %peer, rule_id = %rule_id, "connection refused");
-            return;
-        }
+        // Plain HTTP: no connection-level refusal; a blocked request gets its 403, which costs
+        // about as much as closing and tells the client what happened.
+        ctx.enforcer.metrics().record_connection(true);
         serve_http(TokioIo::new(stream), ConnectionInfo::new(peer), ctx.service).await;
         return;
     };

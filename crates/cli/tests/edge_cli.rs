@@ -1,0 +1,352 @@
+//! `netacl edge` as a process: rule files (reload, bad file keeps the old rules), `--acl off`,
+//! and rules followed from a separate `netacl serve` process (and kept while it is down).
+//! Loopback only; every wait is bounded.
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_netacl");
+
+/// Kills the child when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A tiny HTTP/1.1 upstream answering `200 upstream` to everything (at most 10,000
+/// connections; the thread ends with the test process).
+fn upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(10_000) {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nupstream",
+                );
+            });
+        }
+    });
+    addr
+}
+
+/// Sends one request; returns the status code and body (`None` when the connection failed).
+fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+fn status(addr: SocketAddr, path: &str) -> Option<u16> {
+    http(addr, "GET", path, &[], "").map(|(s, _)| s)
+}
+
+/// Waits (at most `limit`, polling every 50 ms) for `f` to hold; returns the time it took.
+fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    for _ in 0..10_000 {
+        if f() {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// Starts `netacl edge` with `args` and returns it with its plain-HTTP address.
+fn start_edge(args: &[&str]) -> (Proc, SocketAddr) {
+    let mut child = Command::new(BIN)
+        .arg("edge")
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn netacl edge");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Proc(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("edge printed its addresses");
+    let http = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http="))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no http address in {line:?}"));
+    (child, http)
+}
+
+fn record(id: &str, priority: u64, action: &str, scope: &str, criteria: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","description":"t","active":true,"priority":{priority},
+            "rule":{{"action":{{"{action}":true}},"scope":"{scope}","match":{criteria}}},
+            "created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}}"#
+    )
+}
+
+const ID1: &str = "acl_6dL8L5Vqc1TxxXRuLhzD7c";
+const ID2: &str = "acl_7eM9M6Wrd2UyyYSvMizE8d";
+
+fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+#[test]
+fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
+    let upstream = upstream();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.json");
+    let loopback = r#"{"ipv4_cidrs":["127.0.0.0/8"]}"#;
+    write_atomically(
+        &rules,
+        &format!("[{}]", record(ID1, 1, "block", "management", loopback)),
+    );
+    let upstream_url = format!("http://{upstream}");
+    let rules_arg = rules.to_str().expect("utf-8 path");
+    let (_edge, addr) = start_edge(&["--upstream", &upstream_url, "--rules-file", rules_arg]);
+
+    assert_eq!(status(addr, "/api/v2/users"), Some(403));
+    assert_eq!(status(addr, "//%61pi/v2/users"), Some(403));
+    assert_eq!(
+        http(addr, "GET", "/login", &[], ""),
+        Some((200, "upstream".to_owned()))
+    );
+
+    // A new file: the tenant is blocked everywhere.
+    write_atomically(
+        &rules,
+        &format!("[{}]", record(ID2, 2, "block", "tenant", loopback)),
+    );
+    assert!(wait_for(Duration::from_secs(20), || status(addr, "/login")
+        == Some(403))
+    .is_some());
+
+    // A broken file is refused; the last good rules stay in force.
+    write_atomically(&rules, "[{\"id\": ");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(status(addr, "/login"), Some(403));
+    // An invalid rule (bad CIDR) too.
+    write_atomically(
+        &rules,
+        &format!(
+            "[{}]",
+            record(
+                ID1,
+                1,
+                "block",
+                "tenant",
+                r#"{"ipv4_cidrs":["300.0.0.0/8"]}"#
+            )
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(status(addr, "/login"), Some(403));
+
+    // Fixed again: allowed.
+    write_atomically(&rules, "[]");
+    assert!(wait_for(Duration::from_secs(20), || status(addr, "/login")
+        == Some(200))
+    .is_some());
+}
+
+#[test]
+fn acl_off_passes_everything() {
+    let upstream = upstream();
+    let upstream_url = format!("http://{upstream}");
+    let (_edge, addr) = start_edge(&["--upstream", &upstream_url, "--acl", "off"]);
+    assert_eq!(
+        http(addr, "GET", "/api/v2/users", &[], ""),
+        Some((200, "upstream".to_owned()))
+    );
+}
+
+#[test]
+fn startup_errors_are_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.json");
+    std::fs::write(&rules, "not json").expect("write");
+    for args in [
+        vec![
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--rules-file",
+            rules.to_str().expect("path"),
+        ],
+        vec!["--upstream", "https://127.0.0.1:9", "--acl", "off"],
+        vec!["--upstream", "http://127.0.0.1:9"],
+        vec![
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--acl",
+            "off",
+            "--trusted-proxy",
+            "10.0.0.0/33",
+        ],
+    ] {
+        let output = Command::new(BIN)
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(&args)
+            .output()
+            .expect("run");
+        assert!(!output.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("netacl:"), "{args:?}: {stderr}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A separate `netacl serve`.
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn start_serve(port: u16, data: &Path) -> Proc {
+    let child = Command::new(BIN)
+        .arg("serve")
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--data-dir", data.to_str().expect("path")])
+        .args(["--tenant-domain", &format!("127.0.0.1:{port}")])
+        .args(["--bootstrap-client-id", "edge-test-client"])
+        .args([
+            "--bootstrap-client-secret",
+            "edge-test-secret-0123456789abcdef",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn netacl serve");
+    Proc(child)
+}
+
+fn token(serve: SocketAddr) -> Option<String> {
+    let body = format!(
+        r#"{{"grant_type":"client_credentials","client_id":"edge-test-client","client_secret":"edge-test-secret-0123456789abcdef","audience":"https://{serve}/api/v2/"}}"#
+    );
+    let (status, body) = http(
+        serve,
+        "POST",
+        "/oauth/token",
+        &[("content-type", "application/json")],
+        &body,
+    )?;
+    if status != 200 {
+        return None;
+    }
+    let json: serde_json::Value = serde_json::from_str(&body).ok()?;
+    json.get("access_token")?.as_str().map(str::to_owned)
+}
+
+#[test]
+fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
+    let upstream = upstream();
+    let data = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let serve_addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let serve = start_serve(port, data.path());
+    let token = {
+        let mut token = None;
+        wait_for(Duration::from_secs(60), || {
+            token = self::token(serve_addr);
+            token.is_some()
+        });
+        token.expect("netacl serve issues a token")
+    };
+
+    let upstream_url = format!("http://{upstream}");
+    let rules_url = format!("http://{serve_addr}");
+    let (_edge, edge) = start_edge(&[
+        "--upstream",
+        &upstream_url,
+        "--rules-url",
+        &rules_url,
+        "--client-id",
+        "edge-test-client",
+        "--client-secret",
+        "edge-test-secret-0123456789abcdef",
+    ]);
+    assert_eq!(status(edge, "/login"), Some(200));
+    // Give the edge its first long poll (it starts with the empty policy).
+    std::thread::sleep(Duration::from_millis(500));
+
+    let body = r#"{"description":"block loopback","active":true,"priority":5,
+        "rule":{"action":{"block":true},"scope":"tenant","match":{"ipv4_cidrs":["127.0.0.0/8"]}}}"#;
+    let auth = format!("Bearer {token}");
+    let created = http(
+        serve_addr,
+        "POST",
+        "/api/v2/network-acls",
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &auth),
+        ],
+        body,
+    );
+    assert_eq!(created.as_ref().map(|c| c.0), Some(201), "{created:?}");
+    let took = wait_for(Duration::from_secs(20), || {
+        status(edge, "/login") == Some(403)
+    })
+    .expect("the edge enforces the new rule");
+    eprintln!("rule created on serve enforced by the edge after {took:?}");
+
+    // The admin server goes away: the edge keeps enforcing the last rules.
+    drop(serve);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(status(edge, "/login"), Some(403));
+    assert_eq!(status(edge, "/api/v2/users"), Some(403));
+}
