@@ -48,6 +48,7 @@
 
 mod credentials;
 mod error;
+mod postgres;
 mod sqlite;
 mod tenant;
 
@@ -56,6 +57,7 @@ use netacl_model::{AclId, NetworkAcl, RuleSet};
 
 pub use credentials::{StoredClient, StoredSigningKey};
 pub use error::StoreError;
+pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
 pub use sqlite::SqliteStore;
 pub use tenant::{Tenant, TenantId};
 
@@ -141,6 +143,21 @@ pub trait CredentialStore: Send + Sync {
         tenant: &TenantId,
         key: &StoredSigningKey,
     ) -> Result<(), StoreError>;
+
+    /// The tenant's newest signing key, storing `candidate` first if the tenant has none. Nodes
+    /// sharing a database that start together all get the same key (the networked backend
+    /// decides under a lock); the default suits a single-process store.
+    async fn ensure_signing_key(
+        &self,
+        tenant: &TenantId,
+        candidate: &StoredSigningKey,
+    ) -> Result<StoredSigningKey, StoreError> {
+        if let Some(key) = self.signing_keys(tenant).await?.pop() {
+            return Ok(key);
+        }
+        self.add_signing_key(tenant, candidate).await?;
+        Ok(candidate.clone())
+    }
 
     /// The tenant's clients, ordered by id.
     async fn clients(&self, tenant: &TenantId) -> Result<Vec<StoredClient>, StoreError>;

@@ -51,6 +51,44 @@ impl CredentialStore for SqliteStore {
         .await
     }
 
+    async fn ensure_signing_key(
+        &self,
+        tenant: &TenantId,
+        candidate: &StoredSigningKey,
+    ) -> Result<StoredSigningKey, StoreError> {
+        let (tenant, key) = (tenant.clone(), candidate.clone());
+        self.write(move |conn, _| {
+            // IMMEDIATE: the write lock first, so two processes on one file decide in turn.
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT INTO signing_keys (tenant_id, kid, private_key_pem, created_at)
+                 SELECT ?1, ?2, ?3, ?4
+                 WHERE NOT EXISTS (SELECT 1 FROM signing_keys WHERE tenant_id = ?1)",
+                params![
+                    tenant.as_str(),
+                    key.kid,
+                    key.private_key_pem,
+                    key.created_at_ms
+                ],
+            )?;
+            let newest = tx.query_row(
+                "SELECT kid, private_key_pem, created_at FROM signing_keys
+                 WHERE tenant_id = ?1 ORDER BY created_at DESC, kid DESC LIMIT 1",
+                [tenant.as_str()],
+                |row| {
+                    Ok(StoredSigningKey {
+                        kid: row.get(0)?,
+                        private_key_pem: row.get(1)?,
+                        created_at_ms: row.get(2)?,
+                    })
+                },
+            )?;
+            tx.commit()?;
+            Ok(newest)
+        })
+        .await
+    }
+
     async fn clients(&self, tenant: &TenantId) -> Result<Vec<StoredClient>, StoreError> {
         let tenant = tenant.clone();
         self.read(move |conn, _| {

@@ -1,0 +1,725 @@
+//! One suite, every backend: the same async test functions run against the embedded SQLite store
+//! and, when `NETACL_TEST_DATABASE_URL` names a PostgreSQL database, against PostgreSQL (each test
+//! in a fresh database of its own). Without that variable the PostgreSQL cases print a notice and
+//! pass, except under CI (`CI` set), where they fail: CI always provides a database.
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use netacl_model::{AclId, Limits, NetworkAcl, NetworkAclSpec, Timestamp};
+use netacl_store::{
+    ChangeNotice, NetworkAclStore, PostgresStore, SqliteStore, Store, StoreError, StoredClient,
+    StoredSigningKey, TenantId, TenantStore,
+};
+use serde_json::json;
+
+// ---------------------------------------------------------------------------------------------
+// Backends
+
+/// Opens another handle on the same database (a second process, or a second node).
+type Reopen =
+    Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>> + Send + Sync>;
+
+struct Backend {
+    store: Arc<dyn Store>,
+    reopen: Reopen,
+    _keep: Option<tempfile::TempDir>,
+}
+
+async fn sqlite() -> Backend {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&path, Limits::default()).expect("open sqlite"));
+    let reopen: Reopen = Box::new(move || {
+        let path = path.clone();
+        Box::pin(async move {
+            Arc::new(SqliteStore::open(&path, Limits::default()).expect("reopen sqlite"))
+                as Arc<dyn Store>
+        })
+    });
+    Backend {
+        store,
+        reopen,
+        _keep: Some(dir),
+    }
+}
+
+/// The test database's URL, or `None` (with a notice) when there is none and we are not in CI.
+fn database_url(test: &str) -> Option<String> {
+    match std::env::var("NETACL_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but NETACL_TEST_DATABASE_URL is not: source .ci/postgres.sh")
+        }
+        _ => {
+            eprintln!("skipping {test}: NETACL_TEST_DATABASE_URL is not set (see .ci/postgres.sh)");
+            None
+        }
+    }
+}
+
+/// `url` with its database name replaced by `dbname` (URL or key=value form).
+fn with_dbname(url: &str, dbname: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let (base, query) = match url.find('?') {
+            Some(q) => (&url[..q], &url[q..]),
+            None => (url, ""),
+        };
+        let after = &base[scheme_end + 3..];
+        let authority = after.split('/').next().unwrap_or(after);
+        format!("{}://{authority}/{dbname}{query}", &url[..scheme_end])
+    } else {
+        format!("{url} dbname={dbname}")
+    }
+}
+
+/// A fresh, empty database on the test server; returns its URL.
+async fn fresh_database(url: &str) -> String {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test database server");
+    let driver = tokio::spawn(connection);
+    let name = format!("netacl_t_{}_{}", std::process::id(), rand_suffix());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create database");
+    drop(client);
+    let _ = driver.await;
+    with_dbname(url, &name)
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    nanos * 1000 + NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+async fn postgres(url: &str) -> (Backend, String) {
+    let db = fresh_database(url).await;
+    let store: Arc<dyn Store> = Arc::new(
+        PostgresStore::connect(&db, Limits::default())
+            .await
+            .expect("connect postgres"),
+    );
+    let reopen_url = db.clone();
+    let reopen: Reopen = Box::new(move || {
+        let url = reopen_url.clone();
+        Box::pin(async move {
+            Arc::new(
+                PostgresStore::connect(&url, Limits::default())
+                    .await
+                    .expect("reconnect postgres"),
+            ) as Arc<dyn Store>
+        })
+    });
+    (
+        Backend {
+            store,
+            reopen,
+            _keep: None,
+        },
+        db,
+    )
+}
+
+/// `sqlite_NAME` and `postgres_NAME` for a conformance function `NAME(Backend)`.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::sqlite().await).await;
+                }
+            )*
+        }
+        mod postgres_backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(url) = super::database_url(stringify!($name)) else { return };
+                    let (backend, _) = super::postgres(&url).await;
+                    super::$name(backend).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    crud_bumps_the_version_and_orders_by_priority,
+    refused_writes_change_nothing,
+    tenants_are_isolated,
+    records_and_credentials_survive_a_reopen,
+    concurrent_writers_on_one_version_have_one_winner,
+    two_handles_racing_for_one_priority_have_one_winner,
+    signing_key_set_up_is_decided_once,
+);
+
+// ---------------------------------------------------------------------------------------------
+// The suite
+
+fn acl(seed: u128, priority: u64, cidr: &str) -> NetworkAcl {
+    let spec = NetworkAclSpec::from_json(
+        &json!({
+            "description": format!("rule {seed}"),
+            "active": true,
+            "priority": priority,
+            "rule": {"action": {"block": true}, "scope": "tenant",
+                     "match": {"ipv4_cidrs": [cidr]}}
+        }),
+        &Limits::default(),
+    )
+    .expect("valid spec");
+    let now = Timestamp::from_unix_millis(1_700_000_000_000 + seed as i64);
+    NetworkAcl {
+        id: AclId::from_random(seed),
+        spec,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+async fn with_tenant(store: &Arc<dyn Store>) -> TenantId {
+    let tenant = TenantId::default_tenant();
+    let state = store
+        .ensure_tenant(&tenant, "localhost:8080")
+        .await
+        .expect("tenant");
+    assert_eq!(state.acl_version, 0);
+    tenant
+}
+
+async fn crud_bumps_the_version_and_orders_by_priority(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let a = acl(1, 30, "10.0.0.0/8");
+    let b = acl(2, 10, "192.0.2.1");
+    assert_eq!(
+        store.create_network_acl(&tenant, 0, &a).await.expect("a"),
+        1
+    );
+    assert_eq!(
+        store.create_network_acl(&tenant, 1, &b).await.expect("b"),
+        2
+    );
+
+    let page = store.list_network_acls(&tenant, 0, 50).await.expect("list");
+    assert_eq!((page.total, page.version), (2, 2));
+    assert_eq!(page.acls, vec![b.clone(), a.clone()]);
+    let second = store.list_network_acls(&tenant, 1, 1).await.expect("page");
+    assert_eq!(second.acls, vec![a.clone()]);
+    let past = store.list_network_acls(&tenant, 5, 1).await.expect("past");
+    assert!(past.acls.is_empty());
+    assert_eq!(past.total, 2);
+
+    let mut a2 = acl(1, 5, "10.1.0.0/16");
+    a2.created_at = a.created_at;
+    a2.updated_at = Timestamp::from_unix_millis(a.created_at.unix_millis() + 5);
+    assert_eq!(
+        store
+            .replace_network_acl(&tenant, 2, &a2)
+            .await
+            .expect("put"),
+        3
+    );
+    assert_eq!(
+        store.get_network_acl(&tenant, &a.id).await.expect("get"),
+        a2
+    );
+    // Priorities can be swapped through a free one without tripping the unique constraint.
+    assert_eq!(
+        store
+            .delete_network_acl(&tenant, 3, &b.id)
+            .await
+            .expect("del"),
+        4
+    );
+    assert!(matches!(
+        store.get_network_acl(&tenant, &b.id).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!(rules.version, 4);
+    assert_eq!(rules.acls, vec![a2]);
+    let state = store
+        .tenant(&tenant)
+        .await
+        .expect("tenant")
+        .expect("exists");
+    assert_eq!(state.acl_version, 4);
+}
+
+async fn refused_writes_change_nothing(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let a = acl(1, 30, "10.0.0.0/8");
+    store.create_network_acl(&tenant, 0, &a).await.expect("a");
+
+    let twin = acl(2, 30, "10.0.0.0/8");
+    assert!(matches!(
+        store.create_network_acl(&tenant, 1, &twin).await,
+        Err(StoreError::PriorityTaken(p)) if p.get() == 30
+    ));
+    let same_id = acl(1, 31, "10.0.0.0/8");
+    assert!(matches!(
+        store.create_network_acl(&tenant, 1, &same_id).await,
+        Err(StoreError::DuplicateId(_))
+    ));
+    let c = acl(3, 40, "10.0.0.0/8");
+    assert!(matches!(
+        store.create_network_acl(&tenant, 0, &c).await,
+        Err(StoreError::VersionConflict {
+            expected: 0,
+            actual: 1
+        })
+    ));
+    assert!(matches!(
+        store.create_network_acl(&tenant, 7, &c).await,
+        Err(StoreError::VersionConflict {
+            expected: 7,
+            actual: 1
+        })
+    ));
+    assert!(matches!(
+        store.replace_network_acl(&tenant, 1, &c).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.delete_network_acl(&tenant, 1, &c.id).await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.create_network_acl(&tenant, 1, &c).await.expect("c");
+    let moved = acl(3, 30, "10.0.0.0/8");
+    assert!(matches!(
+        store.replace_network_acl(&tenant, 2, &moved).await,
+        Err(StoreError::PriorityTaken(_))
+    ));
+
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!(rules.version, 2);
+    assert_eq!(rules.acls, vec![a, c]);
+}
+
+async fn tenants_are_isolated(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let other = TenantId::new("other-tenant").expect("id");
+    store
+        .ensure_tenant(&other, "other.example")
+        .await
+        .expect("other");
+    let a = acl(1, 30, "10.0.0.0/8");
+    store.create_network_acl(&tenant, 0, &a).await.expect("a");
+    store
+        .create_network_acl(&other, 0, &a)
+        .await
+        .expect("other a");
+    assert_eq!(
+        store
+            .network_acl_rule_set(&other)
+            .await
+            .expect("rules")
+            .acls,
+        vec![a.clone()]
+    );
+    let unknown = TenantId::new("nobody").expect("id");
+    assert!(matches!(
+        store.create_network_acl(&unknown, 0, &a).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.network_acl_rule_set(&unknown).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(store.tenant(&unknown).await.expect("lookup"), None);
+    let t = store.tenant(&other).await.expect("lookup").expect("exists");
+    assert_eq!((t.domain.as_str(), t.acl_version), ("other.example", 1));
+    // ensure_tenant keeps the version and updates the domain.
+    let t = store
+        .ensure_tenant(&other, "renamed.example")
+        .await
+        .expect("again");
+    assert_eq!((t.domain.as_str(), t.acl_version), ("renamed.example", 1));
+}
+
+async fn records_and_credentials_survive_a_reopen(backend: Backend) {
+    let tenant = TenantId::default_tenant();
+    let a = acl(9, 77, "192.0.2.0/24");
+    let key = StoredSigningKey {
+        kid: "k1".into(),
+        private_key_pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".into(),
+        created_at_ms: 1,
+    };
+    let client = StoredClient {
+        client_id: "bootstrap".into(),
+        secret_hash: "hash".into(),
+        scopes: vec!["read:network_acls".into(), "create:network_acls".into()],
+        created_at_ms: 2,
+    };
+    {
+        let store = &backend.store;
+        with_tenant(store).await;
+        store.create_network_acl(&tenant, 0, &a).await.expect("a");
+        store.add_signing_key(&tenant, &key).await.expect("key");
+        assert!(store.add_signing_key(&tenant, &key).await.is_err());
+        store.put_client(&tenant, &client).await.expect("client");
+        let rotated = StoredClient {
+            secret_hash: "hash2".into(),
+            ..client.clone()
+        };
+        store.put_client(&tenant, &rotated).await.expect("rotate");
+    }
+    drop(backend.store);
+    let store = (backend.reopen)().await;
+    let t = store
+        .ensure_tenant(&tenant, "example.test")
+        .await
+        .expect("tenant");
+    assert_eq!((t.acl_version, t.domain.as_str()), (1, "example.test"));
+    assert_eq!(
+        store
+            .network_acl_rule_set(&tenant)
+            .await
+            .expect("rules")
+            .acls,
+        vec![a]
+    );
+    assert_eq!(store.signing_keys(&tenant).await.expect("keys"), vec![key]);
+    let clients = store.clients(&tenant).await.expect("clients");
+    assert_eq!(clients.len(), 1);
+    assert_eq!(clients[0].secret_hash, "hash2");
+    assert_eq!(clients[0].scopes, client.scopes);
+    assert!(!format!("{:?}", store.signing_keys(&tenant).await.expect("k")[0]).contains("AAAA"));
+}
+
+async fn concurrent_writers_on_one_version_have_one_winner(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let mut tasks = Vec::new();
+    for seed in 0..8u128 {
+        let (store, tenant) = (Arc::clone(&store), tenant.clone());
+        tasks.push(tokio::spawn(async move {
+            store
+                .create_network_acl(&tenant, 0, &acl(100 + seed, 10 + seed as u64, "10.0.0.0/8"))
+                .await
+        }));
+    }
+    let mut wins = 0;
+    for task in tasks {
+        match task.await.expect("join") {
+            Ok(version) => {
+                assert_eq!(version, 1);
+                wins += 1;
+            }
+            Err(StoreError::VersionConflict {
+                expected: 0,
+                actual: 1,
+            }) => {}
+            Err(other) => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls.len()), (1, 1));
+}
+
+/// Two handles (two nodes) each believing the version is the one they read, both creating the
+/// same priority: exactly one commits, whatever the interleaving.
+async fn two_handles_racing_for_one_priority_have_one_winner(backend: Backend) {
+    let first = backend.store;
+    let tenant = with_tenant(&first).await;
+    let second = (backend.reopen)().await;
+    for round in 0..10u64 {
+        let version = first
+            .tenant(&tenant)
+            .await
+            .expect("t")
+            .expect("t")
+            .acl_version;
+        let priority = 20 + round;
+        let (t1, t2) = (tenant.clone(), tenant.clone());
+        let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
+        let a = tokio::spawn(async move {
+            s1.create_network_acl(
+                &t1,
+                version,
+                &acl(1000 + round as u128, priority, "10.0.0.0/8"),
+            )
+            .await
+        });
+        let b = tokio::spawn(async move {
+            s2.create_network_acl(
+                &t2,
+                version,
+                &acl(2000 + round as u128, priority, "10.0.0.0/8"),
+            )
+            .await
+        });
+        let results = [a.await.expect("join"), b.await.expect("join")];
+        let wins = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(wins, 1, "round {round}: {results:?}");
+        for result in &results {
+            assert!(
+                matches!(
+                    result,
+                    Ok(_) | Err(StoreError::VersionConflict { .. } | StoreError::PriorityTaken(_))
+                ),
+                "{result:?}"
+            );
+        }
+    }
+    let rules = second.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls.len()), (10, 10));
+}
+
+async fn signing_key_set_up_is_decided_once(backend: Backend) {
+    let first = backend.store;
+    let tenant = with_tenant(&first).await;
+    let second = (backend.reopen)().await;
+    let key = |kid: &str, at: i64| StoredSigningKey {
+        kid: kid.into(),
+        private_key_pem: format!("pem of {kid}"),
+        created_at_ms: at,
+    };
+    let (t1, t2) = (tenant.clone(), tenant.clone());
+    let (k1, k2) = (key("node-a", 10), key("node-b", 11));
+    let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
+    let a = tokio::spawn(async move { s1.ensure_signing_key(&t1, &k1).await });
+    let b = tokio::spawn(async move { s2.ensure_signing_key(&t2, &k2).await });
+    let (a, b) = (
+        a.await.expect("join").expect("a"),
+        b.await.expect("join").expect("b"),
+    );
+    assert_eq!(a, b, "both nodes use one key");
+    assert!(a.kid == "node-a" || a.kid == "node-b");
+    assert_eq!(
+        first.signing_keys(&tenant).await.expect("keys"),
+        vec![a.clone()]
+    );
+    // Later starts keep the key.
+    let again = second
+        .ensure_signing_key(&tenant, &key("node-c", 12))
+        .await
+        .expect("again");
+    assert_eq!(again, a);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL only: migrations, notifications, reconnection, corruption, unavailability
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_starting_together_migrate_once() {
+    let Some(url) = database_url("postgres_nodes_starting_together_migrate_once") else {
+        return;
+    };
+    let db = fresh_database(&url).await;
+    let mut starts = Vec::new();
+    for _ in 0..4 {
+        let db = db.clone();
+        starts.push(tokio::spawn(async move {
+            PostgresStore::connect(&db, Limits::default()).await
+        }));
+    }
+    for start in starts {
+        start.await.expect("join").expect("every node starts");
+    }
+    let (client, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    let versions: Vec<i32> = client
+        .query(
+            "SELECT version FROM netacl_schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .expect("migrations")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, vec![1]);
+    // A database migrated by a newer build is refused.
+    client
+        .execute(
+            "INSERT INTO netacl_schema_migrations (version) VALUES (99)",
+            &[],
+        )
+        .await
+        .expect("future version");
+    let err = PostgresStore::connect(&db, Limits::default())
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err, StoreError::Setup(ref m) if m.contains("99")),
+        "{err}"
+    );
+}
+
+/// The listener's next notice, waiting at most 10 s.
+async fn next(listener: &mut netacl_store::ChangeListener) -> ChangeNotice {
+    tokio::time::timeout(Duration::from_secs(10), listener.recv())
+        .await
+        .expect("a notice within 10 s")
+        .expect("listener alive")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_commits_are_announced_and_the_listener_reconnects() {
+    let Some(url) = database_url("postgres_commits_are_announced_and_the_listener_reconnects")
+    else {
+        return;
+    };
+    let db = fresh_database(&url).await;
+    let store = PostgresStore::connect(&db, Limits::default())
+        .await
+        .expect("connect");
+    let mut listener = store.listen();
+    assert_eq!(next(&mut listener).await, ChangeNotice::Connected);
+    assert!(listener.is_connected());
+    let tenant = TenantId::default_tenant();
+    store
+        .ensure_tenant(&tenant, "localhost")
+        .await
+        .expect("tenant");
+    let a = acl(1, 10, "10.0.0.0/8");
+    store.create_network_acl(&tenant, 0, &a).await.expect("a");
+    assert_eq!(
+        next(&mut listener).await,
+        ChangeNotice::Changed {
+            tenant: tenant.clone(),
+            version: 1
+        }
+    );
+    // A refused write announces nothing: the next notice is the next commit's.
+    assert!(store.create_network_acl(&tenant, 0, &a).await.is_err());
+    store
+        .delete_network_acl(&tenant, 1, &a.id)
+        .await
+        .expect("delete");
+    assert_eq!(
+        next(&mut listener).await,
+        ChangeNotice::Changed {
+            tenant: tenant.clone(),
+            version: 2
+        }
+    );
+
+    // Kill the listening connection from the server side: the listener comes back by itself.
+    let (admin, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    let killed: i64 = admin
+        .query_one(
+            "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+            &[],
+        )
+        .await
+        .expect("terminate")
+        .get(0);
+    assert_eq!(killed, 1);
+    assert_eq!(next(&mut listener).await, ChangeNotice::Connected);
+    store
+        .create_network_acl(&tenant, 2, &a)
+        .await
+        .expect("again");
+    assert_eq!(
+        next(&mut listener).await,
+        ChangeNotice::Changed {
+            tenant: tenant.clone(),
+            version: 3
+        }
+    );
+
+    // Pooled connections killed under the store: the next calls get fresh ones.
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()
+               AND application_name = 'netacl' AND query NOT LIKE 'LISTEN%'",
+            &[],
+        )
+        .await
+        .expect("terminate pool");
+    let mut recovered = None;
+    for _ in 0..3 {
+        match store.network_acl_rule_set(&tenant).await {
+            Ok(rules) => {
+                recovered = Some(rules);
+                break;
+            }
+            Err(StoreError::Unavailable(_)) => {}
+            Err(other) => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(recovered.expect("recovered within 3 calls").version, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_corrupted_records_are_reported_not_served() {
+    let Some(url) = database_url("postgres_corrupted_records_are_reported_not_served") else {
+        return;
+    };
+    let (backend, db) = postgres(&url).await;
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    store
+        .create_network_acl(&tenant, 0, &acl(4, 20, "10.0.0.0/8"))
+        .await
+        .expect("a");
+    let (admin, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    admin
+        .execute("UPDATE network_acls SET record = '{\"id\": 1}'", &[])
+        .await
+        .expect("corrupt");
+    assert!(matches!(
+        store.network_acl_rule_set(&tenant).await,
+        Err(StoreError::Corrupt { .. })
+    ));
+}
+
+#[tokio::test]
+async fn postgres_unreachable_or_invalid_is_a_setup_error() {
+    // A loopback port nothing listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let url = format!("postgres://netacl@127.0.0.1:{port}/netacl?connect_timeout=2");
+    let err = PostgresStore::connect(&url, Limits::default())
+        .await
+        .expect_err("nothing listens");
+    assert!(matches!(err, StoreError::Setup(_)), "{err}");
+    let err = PostgresStore::connect("postgres://host:notaport/db", Limits::default())
+        .await
+        .expect_err("invalid");
+    assert!(
+        matches!(err, StoreError::Setup(ref m) if m.contains("invalid")),
+        "{err}"
+    );
+}
+
+#[test]
+fn database_names_are_replaced_in_both_url_forms() {
+    assert_eq!(
+        with_dbname(
+            "postgres://u:p@127.0.0.1:5432/netacl_test?sslmode=disable",
+            "x"
+        ),
+        "postgres://u:p@127.0.0.1:5432/x?sslmode=disable"
+    );
+    assert_eq!(with_dbname("postgresql://h", "x"), "postgresql://h/x");
+    assert_eq!(with_dbname("host=h user=u", "x"), "host=h user=u dbname=x");
+}
