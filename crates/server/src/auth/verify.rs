@@ -104,10 +104,13 @@ impl AuthError {
 }
 
 /// The authenticated caller of a management request: the client and its granted scopes.
+///
+/// Keeps the token's `scope` claim as one string and compares items in place, so that a
+/// token carrying all 242 management scopes costs one allocation, not 242.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     client_id: String,
-    scopes: Vec<String>,
+    scope: String,
 }
 
 impl Principal {
@@ -116,9 +119,10 @@ impl Principal {
         client_id: impl Into<String>,
         scopes: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
+        let scope: Vec<String> = scopes.into_iter().map(Into::into).collect();
         Self {
             client_id: client_id.into(),
-            scopes: scopes.into_iter().map(Into::into).collect(),
+            scope: scope.join(" "),
         }
     }
 
@@ -129,14 +133,14 @@ impl Principal {
     }
 
     /// The granted scopes, in token order.
-    pub fn scopes(&self) -> &[String] {
-        &self.scopes
+    pub fn scopes(&self) -> impl Iterator<Item = &str> + '_ {
+        self.scope.split(' ').filter(|s| !s.is_empty())
     }
 
     /// Whether `scope` is granted: a whole-item exact comparison, so `create:network_aclsX`
     /// does not grant `create:network_acls`.
     pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
+        self.scopes().any(|s| s == scope)
     }
 
     /// `Ok` when any of `accepted` is granted; otherwise the 403
@@ -316,15 +320,10 @@ impl TenantAuthority {
         if client_id.is_empty() {
             return Err(AuthError::MissingClaim);
         }
-        let scopes = claims
-            .scope
-            .as_deref()
-            .unwrap_or("")
-            .split(' ')
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
-        Ok(Principal { client_id, scopes })
+        Ok(Principal {
+            client_id,
+            scope: claims.scope.unwrap_or_default(),
+        })
     }
 }
 
