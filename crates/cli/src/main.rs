@@ -29,7 +29,7 @@ enum Command {
     /// Measure the compiled evaluator against the reference evaluator on a synthetic rule set.
     Bench(cmd_bench::Args),
     /// Run the enforcing reverse proxy.
-    Edge(cmd_edge::Args),
+    Edge(Box<cmd_edge::Args>),
     /// Print JA3/JA4 of TLS ClientHello records given as hex, one a line.
     Fingerprint(cmd_fingerprint::Args),
     /// Manage directory data (users, groups, members, sessions, connections).
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd_serve::run(args),
         Command::Eval(args) => cmd_eval::run(args),
         Command::Bench(args) => cmd_bench::run(args),
-        Command::Edge(args) => cmd_edge::run(args),
+        Command::Edge(args) => cmd_edge::run(*args),
         Command::Fingerprint(args) => cmd_fingerprint::run(args),
         Command::Directory(args) => cmd_directory::run(args),
     };
