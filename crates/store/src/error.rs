@@ -11,6 +11,13 @@ pub enum StoreError {
     /// A record with this id already exists (a create whose random id collided).
     #[error("a network ACL with id {0} already exists")]
     DuplicateId(AclId),
+    /// A unique name is held by another record (an organization's name, an imported
+    /// connection's name); the text says which.
+    #[error("name taken: {0}")]
+    NameTaken(String),
+    /// A record refers to a connection the tenant does not have (its id).
+    #[error("connection {0} does not exist")]
+    UnknownConnection(String),
     /// The record (or tenant) does not exist.
     #[error("not found: {0}")]
     NotFound(String),

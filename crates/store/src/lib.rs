@@ -46,8 +46,11 @@
 //! ```
 #![deny(missing_docs)]
 
+mod branding;
 mod credentials;
+mod directory;
 mod error;
+mod organizations;
 mod postgres;
 mod sqlite;
 mod tenant;
@@ -55,8 +58,11 @@ mod tenant;
 use async_trait::async_trait;
 use netacl_model::{AclId, NetworkAcl, RuleSet};
 
+pub use branding::BrandingStore;
 pub use credentials::{StoredClient, StoredSigningKey};
+pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
+pub use organizations::OrganizationStore;
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
 pub use sqlite::SqliteStore;
 pub use tenant::{Tenant, TenantId};
@@ -168,6 +174,17 @@ pub trait CredentialStore: Send + Sync {
 
 /// Everything the admin service stores. Implemented by every type that implements the
 /// per-resource traits; used as `Arc<dyn Store>`.
-pub trait Store: TenantStore + NetworkAclStore + CredentialStore {}
+pub trait Store:
+    TenantStore + NetworkAclStore + CredentialStore + OrganizationStore + DirectoryStore + BrandingStore
+{
+}
 
-impl<T: TenantStore + NetworkAclStore + CredentialStore> Store for T {}
+impl<T> Store for T where
+    T: TenantStore
+        + NetworkAclStore
+        + CredentialStore
+        + OrganizationStore
+        + DirectoryStore
+        + BrandingStore
+{
+}

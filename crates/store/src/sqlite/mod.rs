@@ -3,9 +3,12 @@
 //! Durability: WAL journal with `synchronous=FULL` (every commit is fsynced before it returns),
 //! both checked after being set. One writer connection and one reader connection, each behind a
 //! mutex and used from `spawn_blocking`, so no async worker ever blocks on the disk.
+mod branding;
 mod credentials;
+mod directory;
 mod migrations;
 mod network_acls;
+mod organizations;
 mod tenants;
 
 use std::path::{Path, PathBuf};
