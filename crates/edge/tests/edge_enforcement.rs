@@ -499,3 +499,106 @@ async fn request_level_rules_see_the_tls_signals() {
         .expect("infallible");
     assert_eq!(r.status(), StatusCode::OK);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Geo and ASN with the committed fixture databases (testdata/mmdb, see its README).
+
+fn mmdb(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/mmdb")
+        .join(name)
+}
+
+#[tokio::test]
+async fn geo_and_asn_rules_block_exactly_their_addresses() {
+    let geo = netacl_edge::geo::GeoEnricher::open(
+        Some(&mmdb("netacl-test-city.mmdb")),
+        Some(&mmdb("netacl-test-asn.mmdb")),
+    )
+    .expect("fixture databases");
+    let resolver = ClientAddrResolver::new(
+        TrustedProxies::parse(["10.0.0.0/8"]).expect("cidr"),
+        ForwardedHeader::XForwardedFor,
+    );
+    let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver).with_geo(Arc::new(geo));
+    enforcer
+        .apply_rules(&rules(
+            1,
+            vec![
+                record(
+                    1,
+                    1,
+                    json!({"block": true}),
+                    "tenant",
+                    json!({"match": {"geo_country_codes": ["us"]}}),
+                ),
+                record(
+                    2,
+                    2,
+                    json!({"block": true}),
+                    "tenant",
+                    json!({"match": {"asns": [64503, 64512]}}),
+                ),
+                record(
+                    3,
+                    3,
+                    json!({"block": true}),
+                    "tenant",
+                    json!({"match": {"geo_subdivision_codes": ["FR-IDF"]}}),
+                ),
+            ],
+        ))
+        .expect("compiles");
+    let app = app(Arc::new(enforcer));
+    let cases = [
+        // country US (rule 1)
+        ("198.51.100.7", Some(1)),
+        ("198.51.102.200", Some(1)),
+        ("2001:db8::42", Some(1)),
+        ("::ffff:198.51.101.1", Some(1)),
+        // ASN 64503 (rule 2): GB and DE networks alike; ASN 64512 over IPv6
+        ("203.0.113.1", Some(2)),
+        ("203.0.113.200", Some(2)),
+        ("2a02:db8::1", Some(2)),
+        // subdivision FR-IDF (rule 3), but not JP-13 in the same /24
+        ("192.0.2.1", Some(3)),
+        ("192.0.2.130", None),
+        // elsewhere, or unknown to the databases
+        ("100.67.0.1", None),
+        ("100.69.0.1", None),
+        ("2001:db8:1::1", None),
+        ("198.18.0.1", None),
+    ];
+    for (ip, want) in cases {
+        let r = send(&app, ip, "/", &[]).await;
+        let got = r.decision.and_then(|d| d.rule_id).map(|id| id.to_string());
+        assert_eq!(got, want.map(id), "{ip}");
+        let status = if want.is_some() {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::OK
+        };
+        assert_eq!(r.status, status, "{ip}");
+    }
+    // The geo signals are the client address's: through a trusted proxy, the forwarded one.
+    let r = send(
+        &app,
+        "10.0.0.1",
+        "/",
+        &[("x-forwarded-for", "198.51.100.7")],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = send(
+        &app,
+        "198.51.100.7",
+        "/",
+        &[("x-forwarded-for", "100.67.0.1")],
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        StatusCode::FORBIDDEN,
+        "an untrusted peer's header is ignored"
+    );
+}
