@@ -119,39 +119,23 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn config(args: Args) -> anyhow::Result<EdgeConfig> {
-    let upstream: http::Uri = args
-        .upstream
-        .parse()
-        .with_context(|| format!("invalid --upstream {:?}", args.upstream))?;
-    let mut config = EdgeConfig::new(upstream);
-    config.listen = args.listen;
-    config.listen_tls = args.listen_tls;
-    config.tls = match (args.tls_cert, args.tls_key) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
-        (None, None) => None,
-        _ => bail!("--tls-cert and --tls-key go together"),
-    };
-    config.trusted_proxies = TrustedProxies::parse(&args.trusted_proxy)?;
-    config.forwarded_header =
-        ForwardedHeader::parse(&args.forwarded_header).with_context(|| {
-            format!(
-                "invalid --forwarded-header {:?}: expected x-forwarded-for or forwarded",
-                args.forwarded_header
-            )
-        })?;
-    config.geoip_city = args.geoip_city;
-    config.geoip_asn = args.geoip_asn;
+    let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
+    apply_common(
+        &mut config,
+        Common {
+            listen: args.listen,
+            listen_tls: args.listen_tls,
+            tls_cert: args.tls_cert,
+            tls_key: args.tls_key,
+            trusted_proxy: &args.trusted_proxy,
+            forwarded_header: &args.forwarded_header,
+            geoip_city: args.geoip_city,
+            geoip_asn: args.geoip_asn,
+            metrics_listen: &args.metrics_listen,
+            summary_interval: args.summary_interval,
+        },
+    )?;
     config.geoip_reload_interval = args.geoip_reload_interval;
-    config.metrics_listen = if args.metrics_listen.eq_ignore_ascii_case("off") {
-        None
-    } else {
-        Some(
-            args.metrics_listen
-                .parse()
-                .with_context(|| format!("invalid --metrics-listen {:?}", args.metrics_listen))?,
-        )
-    };
-    config.summary_interval = args.summary_interval;
     config.acl_enabled = args.acl == "on";
     config.handshake_timeout = args.handshake_timeout;
     config.rules = match (args.rules_url, args.rules_file) {
@@ -175,6 +159,146 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
         (Some(_), Some(_)) => bail!("--rules-url and --rules-file exclude each other"),
     };
     Ok(config)
+}
+
+/// The flags `netacl serve` takes to run the edge in process, next to the admin API, sharing
+/// its engine (every one prefixed `--edge-`; the environment variables are `netacl edge`'s).
+/// Flatten into `serve`'s arguments and call [`ServeEdgeArgs::config`]; `None` when
+/// `--edge-upstream` is not given (no edge).
+#[derive(clap::Args, Debug, Clone)]
+// Used by `netacl serve` once it flattens these flags (see the integration notes in the report).
+#[allow(dead_code)]
+pub struct ServeEdgeArgs {
+    /// Also run the enforcing proxy in front of this upstream (`http://HOST:PORT`).
+    #[arg(long = "edge-upstream", env = "NETACL_EDGE_UPSTREAM")]
+    edge_upstream: Option<String>,
+    /// The edge's plain-HTTP listen address.
+    #[arg(long = "edge-listen", env = "NETACL_EDGE_LISTEN")]
+    edge_listen: Option<SocketAddr>,
+    /// The edge's TLS listen address.
+    #[arg(long = "edge-listen-tls", env = "NETACL_EDGE_LISTEN_TLS")]
+    edge_listen_tls: Option<SocketAddr>,
+    /// The edge's certificate chain, PEM.
+    #[arg(long = "edge-tls-cert", env = "NETACL_EDGE_TLS_CERT")]
+    edge_tls_cert: Option<PathBuf>,
+    /// The edge's private key, PEM.
+    #[arg(long = "edge-tls-key", env = "NETACL_EDGE_TLS_KEY")]
+    edge_tls_key: Option<PathBuf>,
+    /// Trusted reverse proxy CIDR in front of the edge (repeatable).
+    #[arg(
+        long = "edge-trusted-proxy",
+        env = "NETACL_EDGE_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    edge_trusted_proxy: Vec<String>,
+    /// `x-forwarded-for` or `forwarded`.
+    #[arg(
+        long = "edge-forwarded-header",
+        env = "NETACL_EDGE_FORWARDED_HEADER",
+        default_value = "x-forwarded-for"
+    )]
+    edge_forwarded_header: String,
+    /// MaxMind City or Country database.
+    #[arg(long = "edge-geoip-city", env = "NETACL_EDGE_GEOIP_CITY")]
+    edge_geoip_city: Option<PathBuf>,
+    /// MaxMind ASN database.
+    #[arg(long = "edge-geoip-asn", env = "NETACL_EDGE_GEOIP_ASN")]
+    edge_geoip_asn: Option<PathBuf>,
+    /// The edge's admin-only Prometheus listener, or `off`.
+    #[arg(
+        long = "edge-metrics-listen",
+        env = "NETACL_EDGE_METRICS_LISTEN",
+        default_value = "127.0.0.1:9464"
+    )]
+    edge_metrics_listen: String,
+    /// Interval of the per-rule `acls_summary` events.
+    #[arg(long = "edge-summary-interval", env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    edge_summary_interval: Duration,
+}
+
+#[allow(dead_code)]
+impl ServeEdgeArgs {
+    /// The edge configuration, following the rule sets sent on `rule_updates` (send every
+    /// rule set the serve command installs in the engine); `None` without `--edge-upstream`.
+    pub fn config(
+        &self,
+        rule_updates: tokio::sync::watch::Receiver<Arc<netacl_model::RuleSet>>,
+    ) -> anyhow::Result<Option<EdgeConfig>> {
+        let Some(upstream) = &self.edge_upstream else {
+            return Ok(None);
+        };
+        let mut config = EdgeConfig::new(parse_upstream(upstream)?);
+        apply_common(
+            &mut config,
+            Common {
+                listen: self.edge_listen,
+                listen_tls: self.edge_listen_tls,
+                tls_cert: self.edge_tls_cert.clone(),
+                tls_key: self.edge_tls_key.clone(),
+                trusted_proxy: &self.edge_trusted_proxy,
+                forwarded_header: &self.edge_forwarded_header,
+                geoip_city: self.edge_geoip_city.clone(),
+                geoip_asn: self.edge_geoip_asn.clone(),
+                metrics_listen: &self.edge_metrics_listen,
+                summary_interval: self.edge_summary_interval,
+            },
+        )?;
+        config.rules = RulesSource::Engine;
+        config.rule_updates = Some(rule_updates);
+        Ok(Some(config))
+    }
+}
+
+/// The flags `netacl edge` and `netacl serve --edge-*` share.
+struct Common<'a> {
+    listen: Option<SocketAddr>,
+    listen_tls: Option<SocketAddr>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    trusted_proxy: &'a [String],
+    forwarded_header: &'a str,
+    geoip_city: Option<PathBuf>,
+    geoip_asn: Option<PathBuf>,
+    metrics_listen: &'a str,
+    summary_interval: Duration,
+}
+
+fn parse_upstream(upstream: &str) -> anyhow::Result<http::Uri> {
+    upstream
+        .parse()
+        .with_context(|| format!("invalid upstream URL {upstream:?}"))
+}
+
+fn apply_common(config: &mut EdgeConfig, flags: Common<'_>) -> anyhow::Result<()> {
+    config.listen = flags.listen;
+    config.listen_tls = flags.listen_tls;
+    config.tls = match (flags.tls_cert, flags.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        (None, None) => None,
+        _ => bail!("the TLS certificate and key go together"),
+    };
+    config.trusted_proxies = TrustedProxies::parse(flags.trusted_proxy)?;
+    config.forwarded_header =
+        ForwardedHeader::parse(flags.forwarded_header).with_context(|| {
+            format!(
+                "invalid forwarded header {:?}: expected x-forwarded-for or forwarded",
+                flags.forwarded_header
+            )
+        })?;
+    config.geoip_city = flags.geoip_city;
+    config.geoip_asn = flags.geoip_asn;
+    config.metrics_listen = if flags.metrics_listen.eq_ignore_ascii_case("off") {
+        None
+    } else {
+        Some(
+            flags
+                .metrics_listen
+                .parse()
+                .with_context(|| format!("invalid metrics address {:?}", flags.metrics_listen))?,
+        )
+    };
+    config.summary_interval = flags.summary_interval;
+    Ok(())
 }
 
 /// Runs `netacl edge`.
