@@ -51,6 +51,83 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant_id, client_id)
     );
     "#,
+    // 2: directory data (connections, users, groups, members, sessions), organizations and
+    // branding. Members and sessions keep their insertion sequence (`seq`, never reused) as
+    // their listing order and paging position; imports of a tenant are serialised (advisory
+    // lock), so a sequence number is never committed after a larger one of the same tenant.
+    r#"
+    CREATE TABLE connections (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        id        TEXT NOT NULL,
+        name      TEXT NOT NULL,
+        strategy  TEXT NOT NULL,
+        record    TEXT NOT NULL,
+        CONSTRAINT connections_pkey PRIMARY KEY (tenant_id, id),
+        CONSTRAINT connections_name_key UNIQUE (tenant_id, name)
+    );
+
+    CREATE TABLE organizations (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        id         TEXT NOT NULL,
+        name       TEXT NOT NULL,
+        record     TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        CONSTRAINT organizations_pkey PRIMARY KEY (tenant_id, id),
+        CONSTRAINT organizations_name_key UNIQUE (tenant_id, name)
+    );
+
+    CREATE TABLE organization_connections (
+        tenant_id       TEXT NOT NULL,
+        organization_id TEXT NOT NULL,
+        connection_id   TEXT NOT NULL,
+        position        INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, organization_id, connection_id),
+        FOREIGN KEY (tenant_id, organization_id) REFERENCES organizations (tenant_id, id),
+        FOREIGN KEY (tenant_id, connection_id) REFERENCES connections (tenant_id, id)
+    );
+
+    CREATE TABLE directory_users (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        user_id   TEXT NOT NULL,
+        record    TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, user_id)
+    );
+
+    CREATE TABLE directory_groups (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        id        TEXT NOT NULL,
+        record    TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, id)
+    );
+
+    CREATE TABLE group_members (
+        seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        group_id  TEXT NOT NULL,
+        member_id TEXT NOT NULL,
+        record    TEXT NOT NULL,
+        UNIQUE (tenant_id, group_id, member_id),
+        FOREIGN KEY (tenant_id, group_id) REFERENCES directory_groups (tenant_id, id)
+    );
+    CREATE INDEX group_members_page ON group_members (tenant_id, group_id, seq);
+
+    CREATE TABLE user_sessions (
+        seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        id        TEXT NOT NULL,
+        user_id   TEXT NOT NULL,
+        record    TEXT NOT NULL,
+        UNIQUE (tenant_id, id),
+        FOREIGN KEY (tenant_id, user_id) REFERENCES directory_users (tenant_id, user_id)
+    );
+    CREATE INDEX user_sessions_page ON user_sessions (tenant_id, user_id, seq);
+
+    CREATE TABLE branding (
+        tenant_id  TEXT PRIMARY KEY REFERENCES tenants(id),
+        record     TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

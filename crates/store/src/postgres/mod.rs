@@ -11,10 +11,13 @@
 //! Connections come from a small pool (deadpool-postgres) that replaces broken connections by
 //! itself: while the database is away every call fails fast with [`StoreError::Unavailable`], and
 //! the first call after it returns gets a fresh connection.
+mod branding;
 mod credentials;
+mod directory;
 mod listen;
 mod migrations;
 mod network_acls;
+mod organizations;
 mod tenants;
 
 use std::fmt;
