@@ -212,8 +212,8 @@ impl EdgeMetrics {
     /// Installs the table for a new rule-set version, carrying totals of unchanged ids.
     pub fn install_rules(&self, rules: &RuleSet) {
         let old = self.table.load_full();
-        if old.version == rules.version && old.rules.len() == rules.acls.len() && rules.version != 0
-        {
+        if old.version == rules.version && rules.version != 0 {
+            // The same version again (a re-sent rule set): keep counting into its table.
             return;
         }
         let carried: HashMap<AclId, (u64, u64)> = old

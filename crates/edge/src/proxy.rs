@@ -296,7 +296,21 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             });
         }
         RulesSource::Remote(remote) => {
-            let task = spawn_remote_source(enforcer.clone(), remote.clone())?;
+            let (task, mut installed) = spawn_remote_source(enforcer.clone(), remote.clone())?;
+            // Serving before the first rule set arrives would enforce nothing: wait a bounded
+            // time for it, then serve regardless (the source keeps retrying).
+            let first = tokio::time::timeout(
+                remote.initial_wait,
+                installed.wait_for(|version| version.is_some()),
+            )
+            .await;
+            if !matches!(first, Ok(Ok(_))) {
+                tracing::error!(
+                    url = %remote.url,
+                    waited = ?remote.initial_wait,
+                    "no rules from the admin server yet: serving with NO rules until they arrive"
+                );
+            }
             tasks.spawn(async move {
                 let _ = task.await;
                 Ok(())

@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use netacl_model::{Limits, RuleSet};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
@@ -185,6 +186,9 @@ pub struct RemoteRules {
     pub audience: Option<String>,
     /// How long one long poll may wait on the server (`timeout_ms`), 25 s by default.
     pub poll_timeout: Duration,
+    /// How long [`start_edge`](crate::start_edge) waits for the first rule set before it starts
+    /// serving anyway (with no rules, logging an error), 10 s by default.
+    pub initial_wait: Duration,
 }
 
 impl RemoteRules {
@@ -196,6 +200,7 @@ impl RemoteRules {
             client_secret,
             audience: None,
             poll_timeout: Duration::from_secs(25),
+            initial_wait: Duration::from_secs(10),
         }
     }
 }
@@ -362,12 +367,15 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// compiled and swapped in (on a compile or validation error the previous rules stay and the
 /// version is skipped); failures are retried with backoff; the token is fetched again before it
 /// expires and whenever the server answers 401.
+///
+/// The returned receiver holds the version last installed (`None` until the first one).
 pub fn spawn_remote_source(
     enforcer: Arc<Enforcer>,
     config: RemoteRules,
-) -> Result<JoinHandle<()>, SourceError> {
+) -> Result<(JoinHandle<()>, watch::Receiver<Option<u64>>), SourceError> {
     let remote = RemoteClient::new(config)?;
-    Ok(tokio::spawn(async move {
+    let (installed, installed_rx) = watch::channel(None);
+    let task = tokio::spawn(async move {
         let mut token: Option<Token> = None;
         let mut since: Option<u64> = None;
         let mut backoff = BACKOFF_MIN;
@@ -391,6 +399,7 @@ pub fn spawn_remote_source(
                     since = Some(version);
                     match install(&enforcer, rules, &remote.base).await {
                         Ok(()) => {
+                            installed.send_replace(Some(version));
                             tracing::info!(version, rules = count, source = %remote.base, "rules updated");
                         }
                         Err(err) => {
@@ -429,7 +438,8 @@ pub fn spawn_remote_source(
             refused_before = false;
             backoff = BACKOFF_MIN;
         }
-    }))
+    });
+    Ok((task, installed_rx))
 }
 
 #[cfg(test)]
