@@ -602,3 +602,193 @@ async fn geo_and_asn_rules_block_exactly_their_addresses() {
         "an untrusted peer's header is ignored"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The remote rule source's protocol (token, long poll, 304, 401, outages), against a stand-in
+// admin endpoint. (The real `netacl serve` is exercised by crates/cli/tests/edge_cli.rs.)
+
+#[derive(Default)]
+struct AdminStub {
+    /// 0 = serve normally, 1 = answer the next watch with 401, 2 = answer 503 to everything.
+    mode: std::sync::atomic::AtomicU8,
+    version: std::sync::atomic::AtomicU64,
+    tokens_issued: AtomicUsize,
+    rules: std::sync::Mutex<Value>,
+}
+
+async fn admin_stub(stub: Arc<AdminStub>) -> SocketAddr {
+    use axum::extract::{Query, State};
+    use axum::response::IntoResponse;
+    use axum::routing::post;
+    use std::collections::HashMap;
+
+    async fn token(State(stub): State<Arc<AdminStub>>, body: String) -> axum::response::Response {
+        if stub.mode.load(Ordering::SeqCst) == 2 {
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+        let ok = serde_json::from_str::<Value>(&body).is_ok_and(|b| {
+            b["grant_type"] == "client_credentials"
+                && b["client_id"] == "edge"
+                && b["client_secret"] == "s3cret"
+                && b["audience"]
+                    .as_str()
+                    .is_some_and(|a| a.ends_with("/api/v2/"))
+        });
+        if !ok {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        let n = stub.tokens_issued.fetch_add(1, Ordering::SeqCst) + 1;
+        axum::Json(
+            json!({"access_token": format!("t{n}"), "expires_in": 3600, "token_type": "Bearer"}),
+        )
+        .into_response()
+    }
+
+    async fn watch(
+        State(stub): State<Arc<AdminStub>>,
+        headers: http::HeaderMap,
+        Query(q): Query<HashMap<String, String>>,
+    ) -> axum::response::Response {
+        match stub.mode.load(Ordering::SeqCst) {
+            2 => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+            1 => {
+                stub.mode.store(0, Ordering::SeqCst);
+                return StatusCode::UNAUTHORIZED.into_response();
+            }
+            _ => {}
+        }
+        let latest = format!("Bearer t{}", stub.tokens_issued.load(Ordering::SeqCst));
+        if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(latest.as_str()) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        let since: Option<u64> = q.get("since").and_then(|s| s.parse().ok());
+        // A short long-poll: answer at once on a difference, else 304 after a while.
+        for _ in 0..20 {
+            let version = stub.version.load(Ordering::SeqCst);
+            if since != Some(version) {
+                let rules = stub.rules.lock().map(|r| r.clone()).unwrap_or(Value::Null);
+                return axum::Json(json!({"version": version, "network_acls": rules}))
+                    .into_response();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        StatusCode::NOT_MODIFIED.into_response()
+    }
+
+    let app = Router::new()
+        .route("/oauth/token", post(token))
+        .route("/_netacl/v1/network-acls/watch", get(watch))
+        .with_state(stub);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+async fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn remote_source_follows_versions_refreshes_tokens_and_keeps_rules_through_outages() {
+    let stub = Arc::new(AdminStub::default());
+    stub.version.store(1, Ordering::SeqCst);
+    *stub.rules.lock().expect("lock") = json!([record(
+        1,
+        1,
+        json!({"block": true}),
+        "tenant",
+        json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+    )]);
+    let admin = admin_stub(stub.clone()).await;
+    let enforcer = enforcer(&[], vec![]);
+    let conn = ConnectionInfo::new("192.0.2.1:1000".parse().expect("peer"));
+    let blocked_by = |e: &Enforcer| {
+        e.decide(Some(&conn), "/", None, &http::HeaderMap::new())
+            .rule_id
+            .map(|r| r.to_string())
+    };
+    let remote = netacl_edge::RemoteRules::new(
+        format!("http://{admin}").parse().expect("url"),
+        "edge".into(),
+        "s3cret".into(),
+    );
+    let (task, _installed) =
+        netacl_edge::spawn_remote_source(enforcer.clone(), remote).expect("source");
+
+    assert!(
+        eventually(|| blocked_by(&enforcer) == Some(id(1))).await,
+        "version 1 installed"
+    );
+
+    // A new version replaces the rules.
+    *stub.rules.lock().expect("lock") = json!([record(
+        2,
+        1,
+        json!({"block": true}),
+        "tenant",
+        json!({"match": {"ipv4_cidrs": ["192.0.2.1"]}})
+    )]);
+    stub.version.store(2, Ordering::SeqCst);
+    assert!(
+        eventually(|| blocked_by(&enforcer) == Some(id(2))).await,
+        "version 2 installed"
+    );
+
+    // A 401 makes the source fetch a new token and carry on.
+    let tokens = stub.tokens_issued.load(Ordering::SeqCst);
+    stub.mode.store(1, Ordering::SeqCst);
+    *stub.rules.lock().expect("lock") = json!([]);
+    stub.version.store(3, Ordering::SeqCst);
+    assert!(
+        eventually(|| blocked_by(&enforcer).is_none()).await,
+        "version 3 installed"
+    );
+    assert!(
+        stub.tokens_issued.load(Ordering::SeqCst) > tokens,
+        "a new token was fetched"
+    );
+
+    // A version that does not validate is skipped; the last good rules stay.
+    *stub.rules.lock().expect("lock") = json!([record(
+        4, 1, json!({"block": true}), "tenant", json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+    ), {"bogus": true}]);
+    stub.version.store(4, Ordering::SeqCst);
+    assert!(
+        eventually(|| enforcer
+            .metrics()
+            .render_prometheus()
+            .contains("netacl_edge_rule_source_errors_total 1"))
+        .await
+    );
+    assert_eq!(blocked_by(&enforcer), None);
+    assert_eq!(enforcer.engine().policy().version(), 3);
+
+    // The admin server fails: the last rules stay in force.
+    *stub.rules.lock().expect("lock") = json!([record(
+        5,
+        1,
+        json!({"block": true}),
+        "tenant",
+        json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+    )]);
+    stub.mode.store(2, Ordering::SeqCst);
+    stub.version.store(5, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(enforcer.engine().policy().version(), 3);
+    // ... and when it is back, the source catches up.
+    stub.mode.store(0, Ordering::SeqCst);
+    assert!(
+        eventually(|| blocked_by(&enforcer) == Some(id(5))).await,
+        "version 5 installed after the outage"
+    );
+    task.abort();
+}
