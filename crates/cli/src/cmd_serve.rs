@@ -1,11 +1,208 @@
-//! `netacl serve`.
+//! `netacl serve`: the admin API with its embedded database, in one process.
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-/// Arguments of `netacl serve`.
+use anyhow::Context;
+use netacl_server::rate_limit::RateLimitConfig;
+use netacl_server::{AdminService, BootstrapClient, ServerConfig, DEFAULT_BODY_LIMIT};
+use netacl_store::{PostgresStore, SqliteStore, Store};
+
+/// Arguments of `netacl serve`. Every flag can also be given as the environment variable named
+/// in its help.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "NETACL_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Directory of the embedded database (created if missing).
+    #[arg(long, env = "NETACL_DATA_DIR", default_value = "./netacl-data")]
+    data_dir: PathBuf,
+    /// The tenant's host: the token issuer is https://HOST/ and the management audience
+    /// https://HOST/api/v2/. Default: localhost:PORT, with the port of --listen.
+    #[arg(long, env = "NETACL_TENANT_DOMAIN")]
+    tenant_domain: Option<String>,
+    /// Id of the bootstrap client (holding every management scope). Default: generated on
+    /// first start.
+    #[arg(long, env = "NETACL_BOOTSTRAP_CLIENT_ID")]
+    bootstrap_client_id: Option<String>,
+    /// Secret of the bootstrap client: creates the client or replaces its secret. Default: a
+    /// generated secret, printed once, when the client is created.
+    #[arg(long, env = "NETACL_BOOTSTRAP_CLIENT_SECRET", hide_env_values = true)]
+    bootstrap_client_secret: Option<String>,
+    /// Requests a client may send at once (0 disables rate limiting).
+    #[arg(long, env = "NETACL_RATE_LIMIT_BURST", default_value_t = 100)]
+    rate_limit_burst: u32,
+    /// Requests per second a client's allowance refills by.
+    #[arg(long, env = "NETACL_RATE_LIMIT_PER_SECOND", default_value_t = 50.0)]
+    rate_limit_per_second: f64,
+    /// Largest request body in bytes (413 above).
+    #[arg(long, env = "NETACL_BODY_LIMIT", default_value_t = DEFAULT_BODY_LIMIT)]
+    body_limit: usize,
+    /// Lifetime of issued access tokens, in seconds.
+    #[arg(long, env = "NETACL_TOKEN_LIFETIME", default_value_t = 86_400)]
+    token_lifetime: u64,
+    /// A PostgreSQL database shared by several nodes (postgres://USER:PASSWORD@HOST:PORT/DB);
+    /// replaces the embedded database of --data-dir. Nodes on one database converge on every
+    /// change (notification, plus a version check every --sync-interval-ms).
+    #[arg(long, env = "NETACL_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// With --database-url: how often the node checks the database for other nodes' changes,
+    /// in milliseconds (the longest a lost notification can delay convergence).
+    #[arg(long, env = "NETACL_SYNC_INTERVAL_MS", default_value_t = 500,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    sync_interval_ms: u64,
+}
 
-/// Runs `netacl serve`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`netacl serve` is not built yet")
+/// Runs `netacl serve` until SIGINT or SIGTERM.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init()
+        .ok();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(args))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve(args: Args) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local = listener.local_addr().context("no local address")?;
+    let tenant_domain = args
+        .tenant_domain
+        .clone()
+        .unwrap_or_else(|| format!("localhost:{}", local.port()));
+    let rate_limit = if args.rate_limit_burst == 0 {
+        RateLimitConfig::disabled()
+    } else {
+        RateLimitConfig {
+            burst: args.rate_limit_burst,
+            per_second: args.rate_limit_per_second,
+        }
+    };
+    let config = ServerConfig::new(tenant_domain.clone())
+        .with_rate_limit(rate_limit)
+        .with_body_limit(args.body_limit)
+        .with_token_lifetime_secs(args.token_lifetime);
+
+    let limits = config.limits;
+    let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
+        Some(url) => {
+            let store = PostgresStore::connect(url, limits)
+                .await
+                .context("cannot use the database of --database-url")?;
+            let changes = store.listen();
+            (
+                Arc::new(store),
+                Some(changes),
+                "database PostgreSQL".to_owned(),
+            )
+        }
+        None => {
+            let data_dir = args.data_dir.clone();
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open(&data_dir, limits))
+                .await
+                .context("store task failed")?
+                .with_context(|| {
+                    format!("cannot open the database in {}", args.data_dir.display())
+                })?;
+            let location = format!("data {}", args.data_dir.display());
+            (Arc::new(store), None, location)
+        }
+    };
+    let bootstrap = BootstrapClient {
+        client_id: args.bootstrap_client_id.clone(),
+        client_secret: args.bootstrap_client_secret.clone(),
+    };
+    let (service, report) = AdminService::start(store, config, bootstrap)
+        .await
+        .context("cannot start the admin service")?;
+    let _follower = changes.map(|changes| {
+        let interval = std::time::Duration::from_millis(args.sync_interval_ms);
+        service.follow_store(Some(changes), interval)
+    });
+
+    println!(
+        "netacl admin API listening on http://{local} (tenant {tenant_domain}, {location}, \
+         rule-set version {}, {} network ACLs)",
+        report.version, report.network_acls
+    );
+    if report.signing_key_created {
+        println!(
+            "created the tenant's RS256 signing key (kid {})",
+            report.kid
+        );
+    }
+    match (&report.bootstrap_client_id, &report.generated_secret) {
+        (Some(client_id), Some(secret)) => {
+            println!(
+                "bootstrap client created; its secret is shown only now (stored as a hash):\n  \
+                 client_id={client_id}\n  client_secret={secret}"
+            );
+            print_curl(local, &tenant_domain, client_id, secret);
+        }
+        (Some(client_id), None) => {
+            println!("bootstrap client: {client_id}");
+            if let Some(secret) = &args.bootstrap_client_secret {
+                print_curl(local, &tenant_domain, client_id, secret);
+            }
+        }
+        _ => {}
+    }
+
+    let app = service
+        .router()
+        .into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("server failed")?;
+    Ok(())
+}
+
+fn print_curl(local: SocketAddr, tenant_domain: &str, client_id: &str, secret: &str) {
+    let body = serde_json::json!({
+        "grant_type": "client_credentials",
+        "client_id": client_id,
+        "client_secret": secret,
+        "audience": format!("https://{tenant_domain}/api/v2/"),
+    });
+    println!(
+        "get a token:\n  curl -s http://{local}/oauth/token -H 'content-type: application/json' \
+         -d '{body}'"
+    );
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
 }
