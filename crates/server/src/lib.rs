@@ -41,6 +41,13 @@
 //!   cause.
 //! - Reads are served from the tenant's committed snapshot (records rendered to JSON once);
 //!   writes go through the tenant's write path: compile → durable commit → engine swap → answer.
+//!
+//! # Several nodes
+//!
+//! Nodes sharing one PostgreSQL database converge through [`AdminService::follow_store`]
+//! (change notifications plus a periodic version check; see [`StoreFollower`]). Rate limits are
+//! per node: behind a load balancer over N nodes a client may get up to N times the configured
+//! limit.
 #![deny(missing_docs)]
 
 pub mod auth;
@@ -57,6 +64,7 @@ mod policy;
 mod query;
 mod routes;
 mod service;
+mod sync;
 mod tenant;
 
 use std::sync::Arc;
@@ -66,6 +74,7 @@ pub use config::{
 };
 pub use error::ApiError;
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
+pub use sync::{StoreFollower, CLIENT_REFRESH_INTERVAL, DEFAULT_SYNC_INTERVAL};
 pub use tenant::LoadError;
 
 /// Shared by every handler.

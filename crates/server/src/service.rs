@@ -113,8 +113,13 @@ impl AdminService {
                     private_key_pem: key.to_pem()?.to_string(),
                     created_at_ms: netacl_model::Timestamp::now().unix_millis(),
                 };
-                store.add_signing_key(&tenant_id, &stored).await?;
-                (key, true)
+                // Nodes sharing a database that start together: one key wins, all use it.
+                let chosen = store.ensure_signing_key(&tenant_id, &stored).await?;
+                if chosen.kid == stored.kid {
+                    (key, true)
+                } else {
+                    (SigningKey::from_pem(&chosen.private_key_pem)?, false)
+                }
             }
         };
         let kid = key.kid().to_owned();
@@ -196,6 +201,22 @@ impl AdminService {
             )))
             .fallback(|| async { crate::error::ApiError::no_such_route() })
             .with_state(self.state.clone())
+    }
+
+    /// Keeps this node in step with the other nodes sharing its database: catches up on every
+    /// change `listener` announces and, whatever it hears, every `interval` (see
+    /// [`StoreFollower`](crate::StoreFollower)). Runs until the returned follower is dropped.
+    pub fn follow_store(
+        &self,
+        listener: Option<netacl_store::ChangeListener>,
+        interval: std::time::Duration,
+    ) -> crate::StoreFollower {
+        crate::sync::StoreFollower::start(
+            Arc::clone(&self.state.inner.tenant),
+            Arc::clone(&self.state.inner.authority),
+            listener,
+            interval,
+        )
     }
 
     /// The tenant's token authority (issuer, audience, clients).

@@ -148,6 +148,11 @@ impl TenantRuntime {
         }))
     }
 
+    /// The store (for the tenant's other resources, which are read and written directly).
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     /// The committed records (what readers see).
     pub(crate) fn snapshot(&self) -> Arc<AclSnapshot> {
         Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
@@ -161,6 +166,42 @@ impl TenantRuntime {
     /// A receiver of the committed version, for long polls.
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.versions.subscribe()
+    }
+
+    /// Catches up with the store when another node (sharing the database) committed a newer
+    /// rule set: compares the committed version with the served one and, if they differ, loads,
+    /// compiles, installs and publishes the stored rule set. Serialised with the write path.
+    /// Returns the version served afterwards. On any error the served state is left as it was.
+    pub(crate) async fn refresh_from_store(&self) -> Result<u64, LoadError> {
+        let _guard = self.write_lock.lock().await;
+        let served = self.snapshot().version;
+        let committed = match self.store.tenant(&self.id).await? {
+            Some(tenant) => tenant.acl_version,
+            None => {
+                return Err(
+                    netacl_store::StoreError::NotFound(format!("tenant {}", self.id)).into(),
+                )
+            }
+        };
+        if committed == served {
+            return Ok(served);
+        }
+        let rules = self.store.network_acl_rule_set(&self.id).await?;
+        let version = rules.version;
+        let limits = self.limits;
+        let (policy, rules) =
+            tokio::task::spawn_blocking(move || (Policy::compile(&rules, &limits), rules))
+                .await
+                .map_err(|err| LoadError::Compile(err.to_string()))?;
+        let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
+        self.engine.install(Arc::new(policy));
+        let ordered = rules.acls.into_iter().map(StoredAcl::new).collect();
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(AclSnapshot::new(version, ordered));
+        self.versions.send_replace(version);
+        Ok(version)
     }
 
     /// Applies a change through the whole write path (see the module docs). Runs to completion

@@ -1,0 +1,348 @@
+//! Several `netacl serve` nodes on one PostgreSQL database, `netacl edge` following one of them,
+//! and a minimal HTTP/1.1 client. Loopback only; every wait is bounded.
+//!
+//! The database server comes from `NETACL_TEST_DATABASE_URL` (see `.ci/postgres.sh`); each test
+//! gets a fresh database on it. Without that variable the tests print a notice and pass, except
+//! under CI (`CI` set), where they fail.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_netacl");
+pub const DOMAIN: &str = "cluster.test";
+pub const CLIENT_ID: &str = "cluster-test";
+pub const CLIENT_SECRET: &str = "cluster-test-secret-0123456789abcdefghij";
+
+/// Kills the child when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The test database server's URL, or `None` (with a notice) when there is none outside CI.
+pub fn database_url(test: &str) -> Option<String> {
+    match std::env::var("NETACL_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but NETACL_TEST_DATABASE_URL is not: source .ci/postgres.sh")
+        }
+        _ => {
+            eprintln!("skipping {test}: NETACL_TEST_DATABASE_URL is not set (see .ci/postgres.sh)");
+            None
+        }
+    }
+}
+
+/// `url` with its database name replaced (URL or key=value form).
+pub fn with_dbname(url: &str, dbname: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let (base, query) = match url.find('?') {
+            Some(q) => (&url[..q], &url[q..]),
+            None => (url, ""),
+        };
+        let after = &base[scheme_end + 3..];
+        let authority = after.split('/').next().unwrap_or(after);
+        format!("{}://{authority}/{dbname}{query}", &url[..scheme_end])
+    } else {
+        format!("{url} dbname={dbname}")
+    }
+}
+
+/// Creates a fresh database on the server of `url`; returns its URL.
+pub fn fresh_database(url: &str, label: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let name = format!("netacl_{label}_{}_{nanos}", std::process::id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test database server");
+        let driver = tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create database");
+        drop(client);
+        let _ = driver.await;
+    });
+    with_dbname(url, &name)
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A `netacl serve` node.
+pub struct Node {
+    pub proc: Proc,
+    pub addr: SocketAddr,
+    pub data: tempfile::TempDir,
+}
+
+/// Starts a node on `database_url` (not waiting for it; see [`token`]).
+pub fn start_node(database_url: &str) -> Node {
+    let port = free_port();
+    let data = tempfile::tempdir().expect("tempdir");
+    let child = Command::new(BIN)
+        .arg("serve")
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--database-url", database_url])
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["--tenant-domain", DOMAIN])
+        .args(["--bootstrap-client-id", CLIENT_ID])
+        .args(["--bootstrap-client-secret", CLIENT_SECRET])
+        .args(["--rate-limit-burst", "0"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn netacl serve");
+    Node {
+        proc: Proc(child),
+        addr: format!("127.0.0.1:{port}").parse().expect("addr"),
+        data,
+    }
+}
+
+/// Starts `netacl edge` following `node` and proxying to `upstream`; returns it with its
+/// plain-HTTP address.
+pub fn start_edge(node: SocketAddr, upstream: SocketAddr) -> (Proc, SocketAddr) {
+    let mut child = Command::new(BIN)
+        .arg("edge")
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+        .args(["--upstream", &format!("http://{upstream}")])
+        .args(["--rules-url", &format!("http://{node}")])
+        .args(["--client-id", CLIENT_ID, "--client-secret", CLIENT_SECRET])
+        .args(["--audience", &format!("https://{DOMAIN}/api/v2/")])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn netacl edge");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Proc(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("edge printed its addresses");
+    let http = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http="))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no http address in {line:?}"));
+    (child, http)
+}
+
+/// A tiny HTTP/1.1 upstream answering `200 upstream` to everything (at most 100,000
+/// connections; the thread ends with the test process).
+pub fn upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(100_000) {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nupstream",
+                );
+            });
+        }
+    });
+    addr
+}
+
+/// Sends one request; returns the status code and body (`None` when the connection failed).
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok()?;
+    let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+/// Waits (at most `limit`, polling every `every`) for `f` to hold; returns the time it took.
+pub fn wait_for(limit: Duration, every: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    for _ in 0..1_000_000 {
+        if f() {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(every);
+    }
+    None
+}
+
+/// A token from `node` (`None` while it is not up).
+pub fn token(node: SocketAddr) -> Option<String> {
+    let body = json!({
+        "grant_type": "client_credentials",
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "audience": format!("https://{DOMAIN}/api/v2/"),
+    })
+    .to_string();
+    let (status, body) = http(
+        node,
+        "POST",
+        "/oauth/token",
+        &[("content-type", "application/json")],
+        &body,
+    )?;
+    if status != 200 {
+        return None;
+    }
+    let json: Value = serde_json::from_str(&body).ok()?;
+    json.get("access_token")?.as_str().map(str::to_owned)
+}
+
+/// Waits (at most 60 s) until `node` issues a token.
+pub fn wait_token(node: SocketAddr) -> String {
+    let mut token = None;
+    wait_for(Duration::from_secs(60), Duration::from_millis(50), || {
+        token = self::token(node);
+        token.is_some()
+    });
+    token.expect("the node starts and issues a token")
+}
+
+/// An authorised JSON request; `(status, body as JSON or Null)`.
+pub fn call(node: SocketAddr, token: &str, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let auth = format!("Bearer {token}");
+    let text = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
+    let headers = if body.is_null() {
+        &headers[1..]
+    } else {
+        &headers[..]
+    };
+    match http(node, method, path, headers, &text) {
+        Some((status, body)) => (status, serde_json::from_str(&body).unwrap_or(Value::Null)),
+        None => (0, Value::Null),
+    }
+}
+
+/// The create body of a rule blocking `cidr` at `priority`.
+pub fn block_rule(priority: u64, cidr: &str) -> Value {
+    json!({
+        "description": format!("block {cidr}"),
+        "active": true,
+        "priority": priority,
+        "rule": {"action": {"block": true}, "scope": "tenant", "match": {"ipv4_cidrs": [cidr]}}
+    })
+}
+
+/// The live engine's decision for a client address on `node`: `(action, policy version)`.
+pub fn decision(node: SocketAddr, token: &str, client_ip: &str) -> Option<(String, u64)> {
+    let (status, body) = call(
+        node,
+        token,
+        "POST",
+        "/_netacl/v1/dry-run",
+        &json!({"request": {"client_ip": client_ip}}),
+    );
+    if status != 200 {
+        return None;
+    }
+    Some((
+        body["outcome"]["action"].as_str()?.to_owned(),
+        body["version"].as_u64()?,
+    ))
+}
+
+/// The ids of the network ACLs `node` lists (its in-memory snapshot), in order.
+pub fn listed_ids(node: SocketAddr, token: &str) -> Option<Vec<String>> {
+    let (status, body) = call(
+        node,
+        token,
+        "GET",
+        "/api/v2/network-acls?per_page=100",
+        &Value::Null,
+    );
+    if status != 200 {
+        return None;
+    }
+    let items = body
+        .as_array()
+        .or_else(|| body["network_acls"].as_array())?;
+    items
+        .iter()
+        .map(|acl| acl["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The edge's status for a request to `path` (`None` when the connection failed).
+pub fn edge_status(edge: SocketAddr, path: &str) -> Option<u16> {
+    http(edge, "GET", path, &[], "").map(|(s, _)| s)
+}
+
+/// Median and maximum of `samples` (sorted in place).
+pub fn median_and_worst(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort();
+    let median = samples.get(samples.len() / 2).copied().unwrap_or_default();
+    let worst = samples.last().copied().unwrap_or_default();
+    (median, worst)
+}

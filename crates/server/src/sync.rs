@@ -1,0 +1,186 @@
+//! Several nodes, one database: keeping a node in step with what other nodes commit.
+//!
+//! Each `netacl serve` node holds its tenant's committed network ACLs in memory (the snapshot the
+//! reads are served from, the engine's compiled policy, the version the watch long poll waits
+//! on). A node's own writes update all three before they are answered. Writes made by other
+//! nodes sharing the database reach it two ways, and a [`StoreFollower`] uses both:
+//!
+//! - **Notifications.** The PostgreSQL backend sends `NOTIFY netacl_changes, '<tenant>:<version>'`
+//!   inside every committing ACL transaction; each node listens on a dedicated connection
+//!   ([`netacl_store::ChangeListener`]) and catches up as soon as one arrives (typically a few
+//!   milliseconds after the commit).
+//! - **A periodic version check** (every [`DEFAULT_SYNC_INTERVAL`]): one cheap query reads the
+//!   tenant's committed version; when it differs from the served one, the node reloads the rule
+//!   set, compiles it, swaps it into the engine and publishes it (which also wakes the watch
+//!   long polls, so edges following this node converge too). A lost notification, a listener
+//!   connection that dropped, or a database that went away and came back therefore cannot leave
+//!   a node stale for longer than one interval after the database answers again.
+//!
+//! Catching up is serialised with the node's write path. A write a node makes from a snapshot
+//! that is behind the database is refused by the store (the version it is conditioned on has
+//! moved) and answered `409 conflict` ("changed concurrently; retry"); the node catches up within
+//! an interval, so the client's retry succeeds.
+//!
+//! **Losing the database.** The engine keeps deciding with the last policy, reads of network ACLs
+//! are served from memory, tokens are issued and verified from memory, and writes are answered
+//! `503` with `errorCode: temporarily_unavailable` (nothing is acknowledged that is not
+//! committed). The connection pool and the listener reconnect by themselves; the follower logs
+//! the outage once and its end once.
+//!
+//! **API clients** are re-read from the store every [`CLIENT_REFRESH_INTERVAL`], so a client
+//! created, or a secret replaced, on one node is honoured by the others.
+//!
+//! **Rate limits are per node.** Each node keeps its own token buckets in memory; behind a load
+//! balancer spreading a client over N nodes, the client's effective limit is up to N times the
+//! configured one. This keeps the hot path free of database round trips and keeps the limiter
+//! working while the database is away; size `--rate-limit-*` per node accordingly.
+use std::sync::Arc;
+use std::time::Duration;
+
+use netacl_store::{ChangeListener, ChangeNotice};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::auth::TenantAuthority;
+use crate::tenant::TenantRuntime;
+
+/// How often a follower compares the committed version with the served one, by default.
+pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How often a follower re-reads the API clients from the store.
+pub const CLIENT_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A running follower (see the module docs); dropping it stops it.
+#[derive(Debug)]
+pub struct StoreFollower {
+    task: JoinHandle<()>,
+}
+
+impl StoreFollower {
+    pub(crate) fn start(
+        tenant: Arc<TenantRuntime>,
+        authority: Arc<TenantAuthority>,
+        listener: Option<ChangeListener>,
+        interval: Duration,
+    ) -> Self {
+        let interval = interval.max(Duration::from_millis(10));
+        let task = tokio::spawn(follow(tenant, authority, listener, interval));
+        Self { task }
+    }
+}
+
+impl Drop for StoreFollower {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Why the follower woke up.
+enum Wake {
+    Tick,
+    Notice(ChangeNotice),
+    ListenerGone,
+}
+
+async fn follow(
+    tenant: Arc<TenantRuntime>,
+    authority: Arc<TenantAuthority>,
+    mut listener: Option<ChangeListener>,
+    interval: Duration,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut reachable = true;
+    let mut clients_read_at: Option<Instant> = None;
+    loop {
+        let wake = tokio::select! {
+            _ = ticker.tick() => Wake::Tick,
+            notice = next_notice(&mut listener) => match notice {
+                Some(notice) => Wake::Notice(notice),
+                None => Wake::ListenerGone,
+            },
+        };
+        match wake {
+            Wake::ListenerGone => {
+                tracing::error!("change listener ended; following by version checks only");
+                listener = None;
+                continue;
+            }
+            Wake::Notice(ChangeNotice::Changed {
+                tenant: ref id,
+                version,
+            }) if *id != tenant.id || version == tenant.snapshot().version => {
+                // Another tenant's change, or our own write.
+                continue;
+            }
+            Wake::Notice(_) | Wake::Tick => {}
+        }
+        let before = tenant.snapshot().version;
+        match tenant.refresh_from_store().await {
+            Ok(version) => {
+                if !reachable {
+                    tracing::info!(version, "database reachable again");
+                    reachable = true;
+                }
+                if version != before {
+                    tracing::debug!(from = before, to = version, "caught up with the database");
+                }
+            }
+            Err(err) => {
+                if reachable {
+                    tracing::warn!(
+                        error = %err,
+                        version = before,
+                        "cannot follow the database; serving the last rule set"
+                    );
+                    reachable = false;
+                }
+                continue;
+            }
+        }
+        let due = clients_read_at.is_none_or(|at| at.elapsed() >= CLIENT_REFRESH_INTERVAL);
+        if due {
+            clients_read_at = Some(Instant::now());
+            refresh_clients(&tenant, &authority).await;
+        }
+    }
+}
+
+async fn next_notice(listener: &mut Option<ChangeListener>) -> Option<ChangeNotice> {
+    match listener {
+        Some(listener) => listener.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Registers clients created (or whose secret was replaced) on other nodes.
+async fn refresh_clients(tenant: &TenantRuntime, authority: &TenantAuthority) {
+    let clients = match tenant.store().clients(&tenant.id).await {
+        Ok(clients) => clients,
+        Err(err) => {
+            tracing::debug!(error = %err, "cannot re-read API clients");
+            return;
+        }
+    };
+    for stored in clients {
+        let current = authority.client(&stored.client_id);
+        let unchanged = current
+            .is_some_and(|c| c.secret_hash == stored.secret_hash && c.scopes == stored.scopes);
+        if unchanged {
+            continue;
+        }
+        let record = authority.management_client(
+            stored.client_id.clone(),
+            stored.secret_hash,
+            stored.scopes,
+        );
+        match authority.upsert_client(record) {
+            Ok(_) => {
+                tracing::info!(client_id = %stored.client_id, "API client updated from the store")
+            }
+            Err(err) => {
+                tracing::warn!(client_id = %stored.client_id, error = %err, "stored API client refused")
+            }
+        }
+    }
+}
