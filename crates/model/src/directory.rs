@@ -13,8 +13,10 @@
 //!  "sessions":    [{"id": "…", "user_id": "auth0|…", "created_at": "…", …}]}
 //! ```
 //!
-//! A file is self-contained: every reference (a member's group, user or connection, a session's
-//! user) must name a record of the same file. Ids are unique within their list. The first
+//! A file is self-contained: every reference (a member's group, a member group, a member's
+//! connection, a session's user) must name a record of the same file. A user who is a member
+//! through a connection (`"type": "connection"`, which then needs `connection_id`) may be one the
+//! connection provisioned without being imported; any other user member must be in the file. Ids are unique within their list. The first
 //! problem is reported with its path (`sessions[12].user_id`) and reason
 //! (`unknown user auth0|x`).
 use std::collections::{HashMap, HashSet};
@@ -506,9 +508,20 @@ impl DirectoryData {
                     format!("unknown group {}", m.group_id),
                 ));
             }
-            let known = match m.record["member_type"].as_str() {
-                Some("group") => group_ids.contains(m.member_id.as_str()),
-                _ => user_ids.contains(m.member_id.as_str()),
+            let is_group = m.record["member_type"] == "group";
+            let by_connection = m.record["type"] == "connection";
+            if by_connection && m.record.get("connection_id").is_none() {
+                return Err(ValidationError::new(
+                    index("members", i),
+                    "Missing required property: connection_id",
+                ));
+            }
+            // A user who is a member through a connection may be provisioned by that connection
+            // without having been imported (directory sync); any other member must be in the file.
+            let known = if is_group {
+                group_ids.contains(m.member_id.as_str())
+            } else {
+                by_connection || user_ids.contains(m.member_id.as_str())
             };
             if !known {
                 let kind = m.record["member_type"].as_str().unwrap_or("user");
@@ -638,9 +651,24 @@ mod tests {
             "sessions[0].user_id: unknown user auth0|x"
         );
         assert_eq!(
-            err(|f| f["members"][0]["id"] = json!("auth0|9")),
+            err(|f| {
+                f["members"][0]["id"] = json!("auth0|9");
+                f["members"][0]["type"] = json!("tenant");
+            }),
             "members[0].id: unknown user auth0|9"
         );
+        assert_eq!(
+            err(|f| {
+                f["members"][0]
+                    .as_object_mut()
+                    .map(|m| m.remove("connection_id"));
+            }),
+            "members[0]: Missing required property: connection_id"
+        );
+        // A connection's member need not be an imported user.
+        let mut provisioned = file();
+        provisioned["members"][0]["id"] = json!("samlp|acme|someone@acme.example");
+        assert!(DirectoryData::from_json(&provisioned).is_ok());
         assert_eq!(
             err(|f| f["members"][1]["id"] = json!("grp_9ZbGfPu9TCHmbkDc")),
             "members[1].id: unknown group grp_9ZbGfPu9TCHmbkDc"

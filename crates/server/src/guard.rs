@@ -68,6 +68,12 @@ scopes! {
     CreateNetworkAcls => "create:network_acls",
     UpdateNetworkAcls => "update:network_acls",
     DeleteNetworkAcls => "delete:network_acls",
+    CreateOrganizations => "create:organizations",
+    ReadGroupMembers => "read:group_members",
+    ReadSessions => "read:sessions",
+    ReadBranding => "read:branding",
+    UpdateBranding => "update:branding",
+    CreateUsers => "create:users",
 }
 
 /// Extracts the verified caller and requires scope `S` (403 `insufficient_scope` otherwise).

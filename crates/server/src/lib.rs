@@ -54,18 +54,25 @@ pub mod auth;
 pub mod rate_limit;
 
 mod body;
+mod branding;
 mod config;
+mod cursor;
+mod directory;
 mod error;
+mod groups;
 mod guard;
 mod internal;
 mod network_acls;
 mod openapi;
+mod organizations;
 mod policy;
 mod query;
 mod routes;
 mod service;
+mod sessions;
 mod sync;
 mod tenant;
+mod tenant_schemas;
 
 use std::sync::Arc;
 

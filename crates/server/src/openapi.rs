@@ -21,13 +21,15 @@ pub(crate) fn document(domain: &str) -> Value {
         operation.insert("operationId".into(), op.operation_id.into());
         operation.insert("summary".into(), op.summary.into());
         let tag = if op.path.starts_with("/api/v2/") {
-            "network-acls"
+            op.path.split('/').nth(3).unwrap_or("network-acls")
         } else {
             "netacl"
         };
         operation.insert("tags".into(), json!([tag]));
         let mut parameters: Vec<Value> = Vec::new();
-        if op.path.contains("{id}") {
+        if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
+            parameters.extend(params);
+        } else if op.path.contains("{id}") {
             parameters.push(json!({
                 "name": "id", "in": "path", "required": true,
                 "description": "The network ACL id (percent-encoded).",
@@ -101,7 +103,7 @@ pub(crate) fn document(domain: &str) -> Value {
             );
         }
     }
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "netacl admin API",
@@ -126,7 +128,9 @@ pub(crate) fn document(domain: &str) -> Value {
             },
             "schemas": schemas()
         }
-    })
+    });
+    crate::tenant_schemas::extend_document(&mut document);
+    document
 }
 
 fn schema_name(body: BodySchema) -> &'static str {
@@ -134,10 +138,16 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::NetworkAclCreate => "NetworkAclCreate",
         BodySchema::NetworkAclUpdate => "NetworkAclUpdate",
         BodySchema::DryRun => "DryRun",
+        BodySchema::OrganizationCreate => "OrganizationCreate",
+        BodySchema::BrandingUpdate => "BrandingUpdate",
+        BodySchema::DirectoryImport => "DirectoryImport",
     }
 }
 
 fn success_schema(operation_id: &str) -> Value {
+    if let Some(schema) = crate::tenant_schemas::success_schema(operation_id) {
+        return schema;
+    }
     match operation_id {
         "get_network-acls" => json!({"oneOf": [
             {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},

@@ -58,6 +58,11 @@ impl<'a> Query<'a> {
         Ok(Some(value))
     }
 
+    /// A string parameter, as given (percent-decoded).
+    pub(crate) fn string(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
     /// A boolean parameter (`true` / `false`).
     pub(crate) fn boolean(&self, name: &str) -> Result<Option<bool>, ApiError> {
         match self.values.get(name).map(String::as_str) {

@@ -8,6 +8,7 @@ use axum::Router;
 use http::Method;
 
 use crate::error::ApiError;
+use crate::{branding, directory, groups, organizations, sessions};
 use crate::{guard, internal, network_acls, openapi, AppState};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
@@ -16,6 +17,9 @@ pub(crate) enum BodySchema {
     NetworkAclCreate,
     NetworkAclUpdate,
     DryRun,
+    OrganizationCreate,
+    BrandingUpdate,
+    DirectoryImport,
 }
 
 /// One operation.
@@ -64,6 +68,27 @@ const WATCH: &[(&str, &str, &str)] = &[
         "integer",
         "Longest wait for a change, 0..60000 (default 25000).",
     ),
+];
+
+const MEMBERS_QUERY: &[(&str, &str, &str)] = &[
+    ("fields", "string", "Comma-separated fields among id, member_type, type, connection_id, created_at (max 256 chars)."),
+    ("include_fields", "boolean", "true (default): answer only the listed fields; false: all but them."),
+    ("from", "string", "The `next` cursor of the previous page."),
+    ("take", "integer", "Members per page, 1..100 (default 50)."),
+];
+
+const SESSIONS_QUERY: &[(&str, &str, &str)] = &[
+    (
+        "include_totals",
+        "boolean",
+        "Also answer the user's session count as `total`.",
+    ),
+    (
+        "from",
+        "string",
+        "The `next` cursor of the previous page (exclusive).",
+    ),
+    ("take", "integer", "Sessions per page, 1..100 (default 50)."),
 ];
 
 /// Every operation the server answers.
@@ -204,6 +229,84 @@ pub(crate) fn operations() -> Vec<Operation> {
             success: (200, "The document"),
             errors: &[],
             route: || get(openapi::serve),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/api/v2/organizations",
+            operation_id: "post_organizations",
+            summary: "Create an organization (enabling connections also needs create:organization_connections)",
+            scope: Some("create:organizations"),
+            query: &[],
+            body: Some(BodySchema::OrganizationCreate),
+            form: true,
+            success: (201, "The stored organization"),
+            errors: &[400, 409, 413, 415],
+            route: || post(organizations::create),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/groups/{id}/members",
+            operation_id: "get_group_members",
+            summary: "List the members of a group, cursor-paged in insertion order",
+            scope: Some("read:group_members"),
+            query: MEMBERS_QUERY,
+            body: None,
+            form: false,
+            success: (200, "A page of members"),
+            errors: &[400, 404],
+            route: || get(groups::members),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/users/{user_id}/sessions",
+            operation_id: "get_user_sessions",
+            summary: "List the sessions of a user, cursor-paged in insertion order",
+            scope: Some("read:sessions"),
+            query: SESSIONS_QUERY,
+            body: None,
+            form: false,
+            success: (200, "A page of sessions"),
+            errors: &[400, 404],
+            route: || get(sessions::list),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/branding",
+            operation_id: "get_branding",
+            summary: "Get the branding settings",
+            scope: Some("read:branding"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The branding settings"),
+            errors: &[400],
+            route: || get(branding::get),
+        },
+        Operation {
+            method: Method::PATCH,
+            path: "/api/v2/branding",
+            operation_id: "patch_branding",
+            summary: "Update the branding settings (merged member-wise into the stored ones)",
+            scope: Some("update:branding"),
+            query: &[],
+            body: Some(BodySchema::BrandingUpdate),
+            form: true,
+            success: (200, "The whole branding settings"),
+            errors: &[400, 413, 415],
+            route: || patch(branding::update),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/directory/import",
+            operation_id: "netacl_directory_import",
+            summary: "Import directory data (connections, users, groups, members, sessions), upserting by id",
+            scope: Some("create:users"),
+            query: &[],
+            body: Some(BodySchema::DirectoryImport),
+            form: false,
+            success: (200, "What the import did"),
+            errors: &[400, 409, 413, 415],
+            route: || post(directory::import),
         },
     ]
 }

@@ -1,0 +1,129 @@
+//! `GET /api/v2/groups/{id}/members`: cursor-paged, with a field projection.
+use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::response::Response;
+use http::request::Parts;
+use http::StatusCode;
+use netacl_model::{GroupId, GROUP_ID_PATTERN};
+use serde_json::{Map, Value};
+
+use crate::cursor::{self, DEFAULT_TAKE, MAX_TAKE};
+use crate::error::{json_response, ApiError};
+use crate::guard::{Authorized, ReadGroupMembers};
+use crate::query::Query;
+use crate::AppState;
+
+/// The fields a member has, the only names `fields` may list.
+pub(crate) const MEMBER_FIELDS: [&str; 5] =
+    ["id", "member_type", "type", "connection_id", "created_at"];
+
+/// The longest `fields` value.
+const MAX_FIELDS_LEN: usize = 256;
+
+/// A group id from the path: percent-decoded, then checked (400 `invalid_uri`).
+pub(crate) struct GroupPath(GroupId);
+
+impl<S: Send + Sync> FromRequestParts<S> for GroupPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|err| ApiError::invalid_uri(err.body_text(), "id"))?;
+        GroupId::parse(&raw).map(GroupPath).ok_or_else(|| {
+            ApiError::invalid_uri(
+                format!("String does not match pattern {GROUP_ID_PATTERN}"),
+                "id",
+            )
+        })
+    }
+}
+
+/// Which fields of each record to answer.
+pub(crate) struct Projection {
+    fields: Vec<String>,
+    include: bool,
+}
+
+impl Projection {
+    /// From `fields` (comma-separated names among `known`, at most 256 characters; empty: all)
+    /// and `include_fields` (default true).
+    pub(crate) fn from_query(query: &Query<'_>, known: &[&str]) -> Result<Self, ApiError> {
+        let include = query.boolean("include_fields")?.unwrap_or(true);
+        let text = query.string("fields").unwrap_or("");
+        let len = text.chars().count();
+        if len > MAX_FIELDS_LEN {
+            return Err(ApiError::invalid_query(
+                format!("String is too long ({len} chars), maximum {MAX_FIELDS_LEN}"),
+                Some("fields"),
+            ));
+        }
+        let mut fields = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if !known.contains(&name) {
+                return Err(ApiError::invalid_query(
+                    format!(
+                        "Unknown field {name:?}; the fields are {}",
+                        known.join(", ")
+                    ),
+                    Some("fields"),
+                ));
+            }
+            fields.push(name.to_owned());
+        }
+        Ok(Self { fields, include })
+    }
+
+    /// The record with only the chosen fields.
+    pub(crate) fn apply(&self, record: Value) -> Value {
+        if self.fields.is_empty() {
+            return record;
+        }
+        match record {
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .filter(|(k, _)| self.fields.contains(k) == self.include)
+                    .collect::<Map<String, Value>>(),
+            ),
+            other => other,
+        }
+    }
+}
+
+/// `GET /groups/{id}/members?fields&include_fields&from&take`.
+pub(crate) async fn members(
+    _: Authorized<ReadGroupMembers>,
+    GroupPath(group): GroupPath,
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(
+        raw.as_deref(),
+        &["fields", "include_fields", "from", "take"],
+    )?;
+    let projection = Projection::from_query(&query, &MEMBER_FIELDS)?;
+    let take = query.integer("take", 1, MAX_TAKE)?.unwrap_or(DEFAULT_TAKE);
+    let after = query.string("from").map(cursor::decode).transpose()?;
+    let tenant = &state.inner.tenant;
+    let page = tenant
+        .store()
+        .group_members(&tenant.id, &group, after, take as u32)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                Some("inexistent_group"),
+                "The group does not exist.",
+            )
+        })?;
+    let members: Vec<Value> = page
+        .items
+        .into_iter()
+        .map(|m| projection.apply(m))
+        .collect();
+    let mut body = Map::new();
+    body.insert("members".into(), Value::Array(members));
+    if let Some(next) = page.next_after {
+        body.insert("next".into(), cursor::encode(next).into());
+    }
+    Ok(json_response(StatusCode::OK, &Value::Object(body)))
+}
