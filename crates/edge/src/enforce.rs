@@ -279,9 +279,11 @@ impl Enforcer {
                 }
                 let decision = policy.evaluate(&request);
                 match (decision.verdict(), decision.rule()) {
-                    (Verdict::Block, Some(rule)) => ConnectionVerdict::Refuse {
-                        rule_id: policy.rule_id(rule).clone(),
-                    },
+                    (Verdict::Block, Some(rule)) => {
+                        let rule_id = policy.rule_id(rule).clone();
+                        self.metrics.record_refusal(rules.version, &rule_id);
+                        ConnectionVerdict::Refuse { rule_id }
+                    }
                     _ => ConnectionVerdict::Accept,
                 }
             }

@@ -47,9 +47,12 @@ struct RuleEntry {
     decided: [AtomicU64; SCOPES],
     /// Requests in which this rule matched in monitoring mode.
     monitored: AtomicU64,
+    /// Connections this rule refused before the TLS handshake.
+    refused: AtomicU64,
     /// Totals carried over from earlier versions.
     base_evaluated: u64,
     base_matched: u64,
+    base_refused: u64,
 }
 
 /// The counters of one rule-set version.
@@ -73,7 +76,7 @@ impl RuleTable {
         }
     }
 
-    fn build(rules: &RuleSet, carried: &HashMap<AclId, (u64, u64)>) -> Self {
+    fn build(rules: &RuleSet, carried: &HashMap<AclId, (u64, u64, u64)>) -> Self {
         let mut active: Vec<_> = rules.acls.iter().filter(|acl| acl.spec.active).collect();
         active.sort_by(|a, b| {
             (a.spec.priority, a.id.as_str()).cmp(&(b.spec.priority, b.id.as_str()))
@@ -81,7 +84,7 @@ impl RuleTable {
         let entries: Vec<RuleEntry> = active
             .iter()
             .map(|acl| {
-                let (base_evaluated, base_matched) =
+                let (base_evaluated, base_matched, base_refused) =
                     carried.get(&acl.id).copied().unwrap_or_default();
                 RuleEntry {
                     id: acl.id.clone(),
@@ -89,8 +92,10 @@ impl RuleTable {
                     action: acl.spec.rule.action().name(),
                     decided: Default::default(),
                     monitored: AtomicU64::new(0),
+                    refused: AtomicU64::new(0),
                     base_evaluated,
                     base_matched,
+                    base_refused,
                 }
             })
             .collect();
@@ -136,6 +141,7 @@ impl RuleTable {
                 scope: rule.scope,
                 evaluated: evaluated.saturating_add(rule.base_evaluated),
                 matched: matched.saturating_add(rule.base_matched),
+                connections_refused: rule.refused.load(Relaxed).saturating_add(rule.base_refused),
             });
         }
         out
@@ -157,6 +163,9 @@ pub struct RuleStat {
     pub evaluated: u64,
     /// Requests the rule matched.
     pub matched: u64,
+    /// Connections the rule refused before the TLS handshake (not counted in `evaluated` or
+    /// `matched`, which count requests).
+    pub connections_refused: u64,
 }
 
 /// Counters of an edge: per rule (see the module docs), per verdict, per connection outcome.
@@ -216,10 +225,10 @@ impl EdgeMetrics {
             // The same version again (a re-sent rule set): keep counting into its table.
             return;
         }
-        let carried: HashMap<AclId, (u64, u64)> = old
+        let carried: HashMap<AclId, (u64, u64, u64)> = old
             .snapshot()
             .into_iter()
-            .map(|s| (s.rule_id, (s.evaluated, s.matched)))
+            .map(|s| (s.rule_id, (s.evaluated, s.matched, s.connections_refused)))
             .collect();
         self.table
             .store(Arc::new(RuleTable::build(rules, &carried)));
@@ -250,6 +259,16 @@ impl EdgeMetrics {
         for id in monitored {
             if let Some(i) = table.by_id.get(id) {
                 table.rules[*i].monitored.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Counts a connection refused by `rule` (of rule-set `version`) before the handshake.
+    pub fn record_refusal(&self, version: u64, rule: &AclId) {
+        let table = self.table.load();
+        if table.version == version {
+            if let Some(i) = table.by_id.get(rule) {
+                table.rules[*i].refused.fetch_add(1, Relaxed);
             }
         }
     }
@@ -347,16 +366,20 @@ impl EdgeMetrics {
         for (name, help) in [
             ("evaluated", "Requests a rule was evaluated for."),
             ("matched", "Requests a rule matched."),
+            (
+                "connections_refused",
+                "Connections a rule refused before the TLS handshake.",
+            ),
         ] {
             let _ = writeln!(
                 out,
                 "# HELP netacl_edge_rule_{name}_total {help}\n# TYPE netacl_edge_rule_{name}_total counter"
             );
             for s in &stats {
-                let value = if name == "evaluated" {
-                    s.evaluated
-                } else {
-                    s.matched
+                let value = match name {
+                    "evaluated" => s.evaluated,
+                    "matched" => s.matched,
+                    _ => s.connections_refused,
                 };
                 let _ = writeln!(
                     out,
@@ -372,7 +395,7 @@ impl EdgeMetrics {
     /// target `netacl_edge::summary`, until the returned task is aborted.
     pub fn spawn_summary(self: Arc<Self>, interval: Duration) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            let mut last: HashMap<AclId, (u64, u64)> = HashMap::new();
+            let mut last: HashMap<AclId, (u64, u64, u64)> = HashMap::new();
             let mut ticker = tokio::time::interval(interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
@@ -386,13 +409,13 @@ impl EdgeMetrics {
     /// Emits the summary events for the counts since `last`; returns the new totals.
     fn emit_summary(
         &self,
-        last: &HashMap<AclId, (u64, u64)>,
+        last: &HashMap<AclId, (u64, u64, u64)>,
         interval: Duration,
-    ) -> HashMap<AclId, (u64, u64)> {
+    ) -> HashMap<AclId, (u64, u64, u64)> {
         let version = self.table.load().version;
         let mut next = HashMap::new();
         for s in self.rule_stats() {
-            let (e0, m0) = last.get(&s.rule_id).copied().unwrap_or_default();
+            let (e0, m0, r0) = last.get(&s.rule_id).copied().unwrap_or_default();
             tracing::info!(
                 target: "netacl_edge::summary",
                 event = "acls_summary",
@@ -403,11 +426,12 @@ impl EdgeMetrics {
                 interval_s = interval.as_secs(),
                 evaluated = s.evaluated.saturating_sub(e0),
                 matched = s.matched.saturating_sub(m0),
+                connections_refused = s.connections_refused.saturating_sub(r0),
                 evaluated_total = s.evaluated,
                 matched_total = s.matched,
                 "acls_summary"
             );
-            next.insert(s.rule_id, (s.evaluated, s.matched));
+            next.insert(s.rule_id, (s.evaluated, s.matched, s.connections_refused));
         }
         next
     }
@@ -511,7 +535,7 @@ mod tests {
             &[],
         );
         let last = m.emit_summary(&HashMap::new(), Duration::from_secs(600));
-        assert_eq!(last.get(&id(A)), Some(&(1, 1)));
+        assert_eq!(last.get(&id(A)), Some(&(1, 1, 0)));
         m.record(
             1,
             RequestScope::Authentication,
@@ -519,7 +543,8 @@ mod tests {
             Some(&id(A)),
             &[],
         );
+        m.record_refusal(1, &id(A));
         let next = m.emit_summary(&last, Duration::from_secs(600));
-        assert_eq!(next.get(&id(A)), Some(&(2, 2)));
+        assert_eq!(next.get(&id(A)), Some(&(2, 2, 1)));
     }
 }

@@ -439,6 +439,11 @@ async fn tls_connections_are_refused_by_ja4_before_the_handshake() {
     assert!(err.starts_with("handshake"), "{err}");
     assert_eq!(upstream.hits.load(Ordering::SeqCst), 0);
     assert_eq!(edge.enforcer().metrics().connections_refused(), 1);
+    let stats = edge.enforcer().metrics().rule_stats();
+    assert_eq!(
+        stats.first().map(|s| (s.connections_refused, s.matched)),
+        Some((1, 0))
+    );
     edge.shutdown();
 
     // A rule naming another fingerprint: the request goes through, with the TLS signals.
