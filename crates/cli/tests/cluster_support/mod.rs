@@ -84,6 +84,27 @@ pub fn fresh_database(url: &str, label: &str) -> String {
     with_dbname(url, &name)
 }
 
+/// The ids of the network ACLs committed in the database at `url`, by priority then id.
+pub fn committed_ids(url: &str) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test database");
+        let driver = tokio::spawn(connection);
+        let rows = client
+            .query("SELECT id FROM network_acls ORDER BY priority, id", &[])
+            .await
+            .expect("query");
+        drop(client);
+        let _ = driver.await;
+        rows.iter().map(|row| row.get(0)).collect()
+    })
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
