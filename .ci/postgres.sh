@@ -12,6 +12,11 @@ netacl_pg_stop() {
     if [[ -n "${NETACL_TEST_PG_DATA:-}" && -f "${NETACL_TEST_PG_DATA}/postmaster.pid" ]]; then
         netacl_pg_as "$NETACL_TEST_PG_BINDIR/pg_ctl" -D "$NETACL_TEST_PG_DATA" -m fast -w stop >/dev/null || true
     fi
+    # Remove the throw-away cluster (only ever one this script made).
+    case "${NETACL_TEST_PG_DATA:-}" in
+        /tmp/netacl-pg.*/data) rm -rf "$(dirname "$NETACL_TEST_PG_DATA")" ;;
+    esac
+    unset NETACL_TEST_DATABASE_URL NETACL_TEST_PG_DATA
 }
 
 netacl_pg_as() {
