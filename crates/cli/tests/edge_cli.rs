@@ -350,3 +350,150 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
     assert_eq!(status(edge, "/login"), Some(403));
     assert_eq!(status(edge, "/api/v2/users"), Some(403));
 }
+
+// ---------------------------------------------------------------------------------------------
+// TLS through the binary: --listen-tls with a self-signed certificate; a JA4 rule refuses the
+// client before the handshake completes, a rule naming another fingerprint lets it through.
+
+struct Pki {
+    dir: tempfile::TempDir,
+    cert_der: rustls::pki_types::CertificateDer<'static>,
+}
+
+fn pki() -> Pki {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["edge.test".to_owned()]).expect("rcgen");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("cert.pem"), certified.cert.pem()).expect("cert");
+    std::fs::write(
+        dir.path().join("key.pem"),
+        certified.key_pair.serialize_pem(),
+    )
+    .expect("key");
+    Pki {
+        dir,
+        cert_der: certified.cert.der().clone(),
+    }
+}
+
+fn tls_client(pki: &Pki) -> std::sync::Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.cert_der.clone()).expect("root");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    std::sync::Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+fn server_name() -> rustls::pki_types::ServerName<'static> {
+    rustls::pki_types::ServerName::try_from("edge.test").expect("name")
+}
+
+/// The JA4 of the ClientHello this client writes (from the bytes rustls produces).
+fn client_ja4(config: &std::sync::Arc<rustls::ClientConfig>) -> String {
+    let mut conn = rustls::ClientConnection::new(config.clone(), server_name()).expect("client");
+    let mut bytes = Vec::new();
+    conn.write_tls(&mut bytes).expect("hello");
+    let hello = netacl_edge::fingerprint::ClientHello::parse(&bytes).expect("parse");
+    netacl_edge::fingerprint::ja4(&hello)
+}
+
+/// One HTTPS GET; `Err` names the stage that failed.
+fn https_get(
+    addr: SocketAddr,
+    config: &std::sync::Arc<rustls::ClientConfig>,
+) -> Result<String, String> {
+    let mut tcp =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let mut conn =
+        rustls::ClientConnection::new(config.clone(), server_name()).map_err(|e| e.to_string())?;
+    for _ in 0..100 {
+        if !conn.is_handshaking() {
+            break;
+        }
+        conn.complete_io(&mut tcp)
+            .map_err(|e| format!("handshake: {e}"))?;
+    }
+    if conn.is_handshaking() {
+        return Err("handshake: did not complete".into());
+    }
+    let mut tls = rustls::Stream::new(&mut conn, &mut tcp);
+    tls.write_all(b"GET /x HTTP/1.1\r\nhost: edge.test\r\nconnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    let _ = tls.read_to_end(&mut response);
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}
+
+fn start_tls_edge(upstream: SocketAddr, rules: &Path, pki: &Pki) -> (Proc, SocketAddr) {
+    let mut child = Command::new(BIN)
+        .arg("edge")
+        .args(["--upstream", &format!("http://{upstream}")])
+        .args(["--listen-tls", "127.0.0.1:0", "--metrics-listen", "off"])
+        .args([
+            "--tls-cert",
+            pki.dir.path().join("cert.pem").to_str().expect("path"),
+        ])
+        .args([
+            "--tls-key",
+            pki.dir.path().join("key.pem").to_str().expect("path"),
+        ])
+        .args(["--rules-file", rules.to_str().expect("path")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn netacl edge");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Proc(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("edge printed its addresses");
+    let tls = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("tls="))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no tls address in {line:?}"));
+    (child, tls)
+}
+
+#[test]
+fn tls_clients_are_refused_by_ja4_before_the_handshake() {
+    let upstream = upstream();
+    let pki = pki();
+    let config = tls_client(&pki);
+    let ja4 = client_ja4(&config);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.json");
+
+    let ours = format!(r#"{{"ja4_fingerprints":["{ja4}"]}}"#);
+    write_atomically(
+        &rules,
+        &format!("[{}]", record(ID1, 1, "block", "tenant", &ours)),
+    );
+    let (edge, addr) = start_tls_edge(upstream, &rules, &pki);
+    let err = https_get(addr, &config).expect_err("refused");
+    assert!(err.starts_with("handshake"), "{err}");
+    drop(edge);
+
+    let other = r#"{"ja4_fingerprints":["t13d1516h2_8daaf6152771_b186095e22b6"]}"#;
+    write_atomically(
+        &rules,
+        &format!("[{}]", record(ID1, 1, "block", "tenant", other)),
+    );
+    let (_edge, addr) = start_tls_edge(upstream, &rules, &pki);
+    let response = https_get(addr, &config).expect("allowed");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with("upstream"), "{response}");
+}
