@@ -48,6 +48,34 @@ pub(crate) fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
     fold_mul(fold_mul(h ^ u64::from_le_bytes(word), K1) ^ K3, K2)
 }
 
+/// ASCII-lowercases the eight bytes of a word at once (bytes >= 0x80 are left alone).
+#[inline]
+fn lower8(x: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let ascii = !x & HIGH;
+    let heptets = x & !HIGH;
+    let at_least_a = heptets.wrapping_add(0x3f3f_3f3f_3f3f_3f3f);
+    let above_z = heptets.wrapping_add(0x2525_2525_2525_2525);
+    x | ((at_least_a & !above_z & ascii) >> 2)
+}
+
+/// Hashes the ASCII-lowercase form of a byte string, without copying it: equal to
+/// `hash_bytes(seed, &bytes.to_ascii_lowercase())`.
+#[inline]
+pub(crate) fn hash_bytes_folded(seed: u64, bytes: &[u8]) -> u64 {
+    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K2);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        h = fold_mul(h ^ lower8(u64::from_le_bytes(word)), K0);
+    }
+    let rest = chunks.remainder();
+    let mut word = [0u8; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    fold_mul(fold_mul(h ^ lower8(u64::from_le_bytes(word)), K1) ^ K3, K2)
+}
+
 /// A key of fixed size that hashes to one word.
 pub(crate) trait FixedKey: Copy + Eq + Default {
     fn hash(self, seed: u64) -> u64;
@@ -243,27 +271,25 @@ impl ByteMap {
         }
     }
 
-    /// The value stored for the ASCII-lowercase form of `key`; the keys must have been stored
-    /// lowercase.
+    /// The value stored for the ASCII-lowercase form of `key` (folded while hashing and
+    /// comparing, no copy); the keys must have been stored lowercase.
     #[inline]
     pub(crate) fn get_caseless(&self, key: &[u8]) -> Option<u32> {
         if key.len() > self.max_len || self.entries.is_empty() {
             return None;
         }
-        if !key.iter().any(u8::is_ascii_uppercase) {
-            return self.get(key);
-        }
-        const STACK: usize = 256;
-        if key.len() <= STACK {
-            let mut buf = [0u8; STACK];
-            let folded = &mut buf[..key.len()];
-            for (to, from) in folded.iter_mut().zip(key) {
-                *to = from.to_ascii_lowercase();
+        let h = hash_bytes_folded(self.seed, key);
+        let tag = (h >> 32) as u32;
+        let mut at = h as usize & self.mask;
+        loop {
+            let (slot_tag, index) = self.slots[at];
+            if index == EMPTY {
+                return None;
             }
-            self.get(folded)
-        } else {
-            // Only reachable when some stored key is longer than the stack buffer.
-            self.get(&key.to_ascii_lowercase())
+            if slot_tag == tag && self.key(index as usize).eq_ignore_ascii_case(key) {
+                return Some(self.entries[index as usize].value);
+            }
+            at = (at + 1) & self.mask;
         }
     }
 
@@ -322,6 +348,33 @@ mod tests {
         assert_eq!(map.get_caseless("X".repeat(300).as_bytes()), Some(3));
         assert_eq!(map.max_len(), 300);
         assert_eq!(ByteMap::build(1, []).get(b""), None);
+    }
+
+    #[test]
+    fn folded_hash_equals_hash_of_the_lowercase_form() {
+        let samples: [&[u8]; 6] = [
+            b"",
+            b"A",
+            b"Login.EXAMPLE.com",
+            b"@[`{AZaz09-_.",
+            "Ünïcode-MIXED-Case-0123456789".as_bytes(),
+            &[0xc0, 0xc1, 0xda, 0xdb, 0x41, 0x5a, 0x80, 0xff, 0x7f],
+        ];
+        for s in samples {
+            assert_eq!(
+                hash_bytes_folded(5, s),
+                hash_bytes(5, &s.to_ascii_lowercase()),
+                "{s:?}"
+            );
+        }
+        for b in 0u8..=255 {
+            let word = u64::from_le_bytes([b; 8]);
+            assert_eq!(
+                lower8(word),
+                u64::from_le_bytes([b.to_ascii_lowercase(); 8]),
+                "{b}"
+            );
+        }
     }
 
     #[test]

@@ -121,6 +121,35 @@ pub struct OutcomeRef<'p> {
     decision: &'p Decision,
 }
 
+impl OutcomeRef<'_> {
+    /// Writes the outcome's JSON (the same text as serialising it with serde_json) without
+    /// going through a serializer: rule ids are base58 and need no escaping; only the redirect
+    /// target is escaped.
+    pub fn write_json<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
+        out.write_all(b"{\"action\":\"")?;
+        out.write_all(self.decision.verdict.as_str().as_bytes())?;
+        match self.decision.rule {
+            Some(rule) => {
+                out.write_all(b"\",\"rule_id\":\"")?;
+                out.write_all(self.policy.rule_id(rule).as_str().as_bytes())?;
+                out.write_all(b"\"")?;
+            }
+            None => out.write_all(b"\",\"rule_id\":null")?,
+        }
+        if let Some(uri) = self.policy.redirect_uri(self.decision) {
+            out.write_all(b",\"redirect_uri\":")?;
+            serde_json::to_writer(&mut *out, uri)?;
+        }
+        out.write_all(b",\"monitored\":[")?;
+        for (i, &rule) in self.decision.monitored.iter().enumerate() {
+            out.write_all(if i == 0 { b"\"" } else { b",\"" })?;
+            out.write_all(self.policy.rule_id(rule).as_str().as_bytes())?;
+            out.write_all(b"\"")?;
+        }
+        out.write_all(b"]}")
+    }
+}
+
 impl Serialize for OutcomeRef<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         struct Monitored<'p>(&'p CompiledPolicy, &'p [RuleIndex]);
@@ -453,7 +482,11 @@ impl CompiledPolicy {
         if self.meta.is_empty() {
             return decision;
         }
-        let hits = self.gather(request);
+        let mut hits = Hits {
+            postings: SmallVec::new(),
+            start: [0; 10],
+        };
+        self.gather(request, &mut hits);
         self.walk(scope_index(request.scope()), &hits, &mut decision);
         decision
     }
@@ -484,70 +517,56 @@ impl CompiledPolicy {
         }
     }
 
-    /// Looks up every indexed signal the request carries.
+    /// Looks up every indexed signal the request carries (straight-line: one probe a signal).
     #[inline]
-    fn gather(&self, request: &Request<'_>) -> Hits {
+    fn gather(&self, request: &Request<'_>, hits: &mut Hits) {
         let ix = &self.indexes;
-        let mut postings: SmallVec<[u32; HITS]> = SmallVec::new();
-        let mut start = [0u32; 10];
+        let Hits { postings, start } = hits;
         let indexed = self.indexed;
-        for (s, signal) in Signal::ALL.into_iter().enumerate() {
-            start[s] = postings.len() as u32;
-            if !indexed.contains(signal) {
-                continue;
-            }
-            match signal {
-                Signal::ClientIp => Self::push_address(
-                    &ix.client_v4,
-                    &ix.client_v6,
-                    request.client_ip(),
-                    &mut postings,
-                ),
-                Signal::ConnectingIp => Self::push_address(
-                    &ix.connecting_v4,
-                    &ix.connecting_v6,
-                    request.connecting_ip(),
-                    &mut postings,
-                ),
-                Signal::Asn => {
-                    if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
-                        postings.extend(map.get(asn));
-                    }
-                }
-                Signal::Country => {
-                    if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
-                        postings.extend(map.get(u16::from_le_bytes(code)));
-                    }
-                }
-                Signal::Subdivision => {
-                    if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
-                        postings.extend(map.get_caseless(code.as_bytes()));
-                    }
-                }
-                Signal::Ja3 => {
-                    if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
-                        postings.extend(map.get(u128::from_le_bytes(ja3)));
-                    }
-                }
-                Signal::Ja4 => {
-                    if let (Some(map), Some(ja4)) = (&ix.ja4, request.ja4()) {
-                        postings.extend(map.get_caseless(ja4.as_bytes()));
-                    }
-                }
-                Signal::UserAgent => {
-                    if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
-                        index.lookup(ua, &mut postings);
-                    }
-                }
-                Signal::Hostname => {
-                    if let (Some(map), Some(host)) = (&ix.hostname, request.hostname()) {
-                        postings.extend(map.get_caseless(host.as_bytes()));
-                    }
-                }
-            }
+        let mut mark = |postings: &SmallVec<[u32; HITS]>, signal: Signal| {
+            start[signal as usize + 1] = postings.len() as u32;
+        };
+        if indexed.contains(Signal::ClientIp) {
+            Self::push_address(&ix.client_v4, &ix.client_v6, request.client_ip(), postings);
         }
-        start[9] = postings.len() as u32;
-        Hits { postings, start }
+        mark(postings, Signal::ClientIp);
+        if indexed.contains(Signal::ConnectingIp) {
+            Self::push_address(
+                &ix.connecting_v4,
+                &ix.connecting_v6,
+                request.connecting_ip(),
+                postings,
+            );
+        }
+        mark(postings, Signal::ConnectingIp);
+        if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
+            postings.extend(map.get(asn));
+        }
+        mark(postings, Signal::Asn);
+        if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
+            postings.extend(map.get(u16::from_le_bytes(code)));
+        }
+        mark(postings, Signal::Country);
+        if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
+            postings.extend(map.get_caseless(code.as_bytes()));
+        }
+        mark(postings, Signal::Subdivision);
+        if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
+            postings.extend(map.get(u128::from_le_bytes(ja3)));
+        }
+        mark(postings, Signal::Ja3);
+        if let (Some(map), Some(ja4)) = (&ix.ja4, request.ja4()) {
+            postings.extend(map.get_caseless(ja4.as_bytes()));
+        }
+        mark(postings, Signal::Ja4);
+        if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
+            index.lookup(ua, postings);
+        }
+        mark(postings, Signal::UserAgent);
+        if let (Some(map), Some(host)) = (&ix.hostname, request.hostname()) {
+            postings.extend(map.get_caseless(host.as_bytes()));
+        }
+        mark(postings, Signal::Hostname);
     }
 
     /// Walks the candidates in rule order and fills in the decision.

@@ -55,24 +55,36 @@ pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Hex digit values; 0x80 marks a byte that is not a hex digit.
+const HEX: [u8; 256] = {
+    let mut table = [0x80u8; 256];
+    let mut c = 0;
+    while c < 10 {
+        table[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        table[b'a' as usize + c] = 10 + c as u8;
+        table[b'A' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    table
+};
+
 fn parse_ja3(text: &str) -> Option<[u8; 16]> {
     let hex = text.as_bytes();
     if hex.len() != 32 {
         return None;
     }
-    let digit = |c: u8| -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    };
     let mut out = [0u8; 16];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = (digit(hex[2 * i])? << 4) | digit(hex[2 * i + 1])?;
+    let mut invalid = 0u8;
+    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (HEX[usize::from(pair[0])], HEX[usize::from(pair[1])]);
+        invalid |= high | low;
+        *byte = (high << 4) | (low & 0x0f);
     }
-    Some(out)
+    (invalid & 0x80 == 0).then_some(out)
 }
 
 impl<'a> Request<'a> {
@@ -338,38 +350,122 @@ pub struct RequestInput {
 #[serde(deny_unknown_fields)]
 pub struct RequestInputRef<'a> {
     /// The request scope by name.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub scope: Option<Cow<'a, str>>,
     /// The request path.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub path: Option<Cow<'a, str>>,
     /// The end user's address.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub client_ip: Option<Cow<'a, str>>,
     /// The connecting peer's address.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub connecting_ip: Option<Cow<'a, str>>,
     /// The client's ASN.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asn: Option<u32>,
     /// The client's country.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub country: Option<Cow<'a, str>>,
     /// The client's subdivision.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub subdivision: Option<Cow<'a, str>>,
     /// JA3 fingerprint.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ja3: Option<Cow<'a, str>>,
     /// JA4 fingerprint.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ja4: Option<Cow<'a, str>>,
     /// User-Agent.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub user_agent: Option<Cow<'a, str>>,
     /// SNI or Host.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "borrow_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub hostname: Option<Cow<'a, str>>,
+}
+
+/// Deserialises an optional string borrowing from the input when it holds no escape (serde's
+/// own `Cow` support always copies inside an `Option`).
+fn borrow_str<'de: 'a, 'a, D>(deserializer: D) -> Result<Option<Cow<'a, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or null")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+        fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+        fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v)))
+        }
+    }
+    deserializer.deserialize_option(Visitor)
 }
 
 struct Fields<'s> {
@@ -489,6 +585,11 @@ mod tests {
         assert_eq!(r.country(), None);
         assert_eq!(r.hostname(), Some("example.com"));
         assert_eq!(r.ja3().map(|b| b[1]), Some(0x23));
+        assert_eq!(parse_ja3("0123456789abcdef0123456789ABCDEG"), None);
+        assert_eq!(
+            parse_ja3("ffffffffffffffffffffffffffffffff"),
+            Some([0xff; 16])
+        );
         let bad = Request::new(RequestScope::Management).with_ja3("xyz");
         assert!(bad.has_ja3());
         assert_eq!(bad.ja3(), None);
@@ -550,5 +651,17 @@ mod tests {
         let r = borrowed.to_request().unwrap();
         assert_eq!(r.client_ip(), Some("2001:db8::1".parse().unwrap()));
         assert_eq!(r.user_agent(), Some("a\"b"));
+        assert!(
+            matches!(borrowed.client_ip, Some(Cow::Borrowed(_))),
+            "no escape: borrowed"
+        );
+        assert!(
+            matches!(borrowed.user_agent, Some(Cow::Owned(_))),
+            "escape: copied"
+        );
+        let nulls: RequestInputRef<'_> =
+            serde_json::from_str(r#"{"hostname": null, "ja4": "x"}"#).unwrap();
+        assert_eq!(nulls.hostname, None);
+        assert!(serde_json::from_str::<RequestInputRef<'_>>(r#"{"hostname": 5}"#).is_err());
     }
 }

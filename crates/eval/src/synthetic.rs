@@ -431,6 +431,12 @@ pub fn generate(config: &SyntheticConfig) -> Synthetic {
         });
     }
 
+    for rule in &mut planned {
+        for list in [&mut rule.matching.asns, &mut rule.not_matching.asns] {
+            list.sort_unstable();
+            list.dedup();
+        }
+    }
     let records = Value::Array(planned.iter().map(record).collect());
     let requests = (0..config.requests)
         .map(|_| request(&mut rng, &planned))

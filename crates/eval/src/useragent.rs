@@ -2,9 +2,10 @@
 //! linear verification.
 //!
 //! Each wildcard pattern (`*` matches any run) is sorted into the cheapest matcher that can find
-//! it: by its literal *prefix* (one hash probe of the user agent's first `n` bytes for each
-//! distinct prefix length), by its literal *suffix* (likewise from the end), or, when it starts
-//! and ends with `*`, by its longest inner literal through an Aho-Corasick automaton. Patterns
+//! it: by its literal *prefix* (a byte trie walked from the user agent's first byte: the walk
+//! stops at the first byte no prefix continues with, usually the first), by its literal *suffix*
+//! (a trie of reversed suffixes walked from the last byte), or, when it starts and ends with `*`,
+//! by its longest inner literal through an Aho-Corasick automaton. Patterns
 //! made only of `*` match every user agent. A pattern found by its anchor is then verified in
 //! time linear in the user agent's length (leftmost-first placement of the pieces, exact for
 //! `*`-only globs), so no input can make matching backtrack.
@@ -14,8 +15,93 @@ use smallvec::SmallVec;
 
 use crate::hash::ByteMap;
 
-/// Above this many distinct prefix (or suffix) lengths, patterns go to the automaton instead.
-const MAX_ANCHOR_LENGTHS: usize = 8;
+const NO_NODE: u32 = u32::MAX;
+
+/// A byte trie of literals; each literal's end node names a group of patterns.
+#[derive(Debug, Clone, Default)]
+struct LiteralTrie {
+    /// The root's children by first byte (empty when there is no literal).
+    root: Vec<u32>,
+    nodes: Vec<TrieNode>,
+    /// Children of every node, sorted by byte within each node.
+    edges: Vec<(u8, u32)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TrieNode {
+    first_edge: u32,
+    edge_count: u32,
+    group: u32,
+}
+
+impl LiteralTrie {
+    fn build(literals: &[(Vec<u8>, u32)]) -> Self {
+        if literals.is_empty() {
+            return Self::default();
+        }
+        // Node 0 is the root.
+        let mut children: Vec<std::collections::BTreeMap<u8, u32>> = vec![Default::default()];
+        let mut groups = vec![NO_NODE];
+        for (literal, group) in literals {
+            let mut node = 0usize;
+            for &byte in literal {
+                let next = children.len() as u32;
+                let child = *children[node].entry(byte).or_insert(next);
+                if child == next {
+                    children.push(Default::default());
+                    groups.push(NO_NODE);
+                }
+                node = child as usize;
+            }
+            groups[node] = *group;
+        }
+        let mut nodes = Vec::with_capacity(children.len());
+        let mut edges = Vec::new();
+        for (kids, group) in children.iter().zip(&groups) {
+            nodes.push(TrieNode {
+                first_edge: edges.len() as u32,
+                edge_count: kids.len() as u32,
+                group: *group,
+            });
+            edges.extend(kids.iter().map(|(&b, &n)| (b, n)));
+        }
+        let mut root = vec![NO_NODE; 256];
+        for (&byte, &node) in &children[0] {
+            root[usize::from(byte)] = node;
+        }
+        Self { root, nodes, edges }
+    }
+
+    /// Calls `found` with the group of every literal that `bytes` starts with, shortest first.
+    #[inline]
+    fn walk(&self, mut bytes: impl Iterator<Item = u8>, mut found: impl FnMut(u32)) {
+        let Some(first) = bytes.next() else {
+            return;
+        };
+        let Some(&start) = self.root.get(usize::from(first)) else {
+            return;
+        };
+        let mut node = start;
+        while node != NO_NODE {
+            let n = self.nodes[node as usize];
+            if n.group != NO_NODE {
+                found(n.group);
+            }
+            let Some(byte) = bytes.next() else {
+                return;
+            };
+            let kids = &self.edges[n.first_edge as usize..(n.first_edge + n.edge_count) as usize];
+            node = match kids.binary_search_by_key(&byte, |&(b, _)| b) {
+                Ok(i) => kids[i].1,
+                Err(_) => NO_NODE,
+            };
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.root.capacity() * 4 + self.nodes.capacity() * 12 + self.edges.capacity() * 8
+    }
+}
 
 /// How the user-agent patterns of a policy are matched (part of [`crate::PolicyStats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -67,11 +153,10 @@ impl Pattern {
 pub(crate) struct UserAgentIndex {
     exact: ByteMap,
     patterns: Vec<Pattern>,
-    /// Prefix literal → range in `anchored`.
-    prefixes: ByteMap,
-    prefix_lengths: Vec<usize>,
-    suffixes: ByteMap,
-    suffix_lengths: Vec<usize>,
+    /// Prefix literals → group.
+    prefixes: LiteralTrie,
+    /// Reversed suffix literals → group.
+    suffixes: LiteralTrie,
     /// Pattern ids grouped by anchor; `ranges[i]` is the slice of group `i`.
     anchored: Vec<u32>,
     ranges: Vec<(u32, u32)>,
@@ -118,29 +203,6 @@ impl UserAgentIndex {
         fn last(p: &Pattern) -> &[u8] {
             p.pieces.last().map_or(&[][..], |x| &**x)
         }
-        let distinct_lengths = |select: fn(&Pattern) -> &[u8]| {
-            let mut lengths: Vec<usize> = patterns
-                .iter()
-                .map(|p| select(p).len())
-                .filter(|&l| l > 0)
-                .collect();
-            lengths.sort_unstable();
-            lengths.dedup();
-            lengths
-        };
-        let use_prefix = distinct_lengths(first).len() <= MAX_ANCHOR_LENGTHS;
-        let suffix_candidates: Vec<usize> = {
-            let mut lengths: Vec<usize> = patterns
-                .iter()
-                .filter(|p| first(p).is_empty() || !use_prefix)
-                .map(|p| last(p).len())
-                .filter(|&l| l > 0)
-                .collect();
-            lengths.sort_unstable();
-            lengths.dedup();
-            lengths
-        };
-        let use_suffix = suffix_candidates.len() <= MAX_ANCHOR_LENGTHS;
 
         let longest_literal = |p: &Pattern| -> Option<Vec<u8>> {
             p.pieces
@@ -153,10 +215,10 @@ impl UserAgentIndex {
         let anchors: Vec<(Anchor, Vec<u8>)> = patterns
             .iter()
             .map(|p| {
-                if use_prefix && !first(p).is_empty() {
+                if !first(p).is_empty() {
                     (Anchor::Prefix, first(p).to_vec())
-                } else if use_suffix && !last(p).is_empty() {
-                    (Anchor::Suffix, last(p).to_vec())
+                } else if !last(p).is_empty() {
+                    (Anchor::Suffix, last(p).iter().rev().copied().collect())
                 } else {
                     match longest_literal(p) {
                         Some(literal) => (Anchor::Inner, literal),
@@ -219,12 +281,6 @@ impl UserAgentIndex {
                 }
             }
         }
-        let lengths_of = |keys: &[(Vec<u8>, u32)]| {
-            let mut lengths: Vec<usize> = keys.iter().map(|(k, _)| k.len()).collect();
-            lengths.sort_unstable();
-            lengths.dedup();
-            lengths
-        };
         let automaton = if inner_literals.is_empty() {
             None
         } else {
@@ -244,10 +300,8 @@ impl UserAgentIndex {
         };
         Self {
             exact: exact_map,
-            prefix_lengths: lengths_of(&prefix_keys),
-            prefixes: ByteMap::build(seed, prefix_keys.iter().map(|(k, g)| (k.as_slice(), *g))),
-            suffix_lengths: lengths_of(&suffix_keys),
-            suffixes: ByteMap::build(seed, suffix_keys.iter().map(|(k, g)| (k.as_slice(), *g))),
+            prefixes: LiteralTrie::build(&prefix_keys),
+            suffixes: LiteralTrie::build(&suffix_keys),
             patterns,
             anchored,
             ranges,
@@ -278,22 +332,12 @@ impl UserAgentIndex {
         if self.patterns.is_empty() {
             return;
         }
-        for &len in &self.prefix_lengths {
-            if len > ua.len() {
-                break;
-            }
-            if let Some(group) = self.prefixes.get(&ua[..len]) {
-                self.verify_group(group, ua, out);
-            }
-        }
-        for &len in &self.suffix_lengths {
-            if len > ua.len() {
-                break;
-            }
-            if let Some(group) = self.suffixes.get(&ua[ua.len() - len..]) {
-                self.verify_group(group, ua, out);
-            }
-        }
+        self.prefixes.walk(ua.iter().copied(), |group| {
+            self.verify_group(group, ua, out)
+        });
+        self.suffixes.walk(ua.iter().rev().copied(), |group| {
+            self.verify_group(group, ua, out)
+        });
         if let Some(automaton) = &self.automaton {
             let mut seen: SmallVec<[u32; 8]> = SmallVec::new();
             for found in automaton.find_overlapping_iter(ua) {
@@ -395,13 +439,20 @@ mod tests {
     }
 
     #[test]
-    fn many_prefix_lengths_fall_back_to_the_automaton() {
-        let owned: Vec<String> = (1..=20).map(|n| format!("{}*", "p".repeat(n))).collect();
+    fn nested_prefixes_and_suffixes_are_all_found() {
+        let owned: Vec<String> = (1..=20)
+            .map(|n| format!("{}*", "p".repeat(n)))
+            .chain((1..=20).map(|n| format!("*{}", "s".repeat(n))))
+            .collect();
         let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
         let idx = index(&refs);
-        assert_eq!(idx.stats().by_prefix, 0);
+        assert_eq!(idx.stats().by_prefix, 20);
+        assert_eq!(idx.stats().by_suffix, 20);
         assert_eq!(hits(&idx, "ppp"), vec![0, 1, 2]);
         assert_eq!(hits(&idx, "xppp"), Vec::<u32>::new());
+        assert_eq!(hits(&idx, "pxss"), vec![0, 20, 21]);
+        assert_eq!(hits(&idx, "ps"), vec![0, 20]);
+        assert_eq!(hits(&idx, ""), Vec::<u32>::new());
     }
 
     #[test]

@@ -83,6 +83,15 @@ fn every_case_file_passes_on_reference_and_compiled() {
                 serde_json::to_string(&policy.outcome_ref(&decision)).expect("serialises"),
                 serde_json::to_string(&by_compiled).expect("serialises"),
             );
+            let mut written = Vec::new();
+            policy
+                .outcome_ref(&decision)
+                .write_json(&mut written)
+                .expect("writes");
+            assert_eq!(
+                String::from_utf8(written).expect("UTF-8"),
+                serde_json::to_string(&by_compiled).expect("serialises"),
+            );
             assert_eq!(decision.version(), version);
             checked += 1;
         }
