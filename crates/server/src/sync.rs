@@ -184,3 +184,158 @@ async fn refresh_clients(tenant: &TenantRuntime, authority: &TenantAuthority) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Two "nodes" on one SQLite file (two store handles): the follower's version-check path,
+    //! which catches up without any notification.
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use netacl_model::{AclId, Limits, NetworkAcl, NetworkAclSpec, Timestamp};
+    use netacl_store::{SqliteStore, Store, StoredClient, TenantId};
+
+    use super::*;
+    use crate::auth::{AuthorityConfig, SigningKey};
+    use crate::tenant::Change;
+
+    fn acl(seed: u128, priority: u64) -> NetworkAcl {
+        let spec = NetworkAclSpec::from_json(
+            &serde_json::json!({
+                "description": "t", "active": true, "priority": priority,
+                "rule": {"action": {"block": true}, "scope": "tenant",
+                         "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}
+            }),
+            &Limits::default(),
+        )
+        .expect("spec");
+        let now = Timestamp::from_unix_millis(1_700_000_000_000);
+        NetworkAcl {
+            id: AclId::from_random(seed),
+            spec,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    async fn node(dir: &std::path::Path) -> Arc<TenantRuntime> {
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(dir, Limits::default()).expect("open"));
+        let tenant = TenantId::default_tenant();
+        store
+            .ensure_tenant(&tenant, "localhost")
+            .await
+            .expect("tenant");
+        TenantRuntime::load(store, tenant, Limits::default())
+            .await
+            .expect("load")
+    }
+
+    fn authority() -> Arc<TenantAuthority> {
+        let key = SigningKey::generate().expect("key");
+        Arc::new(
+            TenantAuthority::new(AuthorityConfig::new("localhost"), key, []).expect("authority"),
+        )
+    }
+
+    /// Polls `f` every 10 ms for at most 10 s.
+    async fn eventually(mut f: impl FnMut() -> bool) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if f() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn version_checks_alone_bring_a_node_up_to_date() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (node(dir.path()).await, node(dir.path()).await);
+        let mut watch = b.subscribe();
+        let _follower =
+            StoreFollower::start(Arc::clone(&b), authority(), None, Duration::from_millis(20));
+
+        let record = acl(1, 10);
+        a.apply(Change::Create(Box::new(record.clone())))
+            .await
+            .expect("create on a");
+        assert!(
+            eventually(|| b.snapshot().version == 1).await,
+            "b caught up"
+        );
+        assert_eq!(b.policy().version(), 1);
+        assert_eq!(
+            b.snapshot().get(&record.id).map(|s| s.acl.clone()),
+            Some(record.clone())
+        );
+        // The watch long polls of b were woken with the new version.
+        assert_eq!(*watch.borrow_and_update(), 1);
+
+        a.apply(Change::Delete(record.id.clone()))
+            .await
+            .expect("delete on a");
+        assert!(
+            eventually(|| b.snapshot().version == 2).await,
+            "b caught up again"
+        );
+        assert!(b.snapshot().get(&record.id).is_none());
+        assert_eq!(b.policy().version(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_stale_node_refuses_a_write_and_succeeds_after_catching_up() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (node(dir.path()).await, node(dir.path()).await);
+        a.apply(Change::Create(Box::new(acl(1, 10))))
+            .await
+            .expect("create on a");
+        // b still serves version 0: its write is conditioned on it and refused, nothing written.
+        let refused = b
+            .apply(Change::Create(Box::new(acl(2, 20))))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(refused.status(), http::StatusCode::CONFLICT);
+        assert_eq!(b.snapshot().version, 0);
+        assert_eq!(b.refresh_from_store().await.expect("refresh"), 1);
+        b.apply(Change::Create(Box::new(acl(2, 20))))
+            .await
+            .expect("retry on b");
+        assert_eq!(b.snapshot().version, 2);
+        assert_eq!(a.refresh_from_store().await.expect("refresh a"), 2);
+        assert_eq!(a.snapshot().ordered.len(), 2);
+        // Nothing to do when up to date.
+        assert_eq!(a.refresh_from_store().await.expect("again"), 2);
+    }
+
+    #[tokio::test]
+    async fn clients_registered_on_another_node_are_honoured() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let b = node(dir.path()).await;
+        let authority = authority();
+        assert!(authority.client("ops").is_none());
+        let other = SqliteStore::open(dir.path(), Limits::default()).expect("open");
+        let stored = StoredClient {
+            client_id: "ops".into(),
+            secret_hash: crate::auth::hash_client_secret("a-long-enough-secret-for-ops"),
+            scopes: vec!["read:network_acls".into()],
+            created_at_ms: 1,
+        };
+        netacl_store::CredentialStore::put_client(&other, &b.id, &stored)
+            .await
+            .expect("client");
+        let _follower = StoreFollower::start(
+            Arc::clone(&b),
+            Arc::clone(&authority),
+            None,
+            Duration::from_millis(20),
+        );
+        assert!(eventually(|| authority.client("ops").is_some()).await);
+        let record = authority.client("ops").expect("client");
+        assert_eq!(record.scopes, stored.scopes);
+        assert_eq!(record.secret_hash, stored.secret_hash);
+    }
+}
