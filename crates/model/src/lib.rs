@@ -49,6 +49,9 @@
 //! | PATCH body | [`NetworkAclPatch::from_json`] | [`NetworkAclPatch`] (apply it with [`NetworkAclPatch::apply`]) |
 //! | stored record (`GET` answer) | [`NetworkAcl::from_json`] | [`NetworkAcl`] |
 //! | rule file: an array of records or the list envelope `{"network_acls": [...]}` | [`RuleSet::from_json`] | [`RuleSet`] |
+//! | organization create body | [`OrganizationSpec::from_json`] | [`OrganizationSpec`] (answered by [`Organization::to_json`]) |
+//! | `PATCH /branding` body | [`BrandingPatch::from_json`] | [`BrandingPatch`] (merged by [`BrandingSettings::apply`]) |
+//! | directory import file | [`DirectoryData::from_json`] | [`DirectoryData`] |
 //!
 //! `to_json` goes back the other way, giving every value exactly as it was accepted: CIDRs keep
 //! their host bits (`10.1.2.3/8`), codes and hostnames keep their case, lists keep their order.
