@@ -95,11 +95,11 @@ fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
     None
 }
 
-/// Starts `netacl edge` with `args` and returns it with its plain-HTTP address.
-fn start_edge(args: &[&str]) -> (Proc, SocketAddr) {
+/// Starts `netacl edge` with `args` and returns it with its plain-HTTP and metrics addresses.
+fn start_edge(args: &[&str]) -> (Proc, SocketAddr, SocketAddr) {
     let mut child = Command::new(BIN)
         .arg("edge")
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .args(args)
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
@@ -117,12 +117,13 @@ fn start_edge(args: &[&str]) -> (Proc, SocketAddr) {
     let line = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("edge printed its addresses");
-    let http = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http="))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no http address in {line:?}"));
-    (child, http)
+    let addr = |key: &str| -> SocketAddr {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} address in {line:?}"))
+    };
+    (child, addr("http="), addr("metrics="))
 }
 
 fn record(id: &str, priority: u64, action: &str, scope: &str, criteria: &str) -> String {
@@ -154,7 +155,8 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
     );
     let upstream_url = format!("http://{upstream}");
     let rules_arg = rules.to_str().expect("utf-8 path");
-    let (_edge, addr) = start_edge(&["--upstream", &upstream_url, "--rules-file", rules_arg]);
+    let (_edge, addr, metrics) =
+        start_edge(&["--upstream", &upstream_url, "--rules-file", rules_arg]);
 
     assert_eq!(status(addr, "/api/v2/users"), Some(403));
     assert_eq!(status(addr, "//%61pi/v2/users"), Some(403));
@@ -162,6 +164,23 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
         http(addr, "GET", "/login", &[], ""),
         Some((200, "upstream".to_owned()))
     );
+
+    // The admin-only metrics listener.
+    let (code, text) = http(metrics, "GET", "/metrics", &[], "").expect("metrics");
+    assert_eq!(code, 200);
+    assert!(
+        text.contains("netacl_edge_requests_total{verdict=\"block\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("netacl_edge_requests_total{verdict=\"none\"} 1"),
+        "{text}"
+    );
+    let rule_line = format!(
+        "netacl_edge_rule_matched_total{{rule_id=\"{ID1}\",action=\"block\",scope=\"management\"}} 2"
+    );
+    assert!(text.contains(&rule_line), "{text}");
+    assert_eq!(status(metrics, "/"), Some(404));
 
     // A new file: the tenant is blocked everywhere.
     write_atomically(
@@ -204,7 +223,7 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
 fn acl_off_passes_everything() {
     let upstream = upstream();
     let upstream_url = format!("http://{upstream}");
-    let (_edge, addr) = start_edge(&["--upstream", &upstream_url, "--acl", "off"]);
+    let (_edge, addr, _) = start_edge(&["--upstream", &upstream_url, "--acl", "off"]);
     assert_eq!(
         http(addr, "GET", "/api/v2/users", &[], ""),
         Some((200, "upstream".to_owned()))
@@ -310,7 +329,7 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
 
     let upstream_url = format!("http://{upstream}");
     let rules_url = format!("http://{serve_addr}");
-    let (_edge, edge) = start_edge(&[
+    let (_edge, edge, _) = start_edge(&[
         "--upstream",
         &upstream_url,
         "--rules-url",
