@@ -351,21 +351,35 @@ fn take(tokens: &mut f64) -> (bool, f64) {
     }
 }
 
-/// Make room in a full shard: drop every bucket that has refilled completely; if none
-/// has, drop the least recently updated one.
+/// Make room in a full shard. Buckets that have refilled completely go first (a full
+/// bucket carries no state: a new one is identical). If that frees less than an eighth of
+/// the shard, the least recently updated buckets go too, up to an eighth, so that a flood
+/// of new keys costs one scan per `len / 8` insertions rather than one per insertion.
 fn evict(buckets: &mut HashMap<Box<str>, Bucket>, now: Duration, burst: f64, rate: f64) {
     let before = buckets.len();
     buckets.retain(|_, b| refilled(b, now, burst, rate) < burst);
-    if buckets.len() < before {
+    let wanted = (before / 8).max(1);
+    let freed = before - buckets.len();
+    let count = wanted.saturating_sub(freed).min(buckets.len());
+    if count == 0 {
         return;
     }
-    let oldest = buckets
-        .iter()
-        .min_by_key(|(_, b)| b.updated)
-        .map(|(k, _)| k.clone());
-    if let Some(key) = oldest {
-        buckets.remove(&key);
-    }
+    let mut times: Vec<Duration> = buckets.values().map(|b| b.updated).collect();
+    let (_, cutoff, _) = times.select_nth_unstable(count - 1);
+    let cutoff = *cutoff;
+    // Everything older than the cutoff goes, and as many at the cutoff as still needed.
+    let older = times.iter().filter(|t| **t < cutoff).count();
+    let mut ties_to_drop = count - older;
+    buckets.retain(|_, b| {
+        if b.updated < cutoff {
+            false
+        } else if b.updated == cutoff && ties_to_drop > 0 {
+            ties_to_drop -= 1;
+            false
+        } else {
+            true
+        }
+    });
 }
 
 #[cfg(test)]
@@ -491,5 +505,37 @@ mod tests {
         );
         evict(&mut m, Duration::from_secs(100), 3.0, 1.0);
         assert_eq!(keys(&m), ["busy"]);
+    }
+
+    #[test]
+    fn eviction_under_a_flood_drops_the_oldest_eighth() {
+        let mut m: HashMap<Box<str>, Bucket> = HashMap::new();
+        for i in 0..16u64 {
+            m.insert(
+                format!("k{i}").into(),
+                Bucket {
+                    tokens: 0.0,
+                    updated: Duration::from_secs(1_000 + i),
+                },
+            );
+        }
+        // Nothing has refilled (rate is tiny), so the two oldest go.
+        evict(&mut m, Duration::from_secs(1_016), 3.0, 1e-9);
+        assert_eq!(m.len(), 14);
+        assert!(!m.contains_key("k0") && !m.contains_key("k1") && m.contains_key("k2"));
+        // Equal times: exactly the wanted number goes, not every tie.
+        let mut m: HashMap<Box<str>, Bucket> = (0..16)
+            .map(|i| {
+                (
+                    format!("t{i}").into(),
+                    Bucket {
+                        tokens: 0.0,
+                        updated: Duration::from_secs(5),
+                    },
+                )
+            })
+            .collect();
+        evict(&mut m, Duration::from_secs(5), 3.0, 1.0);
+        assert_eq!(m.len(), 14);
     }
 }

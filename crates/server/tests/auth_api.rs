@@ -1291,7 +1291,7 @@ fn verifier_refuses_each_attack_for_its_own_reason() {
         ),
         (
             "oversized",
-            format!("{valid}{}", "A".repeat(9000)),
+            format!("{valid}{}", "A".repeat(40_000)),
             AuthError::MalformedToken,
         ),
     ];
@@ -1308,4 +1308,35 @@ fn verifier_refuses_each_attack_for_its_own_reason() {
         principal.scopes().collect::<Vec<_>>(),
         ["read:network_acls", "create:network_acls"]
     );
+}
+
+/// A token with every management scope on a long tenant domain is well over 8 KiB; it must
+/// still be issued and accepted.
+#[tokio::test]
+async fn all_scopes_token_on_a_long_domain_is_accepted() {
+    let domain = "a-rather-long-tenant-name-for-testing.eu.identity-provider.example.com";
+    let key = SigningKey::from_pem(our_key_pem()).expect("load key");
+    let authority =
+        Arc::new(TenantAuthority::new(AuthorityConfig::new(domain), key, []).expect("authority"));
+    let record = authority.management_client(
+        CLIENT_ID,
+        hash_client_secret(CLIENT_SECRET),
+        MANAGEMENT_SCOPES.iter().copied(),
+    );
+    authority.upsert_client(record).expect("client");
+    let audience = format!("https://{domain}/api/v2/");
+    let app = app(authority);
+    let answer = send(
+        &app,
+        token_request(
+            Some("application/json"),
+            json_token_body(CLIENT_SECRET, &audience),
+        ),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let token = answer.body["access_token"].as_str().expect("token");
+    assert!(token.len() > 8 * 1024, "token is {} bytes", token.len());
+    let list = send(&app, api_get(Some(&bearer(token)))).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
 }
