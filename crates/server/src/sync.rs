@@ -42,7 +42,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::auth::TenantAuthority;
-use crate::tenant::TenantRuntime;
+use crate::tenant::{LoadError, TenantRuntime};
 
 /// How often a follower compares the committed version with the served one, by default.
 pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_millis(500);
@@ -92,6 +92,7 @@ async fn follow(
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut reachable = true;
     let mut clients_read_at: Option<Instant> = None;
+    let mut last_compile_error: Option<String> = None;
     loop {
         let wake = tokio::select! {
             _ = ticker.tick() => Wake::Tick,
@@ -122,9 +123,24 @@ async fn follow(
                     tracing::info!(version, "database reachable again");
                     reachable = true;
                 }
+                last_compile_error = None;
                 if version != before {
                     tracing::debug!(from = before, to = version, "caught up with the database");
                 }
+            }
+            Err(LoadError::Compile(reason)) => {
+                // Another node committed a rule set this node cannot compile (its limits differ):
+                // keep enforcing the last good one, and say so once per reason.
+                if last_compile_error.as_deref() != Some(reason.as_str()) {
+                    tracing::error!(
+                        %reason,
+                        version = before,
+                        "the committed rule set does not compile on this node; \
+                         serving the last one (check that all nodes run with the same limits)"
+                    );
+                    last_compile_error = Some(reason);
+                }
+                continue;
             }
             Err(err) => {
                 if reachable {

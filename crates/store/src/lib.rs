@@ -6,8 +6,10 @@
 //! version the caller expects, so a writer that built its new rule set from a stale snapshot is
 //! refused ([`StoreError::VersionConflict`]) instead of silently overwriting.
 //!
-//! The embedded backend is SQLite ([`SqliteStore`]: WAL, `synchronous=FULL`, one writer). A
-//! networked backend implements the same [`Store`] trait.
+//! The embedded backend is SQLite ([`SqliteStore`]: WAL, `synchronous=FULL`, one writer). The
+//! networked backend, PostgreSQL ([`PostgresStore`]), implements the same [`Store`] trait for
+//! several admin nodes sharing one database, and announces every committed ACL change
+//! ([`PostgresStore::listen`]). One conformance suite (`tests/conformance.rs`) runs against both.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

@@ -43,6 +43,27 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The PostgreSQL store. Cheap to clone (the pool is shared).
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use netacl_model::Limits;
+/// use netacl_store::{ChangeNotice, PostgresStore, TenantId, TenantStore};
+///
+/// let store =
+///     PostgresStore::connect("postgres://netacl@127.0.0.1:5432/netacl", Limits::default()).await?;
+/// let mut changes = store.listen();
+/// let tenant = store.ensure_tenant(&TenantId::default_tenant(), "acl.example.com").await?;
+/// println!("rule-set version {}", tenant.acl_version);
+/// // Another node commits a change: every listener hears `<tenant>:<version>`.
+/// while let Some(notice) = changes.recv().await {
+///     if let ChangeNotice::Changed { tenant, version } = notice {
+///         println!("{tenant} is now at version {version}");
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
