@@ -183,12 +183,16 @@ where
         // The service that was polled ready serves this request; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let method = request.method().clone();
-        let path = request.uri().path().to_owned();
+        // Passing requests are logged at DEBUG: copy what the event needs only when it is on.
+        let access = tracing::enabled!(target: "netacl_edge::access", tracing::Level::DEBUG)
+            || !decision.monitored.is_empty();
+        let logged = access.then(|| (request.method().clone(), request.uri().path().to_owned()));
         request.extensions_mut().insert(decision.clone());
         Box::pin(async move {
             let response = inner.call(request).await?;
-            log_decision(&decision, &method, &path, response.status().as_u16());
+            if let Some((method, path)) = logged {
+                log_decision(&decision, &method, &path, response.status().as_u16());
+            }
             let mut response = response.map(Either::Left);
             response.extensions_mut().insert(decision);
             Ok(response)
