@@ -15,7 +15,7 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use netacl_eval::Engine;
 use netacl_model::RuleSet;
@@ -514,7 +514,11 @@ where
         request.extensions_mut().insert(info.clone());
         service.clone().oneshot(request)
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A timer makes hyper enforce its header-read timeout (30 s) on HTTP/1 connections, so a
+    // client trickling headers cannot hold a connection forever.
+    builder.http1().timer(TokioTimer::new());
+    builder.http2().timer(TokioTimer::new());
     if let Err(err) = builder.serve_connection(io, svc).await {
         tracing::debug!(error = %err, "connection ended with an error");
     }
