@@ -797,3 +797,76 @@ async fn remote_source_follows_versions_refreshes_tokens_and_keeps_rules_through
     );
     task.abort();
 }
+
+// ---------------------------------------------------------------------------------------------
+// In process: the engine is fed by its owner (as `netacl serve` does), the edge follows the
+// rule sets sent on `rule_updates` for connection-level refusal and counters.
+
+#[tokio::test]
+async fn in_process_engine_owner_feeds_the_edge() {
+    let upstream = upstream().await;
+    let engine = Arc::new(Engine::new());
+    let (updates, rx) = tokio::sync::watch::channel(Arc::new(RuleSet::default()));
+    let mut config = EdgeConfig::new(format!("http://{}", upstream.addr).parse().expect("uri"));
+    config.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    config.metrics_listen = None;
+    config.rule_updates = Some(rx);
+    let edge = start_edge(engine.clone(), config)
+        .await
+        .expect("edge starts");
+
+    // The owner publishes a rule set and tells the edge.
+    let ja4_value = "t13d1516h2_8daaf6152771_b186095e22b6";
+    let set = rules(
+        7,
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "tenant",
+            json!({"match": {"ja4_fingerprints": [ja4_value]}}),
+        )],
+    );
+    engine.publish(&set).expect("compiles");
+    updates.send_replace(Arc::new(set));
+
+    let peer: IpAddr = "192.0.2.1".parse().expect("ip");
+    let tls = TlsInfo::new(None, &"0".repeat(32), ja4_value);
+    let refused = eventually(|| {
+        matches!(
+            edge.enforcer().check_connection(peer, Some(&tls)),
+            netacl_edge::ConnectionVerdict::Refuse { .. }
+        )
+    })
+    .await;
+    assert!(
+        refused,
+        "connection-level rules follow the owner's rule sets"
+    );
+    let other = TlsInfo::new(
+        None,
+        &"0".repeat(32),
+        "t13d0000h2_000000000000_000000000000",
+    );
+    assert_eq!(
+        edge.enforcer().check_connection(peer, Some(&other)),
+        netacl_edge::ConnectionVerdict::Accept
+    );
+    assert_eq!(edge.enforcer().metrics().rule_stats().len(), 1);
+
+    // Plain HTTP through the proxy uses the owner's engine.
+    let addr = edge.http_addr().expect("http addr");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(b"GET /a HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
+        .await
+        .expect("in time")
+        .expect("read");
+    assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 1);
+    edge.shutdown();
+}
