@@ -437,10 +437,205 @@ fn host_without_port(value: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::host_without_port;
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn record(n: u128, priority: u64, action: Value, scope: &str, criteria: Value) -> Value {
+        let mut rule = json!({"action": action, "scope": scope});
+        if let Value::Object(c) = criteria {
+            for (k, v) in c {
+                rule[k] = v;
+            }
+        }
+        json!({
+            "id": AclId::from_random(n).to_string(), "description": "t", "active": true,
+            "priority": priority, "rule": rule,
+            "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+        })
+    }
+
+    const JA4: &str = "t13d1516h2_8daaf6152771_b186095e22b6";
+
+    fn enforcer(records: Vec<Value>) -> Enforcer {
+        let trusted = crate::TrustedProxies::parse(["10.0.0.0/8"]).unwrap();
+        let enforcer = Enforcer::new(
+            Arc::new(Engine::new()),
+            ClientAddrResolver::new(trusted, crate::ForwardedHeader::XForwardedFor),
+        );
+        let rules = RuleSet::from_json(&Value::Array(records), 1, &netacl_model::Limits::default())
+            .unwrap();
+        enforcer.apply_rules(&rules).unwrap();
+        enforcer
+    }
+
+    fn refused(e: &Enforcer, peer: &str, sni: Option<&str>) -> bool {
+        let tls = TlsInfo::new(sni, &"0".repeat(32), JA4);
+        matches!(
+            e.check_connection(peer.parse().unwrap(), Some(&tls)),
+            ConnectionVerdict::Refuse { .. }
+        )
+    }
+
+    fn block(n: u128, p: u64, scope: &str, criteria: Value) -> Value {
+        record(n, p, json!({"block": true}), scope, criteria)
+    }
+
+    #[test]
+    fn certain_tenant_block_refuses() {
+        let e = enforcer(vec![block(
+            1,
+            5,
+            "tenant",
+            json!({"match": {"ja4_fingerprints": [JA4]}}),
+        )]);
+        assert!(refused(&e, "192.0.2.1", None));
+        assert!(refused(&e, "10.0.0.1", Some("a.example")));
+    }
+
+    #[test]
+    fn an_earlier_uncertain_allow_prevents_refusal() {
+        let e = enforcer(vec![
+            record(
+                1,
+                1,
+                json!({"allow": true}),
+                "tenant",
+                json!({"match": {"user_agents": ["monitor/*"]}}),
+            ),
+            block(
+                2,
+                5,
+                "tenant",
+                json!({"match": {"ja4_fingerprints": [JA4]}}),
+            ),
+        ]);
+        assert!(!refused(&e, "192.0.2.1", None));
+        // The same allow on a certain signal that does not match: refused.
+        let e = enforcer(vec![
+            record(
+                1,
+                1,
+                json!({"allow": true}),
+                "tenant",
+                json!({"match": {"connecting_ipv4_cidrs": ["198.51.100.0/24"]}}),
+            ),
+            block(
+                2,
+                5,
+                "tenant",
+                json!({"match": {"ja4_fingerprints": [JA4]}}),
+            ),
+        ]);
+        assert!(refused(&e, "192.0.2.1", None));
+        assert!(!refused(&e, "198.51.100.1", None));
+    }
+
+    #[test]
+    fn uncertain_blocks_are_skipped_not_barriers() {
+        let e = enforcer(vec![
+            block(
+                1,
+                1,
+                "management",
+                json!({"match": {"ja4_fingerprints": [JA4]}}),
+            ),
+            block(
+                2,
+                2,
+                "tenant",
+                json!({"not_match": {"user_agents": ["good/*"]}}),
+            ),
+            block(
+                3,
+                5,
+                "tenant",
+                json!({"match": {"ja4_fingerprints": [JA4]}}),
+            ),
+        ]);
+        assert!(refused(&e, "192.0.2.1", None));
+        // Rules naming HTTP-level signals alone never refuse a connection.
+        let e = enforcer(vec![block(
+            2,
+            2,
+            "tenant",
+            json!({"not_match": {"user_agents": ["good/*"]}}),
+        )]);
+        assert!(!refused(&e, "192.0.2.1", None));
+        // Nor does a scope narrower than the tenant.
+        let e = enforcer(vec![block(
+            1,
+            1,
+            "management",
+            json!({"match": {"ja4_fingerprints": [JA4]}}),
+        )]);
+        assert!(!refused(&e, "192.0.2.1", None));
+    }
+
+    #[test]
+    fn client_address_is_known_only_for_direct_peers() {
+        let e = enforcer(vec![block(
+            1,
+            1,
+            "tenant",
+            json!({"match": {"ipv4_cidrs": ["0.0.0.0/0"]}}),
+        )]);
+        assert!(refused(&e, "192.0.2.1", None));
+        // Behind a trusted proxy the client address comes with the request.
+        assert!(!refused(&e, "10.0.0.1", None));
+        let e = enforcer(vec![block(
+            1,
+            1,
+            "tenant",
+            json!({"match": {"connecting_ipv4_cidrs": ["10.0.0.0/8"]}}),
+        )]);
+        assert!(refused(&e, "10.0.0.1", None));
+    }
+
+    #[test]
+    fn hostname_is_known_only_with_sni() {
+        let e = enforcer(vec![block(
+            1,
+            1,
+            "tenant",
+            json!({"match": {"hostnames": ["bad.example"]}}),
+        )]);
+        assert!(refused(&e, "192.0.2.1", Some("BAD.example.")));
+        assert!(!refused(&e, "192.0.2.1", Some("good.example")));
+        assert!(!refused(&e, "192.0.2.1", None));
+        let e = enforcer(vec![block(
+            1,
+            1,
+            "tenant",
+            json!({"not_match": {"hostnames": ["good.example"]}}),
+        )]);
+        assert!(
+            !refused(&e, "192.0.2.1", None),
+            "without SNI the Host header decides later"
+        );
+        assert!(refused(&e, "192.0.2.1", Some("other.example")));
+    }
+
+    #[test]
+    fn stale_connection_rules_are_not_used() {
+        let e = enforcer(vec![block(
+            1,
+            1,
+            "tenant",
+            json!({"match": {"ja4_fingerprints": [JA4]}}),
+        )]);
+        // The engine moves on without the enforcer knowing: connection rules stand down.
+        e.engine()
+            .publish(&RuleSet {
+                version: 2,
+                acls: vec![],
+            })
+            .unwrap();
+        assert!(!refused(&e, "192.0.2.1", None));
+    }
 
     #[test]
     fn hosts() {
+        use super::host_without_port;
         assert_eq!(host_without_port("Example.com:8443"), Some("Example.com"));
         assert_eq!(host_without_port("example.com"), Some("example.com"));
         assert_eq!(host_without_port("[2001:db8::1]:443"), Some("2001:db8::1"));
