@@ -48,12 +48,20 @@ struct Api {
 
 struct Answer {
     status: StatusCode,
+    headers: http::HeaderMap,
     body: Value,
     content_type: Option<String>,
 }
 
 async fn start_in(dir: &std::path::Path) -> (AdminService, String) {
-    let config = ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled());
+    start_with(
+        dir,
+        ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled()),
+    )
+    .await
+}
+
+async fn start_with(dir: &std::path::Path, config: ServerConfig) -> (AdminService, String) {
     let store = Arc::new(SqliteStore::open(dir, config.limits).expect("store"));
     let tenant = TenantId::default_tenant();
     store.ensure_tenant(&tenant, DOMAIN).await.expect("tenant");
@@ -133,6 +141,7 @@ impl Api {
             .await
             .expect("infallible");
         let status = response.status();
+        let headers = response.headers().clone();
         let content_type = response
             .headers()
             .get("content-type")
@@ -147,6 +156,7 @@ impl Api {
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Answer {
             status,
+            headers,
             body,
             content_type,
         }
@@ -1278,4 +1288,101 @@ async fn the_openapi_document_covers_the_tenant_endpoints_with_closed_bodies() {
         .filter_map(|p| p["name"].as_str())
         .collect();
     assert_eq!(names, ["id", "fields", "include_fields", "from", "take"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Rate limits
+
+#[tokio::test]
+async fn tenant_endpoints_carry_rate_limit_headers_and_answer_429_past_the_burst() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let limited = ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig {
+        burst: 9,
+        per_second: 0.001,
+    });
+    let (service, token) = start_with(dir.path(), limited).await;
+    let api = Api {
+        router: service.router(),
+        service,
+        token,
+        dir,
+    };
+    let answers = vec![
+        api.send(
+            Method::POST,
+            "/_netacl/v1/directory/import",
+            Some(directory()),
+        )
+        .await,
+        api.send(
+            Method::POST,
+            "/api/v2/organizations",
+            Some(json!({"name": "rl"})),
+        )
+        .await,
+        api.send(
+            Method::POST,
+            "/api/v2/organizations",
+            Some(json!({"name": "rl"})),
+        )
+        .await,
+        api.send(
+            Method::GET,
+            &format!("/api/v2/groups/{GROUP}/members"),
+            None,
+        )
+        .await,
+        api.send(
+            Method::GET,
+            "/api/v2/groups/grp_9ZbGfPu9TCHmbkDc/members",
+            None,
+        )
+        .await,
+        api.send(Method::GET, "/api/v2/users/auth0%7C123/sessions", None)
+            .await,
+        api.send(Method::PATCH, "/api/v2/branding", Some(json!({})))
+            .await,
+        api.send(
+            Method::PATCH,
+            "/api/v2/branding",
+            Some(json!({"logo_url": null})),
+        )
+        .await,
+        api.send(Method::GET, "/api/v2/branding", None).await,
+        api.send(Method::GET, "/api/v2/branding", None).await,
+    ];
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status.as_u16()).collect();
+    assert_eq!(statuses, [200, 201, 409, 200, 404, 200, 400, 200, 200, 429]);
+    let mut remaining = Vec::new();
+    for answer in &answers {
+        for header in [
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+        ] {
+            assert!(
+                answer.headers.contains_key(header),
+                "{header} missing on {}",
+                answer.status
+            );
+        }
+        remaining.push(
+            answer.headers["x-ratelimit-remaining"]
+                .to_str()
+                .expect("header")
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        remaining,
+        ["8", "7", "6", "5", "4", "3", "2", "1", "0", "0"]
+    );
+    let limited = answers.last().expect("answers");
+    assert_error(
+        limited,
+        429,
+        "too_many_requests",
+        "Global limit has been reached",
+    );
+    assert!(limited.headers.contains_key("retry-after"));
 }
