@@ -7,6 +7,10 @@
 //! written with `mmdb-writer`, and the synthetic tenant of `netacl_eval::synthetic` (1,000 rules
 //! over countries, subdivisions, ASNs, CIDRs, ...).
 //!
+//! The hot cases cycle over 4,096 addresses (a few thousand networks, which the location cache
+//! holds); `lookup/all_cold` cycles over 262,144 networks, so nearly every lookup decodes its
+//! City record.
+//!
 //! Run: `cargo bench -p netacl-benches --bench enrich`.
 
 use std::hint::black_box;
@@ -243,6 +247,21 @@ fn bench_enrich(c: &mut Criterion) {
             })
         });
     }
+    // Cold: 262,144 addresses in as many distinct networks, cycling, far more than the
+    // 16,384-slot location cache holds: nearly every lookup decodes its record.
+    let cold: Vec<IpAddr> = (0..1u32 << 18)
+        .map(|k| {
+            let net = v4_network(k.wrapping_mul(2_654_435_761) % V4_NETWORKS);
+            IpAddr::V4(Ipv4Addr::from(u32::from(net.network()) + (k & 0xff)))
+        })
+        .collect();
+    group.bench_function(BenchmarkId::new("lookup", "all_cold"), |b| {
+        let mut k = 0usize;
+        b.iter(|| {
+            k = (k + 1) & ((1 << 18) - 1);
+            black_box(geo.lookup(black_box(cold[k]), GeoNeeds::ALL))
+        })
+    });
     group.bench_function("lookup_and_evaluate/1000_rules", |b| {
         let mut k = 0usize;
         b.iter(|| {

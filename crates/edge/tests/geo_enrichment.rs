@@ -563,3 +563,45 @@ async fn watcher_reloads_changed_files() {
         .expect("watcher ended")
         .unwrap();
 }
+
+#[test]
+fn cached_answers_equal_fresh_ones_across_threads() {
+    let city = fixture("netacl-test-city.mmdb");
+    let asn = fixture("netacl-test-asn.mmdb");
+    let probes: Vec<IpAddr> = source_rows(&fixture("city-source.json"))
+        .iter()
+        .chain(source_rows(&fixture("asn-source.json")).iter())
+        .flat_map(|(net, _)| [net.network(), net.broadcast()])
+        .collect();
+    // Answers of a fresh enricher, each address looked up once (nothing cached before).
+    let expected: Vec<GeoInfo> = probes
+        .iter()
+        .map(|ip| {
+            let fresh = GeoEnricher::open(Some(&city), Some(&asn)).unwrap();
+            fresh.lookup(*ip, GeoNeeds::ALL)
+        })
+        .collect();
+    let shared = GeoEnricher::open(Some(&city), Some(&asn)).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4usize {
+            let (shared, probes, expected) = (&shared, &probes, &expected);
+            scope.spawn(move || {
+                for round in 0..50 {
+                    for (i, ip) in probes.iter().enumerate().skip((t + round) % 3) {
+                        assert_eq!(shared.lookup(*ip, GeoNeeds::ALL), expected[i], "{ip}");
+                        let country_only = shared.lookup(
+                            *ip,
+                            GeoNeeds {
+                                country: true,
+                                ..GeoNeeds::NONE
+                            },
+                        );
+                        assert_eq!(country_only.country, expected[i].country, "{ip}");
+                        assert_eq!(country_only.subdivision, None);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(shared.stats().lookup_errors, 0);
+}

@@ -52,6 +52,7 @@
 //! renaming it over the old (as MaxMind's `geoipupdate` does). Writing into the file in place
 //! changes the bytes under the old mapping, and truncating it can crash the process (`SIGBUS`).
 
+mod cache;
 mod record;
 
 pub use record::SubdivisionCode;
@@ -68,7 +69,8 @@ use std::time::{Duration, SystemTime};
 use arc_swap::ArcSwap;
 use maxminddb::{MaxMindDbError, Mmap, Reader};
 
-use record::{country_code, AsnRecord, Location};
+use cache::{LocationCache, NetworkKey, PackedLocation};
+use record::{country_code, AsnRecord, Location, Present};
 
 /// Which signals a lookup must produce. Databases whose signals are not needed are not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -235,6 +237,8 @@ struct Slot {
 struct Database {
     reader: Reader<Mmap>,
     stamp: FileStamp,
+    /// Decoded locations per network (location databases only).
+    cache: Option<LocationCache>,
 }
 
 /// Identity of a file's contents as the watcher sees it.
@@ -274,7 +278,7 @@ impl GeoEnricher {
     /// A [`GeoError`] naming the file when a database cannot be loaded.
     pub fn open(location: Option<&Path>, asn: Option<&Path>) -> Result<GeoEnricher, GeoError> {
         let slot = |role, path: &Path| -> Result<Slot, GeoError> {
-            let database = load(path)?;
+            let database = load(path, role)?;
             log_loaded(role, path, &database);
             Ok(Slot {
                 role,
@@ -310,20 +314,18 @@ impl GeoEnricher {
         if needs.location() {
             if let Some(slot) = &self.inner.location {
                 let database = slot.database.load();
-                let (country, subdivision) = if needs.subdivision {
-                    let found = self.read::<Location<'_, true>>(&database, ip);
-                    found.map_or((None, None), |l| (l.country, l.subdivision))
-                } else {
-                    let found = self.read::<Location<'_, false>>(&database, ip);
-                    (found.and_then(|l| l.country), None)
-                };
-                let country = country.and_then(country_code);
+                let location = self.locate(&database, ip);
                 if needs.country {
-                    info.country = country;
+                    info.country = location.country;
                 }
-                info.subdivision = country
-                    .zip(subdivision)
-                    .and_then(|(c, s)| SubdivisionCode::new(c, s));
+                if needs.subdivision {
+                    info.subdivision = location.country.zip(location.subdivision).and_then(
+                        |(country, (code, len))| {
+                            let code = code.get(..usize::from(len))?;
+                            SubdivisionCode::new(country, std::str::from_utf8(code).ok()?)
+                        },
+                    );
+                }
             }
         }
         if needs.asn {
@@ -335,6 +337,54 @@ impl GeoEnricher {
             }
         }
         info
+    }
+
+    /// The country and first subdivision of `ip`: the tree walk finds its network, whose
+    /// decoded location comes from the cache or, on a miss, from decoding the record.
+    fn locate(&self, database: &Database, ip: IpAddr) -> PackedLocation {
+        if ip.is_ipv6() && database.reader.metadata.ip_version != 6 {
+            return PackedLocation::default();
+        }
+        let walk = catch_unwind(AssertUnwindSafe(|| {
+            database.reader.lookup_prefix::<Present>(ip)
+        }));
+        let prefix_len = match walk {
+            Ok(Ok((Some(Present), prefix_len))) => prefix_len,
+            Ok(Ok((None, _))) => return PackedLocation::default(),
+            Ok(Err(error)) => {
+                self.count_lookup_error(&error);
+                return PackedLocation::default();
+            }
+            Err(_panic) => {
+                self.count_lookup_error(&"the reader panicked");
+                return PackedLocation::default();
+            }
+        };
+        let key = network_key(ip, prefix_len);
+        if let Some(found) = database.cache.as_ref().and_then(|c| c.get(&key)) {
+            return found;
+        }
+        let Some(record) = self.read::<Location<'_, true>>(database, ip) else {
+            return PackedLocation::default();
+        };
+        let country = record.country.and_then(country_code);
+        let subdivision = country
+            .zip(record.subdivision)
+            .and_then(|(c, s)| SubdivisionCode::new(c, s))
+            .and_then(|code| {
+                let tail = code.as_str().as_bytes().get(3..)?;
+                let mut bytes = [0u8; 3];
+                bytes.get_mut(..tail.len())?.copy_from_slice(tail);
+                Some((bytes, u8::try_from(tail.len()).ok()?))
+            });
+        let location = PackedLocation {
+            country,
+            subdivision,
+        };
+        if let Some(cache) = &database.cache {
+            cache.put(&key, location);
+        }
+        location
     }
 
     /// Reads the record for `ip`; errors and panics in the reader count as absent.
@@ -389,7 +439,7 @@ impl GeoEnricher {
     }
 
     fn reload_slot(&self, slot: &Slot) -> Result<(), GeoError> {
-        match load(&slot.path) {
+        match load(&slot.path, slot.role) {
             Ok(database) => {
                 log_loaded(slot.role, &slot.path, &database);
                 slot.database.store(Arc::new(database));
@@ -499,6 +549,25 @@ impl GeoEnricher {
     }
 }
 
+/// The network `ip` falls in, given the prefix length the tree walk reached.
+fn network_key(ip: IpAddr, prefix_len: usize) -> NetworkKey {
+    let (bits, width, v6) = match ip {
+        IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32u32, false),
+        IpAddr::V6(v6) => (u128::from(v6), 128u32, true),
+    };
+    let len = u32::try_from(prefix_len).unwrap_or(width).min(width);
+    // Keep the top `len` bits of a `width`-bit address.
+    let mask = match u128::MAX.checked_shl(width - len) {
+        Some(mask) if len > 0 => mask,
+        _ => 0,
+    };
+    NetworkKey {
+        masked: bits & mask,
+        prefix_len: len as u8,
+        v6,
+    }
+}
+
 fn log_loaded(role: DatabaseRole, path: &Path, database: &Database) {
     let meta = &database.reader.metadata;
     tracing::info!(
@@ -513,7 +582,7 @@ fn log_loaded(role: DatabaseRole, path: &Path, database: &Database) {
 }
 
 /// Maps and checks a database file.
-fn load(path: &Path) -> Result<Database, GeoError> {
+fn load(path: &Path, role: DatabaseRole) -> Result<Database, GeoError> {
     let io_error = |source| GeoError::Io {
         path: path.to_owned(),
         source,
@@ -545,7 +614,12 @@ fn load(path: &Path) -> Result<Database, GeoError> {
             path: path.to_owned(),
         });
     }
-    Ok(Database { reader, stamp })
+    let cache = (role == DatabaseRole::Location).then(LocationCache::new);
+    Ok(Database {
+        reader,
+        stamp,
+        cache,
+    })
 }
 
 enum TreeError {

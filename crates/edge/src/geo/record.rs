@@ -162,6 +162,17 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
     }
 }
 
+/// Decodes nothing: used to walk the search tree alone (a lookup only learns whether the
+/// address has a record, and its network).
+pub(crate) struct Present;
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(_deserializer: D) -> Result<Self, D::Error> {
+        // The record is the outermost value; leaving it unread is safe (see LocationVisitor).
+        Ok(Present)
+    }
+}
+
 /// The decoded part of an ASN record.
 #[derive(Debug, Deserialize)]
 pub(crate) struct AsnRecord {
