@@ -177,7 +177,11 @@ fn pool_error(err: &PoolError) -> String {
 fn db_message(err: &tokio_postgres::Error) -> String {
     match err.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => err.to_string(),
+        None => match std::error::Error::source(err) {
+            // "error connecting to server: Connection refused (os error 111)"
+            Some(cause) => format!("{err}: {cause}"),
+            None => err.to_string(),
+        },
     }
 }
 
