@@ -138,3 +138,21 @@ fn the_python_sdk_drives_the_tenant_endpoints() {
     assert!(stdout.contains("sdk: all tenant checks passed"), "{stdout}");
     server.kill();
 }
+
+#[test]
+fn the_directory_fixture_matches_its_generator() {
+    let script = repo_root().join("testdata/gen_directory.py");
+    let output = match Command::new("python3").arg(&script).arg("--check").output() {
+        Ok(output) => output,
+        Err(err) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipping the fixture check (python3 cannot run: {err})");
+            return;
+        }
+        Err(err) => panic!("CI is set and python3 cannot run: {err}"),
+    };
+    assert!(
+        output.status.success(),
+        "testdata/directory.json is stale; run python3 testdata/gen_directory.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
