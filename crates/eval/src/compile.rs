@@ -265,7 +265,7 @@ fn group<K: Ord>(mut items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(
         while let Some((_, l, r)) = items.next_if(|(k, _, _)| *k == key) {
             run.push((l, r));
         }
-        out.push((key, postings.add_sorted(run)));
+        out.push((key, postings.add_sorted(&run)));
     }
     out
 }

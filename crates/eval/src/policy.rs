@@ -496,7 +496,10 @@ impl CompiledPolicy {
         address: A,
         out: &mut SmallVec<[u32; HITS]>,
     ) {
-        let mut node = table.innermost(address);
+        let (posting, mut node) = table.innermost(address);
+        if posting != NONE {
+            out.push(posting);
+        }
         while node != NONE {
             let n = table.node(node);
             out.push(n.posting);
@@ -575,12 +578,22 @@ impl CompiledPolicy {
         let range = |s: usize| (hits.start[s] as usize, hits.start[s + 1] as usize);
         // Candidate streams: every hit posting's anchors for this scope, and the rules without
         // `match`.
+        // Inline postings carry their rule in the reference; keep it where slices can borrow it.
+        let singles: SmallVec<[u32; HITS]> = hits
+            .postings
+            .iter()
+            .map(|&r| Postings::inline_rule(r))
+            .collect();
         let mut streams: SmallVec<[&[u32]; HITS]> = SmallVec::new();
-        for &posting in &hits.postings {
-            let anchors = self.postings.anchors(posting, scope);
+        let mut members: SmallVec<[&[u32]; HITS]> = SmallVec::new();
+        let mut excluded: SmallVec<[&[u32]; HITS]> = SmallVec::new();
+        for (reference, single) in hits.postings.iter().zip(&singles) {
+            let (anchors, member, exclude) = self.postings.lists(*reference, single, scope);
             if !anchors.is_empty() {
                 streams.push(anchors);
             }
+            members.push(member);
+            excluded.push(exclude);
         }
         let unanchored = &self.unanchored[scope];
         if !unanchored.is_empty() {
@@ -616,26 +629,14 @@ impl CompiledPolicy {
                 let s = check.trailing_zeros() as usize;
                 check &= check - 1;
                 let (from, to) = range(s);
-                holds = (from..to).any(|i| {
-                    seek(
-                        self.postings.members(hits.postings[i]),
-                        &mut member_at[i],
-                        candidate,
-                    )
-                });
+                holds = (from..to).any(|i| seek(members[i], &mut member_at[i], candidate));
             }
             let mut exclude = meta.exclude;
             while exclude != 0 && holds {
                 let s = exclude.trailing_zeros() as usize;
                 exclude &= exclude - 1;
                 let (from, to) = range(s);
-                holds = !(from..to).any(|i| {
-                    seek(
-                        self.postings.excluded(hits.postings[i]),
-                        &mut excluded_at[i],
-                        candidate,
-                    )
-                });
+                holds = !(from..to).any(|i| seek(excluded[i], &mut excluded_at[i], candidate));
             }
             if !holds {
                 continue;

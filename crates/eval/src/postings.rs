@@ -5,6 +5,11 @@
 //! scope (a candidate generator per scope: rules of other scopes never cost a step), the other
 //! rules whose `match` lists the value (checked by membership), and the rules whose `not_match`
 //! lists it.
+//!
+//! Most values concern a single rule in a single role (a CIDR of one block list, one rule's
+//! ASN). Such a posting is not stored at all: its *reference* (the `u32` the indexes hold)
+//! carries the rule ordinal, the role and, for anchors, the request scopes inline, so a lookup
+//! that hits it touches no posting memory.
 
 /// The number of request scopes (management, authentication, dynamic client registration).
 pub(crate) const REQUEST_SCOPES: usize = 3;
@@ -17,6 +22,17 @@ pub(crate) const MEMBERS_LIST: u8 = MEMBERS as u8;
 /// The list code of excluded rules in [`Postings::add_sorted`].
 pub(crate) const EXCLUDED_LIST: u8 = EXCLUDED as u8;
 
+/// A reference with this bit is an inline single-rule posting.
+const INLINE: u32 = 1 << 31;
+const KIND_SHIFT: u32 = 29;
+const KIND_ANCHOR: u32 = 0;
+const KIND_MEMBER: u32 = 1;
+const KIND_EXCLUDED: u32 = 2;
+const MASK_SHIFT: u32 = 26;
+/// Ordinals below this fit an inline reference.
+pub(crate) const INLINE_ORDINALS: u32 = 1 << 25;
+const ORDINAL: u32 = INLINE_ORDINALS - 1;
+
 /// Every posting list of a policy.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Postings {
@@ -28,11 +44,30 @@ pub(crate) struct Postings {
 
 impl Postings {
     /// Stores a posting from `(list, rule)` pairs sorted by list then rule (list 0..3: anchors
-    /// per request scope, 3: members, 4: excluded; duplicates are dropped) and returns its id.
-    pub(crate) fn add_sorted(&mut self, items: impl IntoIterator<Item = (u8, u32)>) -> u32 {
+    /// per request scope, 3: members, 4: excluded; duplicates are dropped) and returns its
+    /// reference (inline when it concerns one rule in one role).
+    pub(crate) fn add_sorted(&mut self, items: &[(u8, u32)]) -> u32 {
+        let first = items.first().copied();
+        if let Some((_, rule)) = first {
+            let one_rule = items.iter().all(|&(_, r)| r == rule);
+            let lists = items
+                .iter()
+                .fold(0u32, |mask, &(list, _)| mask | (1 << list));
+            if one_rule && rule < INLINE_ORDINALS {
+                let kind = match lists {
+                    1..=0b111 => Some((KIND_ANCHOR, lists)),
+                    m if m == 1 << MEMBERS => Some((KIND_MEMBER, 0)),
+                    m if m == 1 << EXCLUDED => Some((KIND_EXCLUDED, 0)),
+                    _ => None,
+                };
+                if let Some((kind, scopes)) = kind {
+                    return INLINE | (kind << KIND_SHIFT) | (scopes << MASK_SHIFT) | rule;
+                }
+            }
+        }
         let mut bounds = [self.arena.len() as u32; LISTS + 1];
         let mut last: Option<(u8, u32)> = None;
-        for (list, rule) in items {
+        for &(list, rule) in items {
             if last == Some((list, rule)) {
                 continue;
             }
@@ -53,24 +88,39 @@ impl Postings {
         &self.arena[b[which] as usize..b[which + 1] as usize]
     }
 
-    /// Rules anchored on this value's signal, of a scope covering request scope `scope`.
+    /// The ordinal an inline reference carries (the caller keeps it somewhere to borrow from).
     #[inline]
-    pub(crate) fn anchors(&self, posting: u32, scope: usize) -> &[u32] {
-        self.list(posting, scope)
+    pub(crate) fn inline_rule(reference: u32) -> u32 {
+        reference & ORDINAL
     }
 
-    /// Rules (not anchored on this signal) whose `match` lists the value.
+    /// The lists of the posting `reference` for request scope `scope`: anchors, members,
+    /// excluded. `single` must hold `inline_rule(reference)`.
     #[inline]
-    pub(crate) fn members(&self, posting: u32) -> &[u32] {
-        self.list(posting, MEMBERS)
+    pub(crate) fn lists<'a>(
+        &'a self,
+        reference: u32,
+        single: &'a u32,
+        scope: usize,
+    ) -> (&'a [u32], &'a [u32], &'a [u32]) {
+        const NOTHING: &[u32] = &[];
+        if reference & INLINE == 0 {
+            return (
+                self.list(reference, scope),
+                self.list(reference, MEMBERS),
+                self.list(reference, EXCLUDED),
+            );
+        }
+        let one = std::slice::from_ref(single);
+        match (reference >> KIND_SHIFT) & 0b11 {
+            KIND_ANCHOR if (reference >> MASK_SHIFT) & (1 << scope) != 0 => (one, NOTHING, NOTHING),
+            KIND_MEMBER => (NOTHING, one, NOTHING),
+            KIND_EXCLUDED => (NOTHING, NOTHING, one),
+            _ => (NOTHING, NOTHING, NOTHING),
+        }
     }
 
-    /// Rules whose `not_match` lists the value.
-    #[inline]
-    pub(crate) fn excluded(&self, posting: u32) -> &[u32] {
-        self.list(posting, EXCLUDED)
-    }
-
+    /// Postings stored (inline ones are not).
     pub(crate) fn len(&self) -> usize {
         self.bounds.len()
     }
@@ -118,16 +168,44 @@ mod tests {
     #[test]
     fn postings_keep_lists_apart_and_unique() {
         let mut postings = Postings::default();
-        let a = postings.add_sorted([(0, 1), (0, 3), (0, 3), (2, 2), (3, 4), (3, 9)]);
-        let b = postings.add_sorted([(4, 7)]);
-        assert_eq!(postings.anchors(a, 0), &[1, 3]);
-        assert_eq!(postings.anchors(a, 1), &[] as &[u32]);
-        assert_eq!(postings.anchors(a, 2), &[2]);
-        assert_eq!(postings.members(a), &[4, 9]);
-        assert_eq!(postings.excluded(a), &[] as &[u32]);
-        assert_eq!(postings.excluded(b), &[7]);
-        assert_eq!(postings.members(b), &[] as &[u32]);
+        let a = postings.add_sorted(&[(0, 1), (0, 3), (0, 3), (2, 2), (3, 4), (3, 9)]);
+        let b = postings.add_sorted(&[(4, 7), (4, 8)]);
+        let none: &[u32] = &[];
+        let single = 0;
+        assert_eq!(
+            postings.lists(a, &single, 0),
+            (&[1, 3][..], &[4, 9][..], none)
+        );
+        assert_eq!(postings.lists(a, &single, 1), (none, &[4, 9][..], none));
+        assert_eq!(postings.lists(a, &single, 2), (&[2][..], &[4, 9][..], none));
+        assert_eq!(postings.lists(b, &single, 0), (none, none, &[7, 8][..]));
         assert_eq!(postings.len(), 2);
+    }
+
+    #[test]
+    fn single_rule_postings_are_inline() {
+        let mut postings = Postings::default();
+        let tenant_anchor = postings.add_sorted(&[(0, 5), (1, 5), (2, 5)]);
+        let management_anchor = postings.add_sorted(&[(0, 6)]);
+        let member = postings.add_sorted(&[(3, 7), (3, 7)]);
+        let excluded = postings.add_sorted(&[(4, 8)]);
+        let both = postings.add_sorted(&[(0, 9), (4, 9)]);
+        assert_eq!(postings.len(), 1, "only the mixed posting is stored");
+        let none: &[u32] = &[];
+        let lists = |r: u32, scope: usize| {
+            let single = Postings::inline_rule(r);
+            let (a, m, e) = postings.lists(r, &single, scope);
+            (a.to_vec(), m.to_vec(), e.to_vec())
+        };
+        for scope in 0..3 {
+            assert_eq!(lists(tenant_anchor, scope), (vec![5], vec![], vec![]));
+        }
+        assert_eq!(lists(management_anchor, 0), (vec![6], vec![], vec![]));
+        assert_eq!(lists(management_anchor, 1), (vec![], vec![], vec![]));
+        assert_eq!(lists(member, 2), (vec![], vec![7], vec![]));
+        assert_eq!(lists(excluded, 1), (vec![], vec![], vec![8]));
+        let single = 0;
+        assert_eq!(postings.lists(both, &single, 0), (&[9][..], none, &[9][..]));
     }
 
     #[test]

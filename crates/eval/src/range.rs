@@ -3,8 +3,10 @@
 //! CIDR blocks never partially overlap: two blocks are either disjoint or one contains the
 //! other. So the distinct networks of a signal form a forest, and the address space splits into
 //! elementary intervals, each covered by one innermost network (or none). A lookup finds the
-//! interval by binary search and returns that network; its enclosing networks follow through
-//! parent links (at most 32 for IPv4, 128 for IPv6; in real lists one or two).
+//! interval by binary search; the interval record holds the innermost network's posting and its
+//! enclosing network, whose own enclosing networks follow through parent links (at most 32 for
+//! IPv4, 128 for IPv6; in real lists none or one). The common case touches the first level and
+//! one interval record, nothing else.
 //!
 //! The search is kept short by a first level: for IPv4 a direct table on the top 16 bits of the
 //! address (65,537 entries, built only for large tables), for IPv6 a fence array holding every
@@ -61,6 +63,15 @@ pub(crate) struct Node {
     pub(crate) parent: u32,
 }
 
+/// One elementary interval: where it starts, the posting of its innermost network (`NONE` when
+/// no network covers it) and that network's enclosing network (`NONE` when there is none).
+#[derive(Debug, Clone, Copy)]
+struct Interval<A> {
+    start: A,
+    posting: u32,
+    parent: u32,
+}
+
 /// Intervals smaller than this are searched without a first level.
 const FIRST_LEVEL_MIN: usize = 512;
 /// One fence every this many intervals.
@@ -78,8 +89,7 @@ enum FirstLevel<A> {
 /// The interval table of one address signal and family.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeTable<A> {
-    starts: Vec<A>,
-    innermost: Vec<u32>,
+    intervals: Vec<Interval<A>>,
     nodes: Vec<Node>,
     first: FirstLevel<A>,
 }
@@ -163,22 +173,35 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::Fences(starts.iter().step_by(FENCE_STRIDE).copied().collect())
         };
 
-        let mut table = Self {
-            starts,
-            innermost,
+        let intervals = starts
+            .iter()
+            .zip(&innermost)
+            .map(|(&start, &node)| match nodes.get(node as usize) {
+                Some(n) => Interval {
+                    start,
+                    posting: n.posting,
+                    parent: n.parent,
+                },
+                None => Interval {
+                    start,
+                    posting: NONE,
+                    parent: NONE,
+                },
+            })
+            .collect();
+        Self {
+            intervals,
             nodes,
             first,
-        };
-        table.starts.shrink_to_fit();
-        table.innermost.shrink_to_fit();
-        table
+        }
     }
 
-    /// The innermost network holding `address`, or `NONE`.
+    /// The posting of the innermost network holding `address` and that network's enclosing
+    /// network (each `NONE` when there is none).
     #[inline]
-    pub(crate) fn innermost(&self, address: A) -> u32 {
+    pub(crate) fn innermost(&self, address: A) -> (u32, u32) {
         let (lo, hi) = match &self.first {
-            FirstLevel::None => (0, self.starts.len() - 1),
+            FirstLevel::None => (0, self.intervals.len() - 1),
             FirstLevel::Direct16(direct) => {
                 let high = address.top16();
                 (direct[high] as usize, direct[high + 1] as usize)
@@ -186,11 +209,12 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::Fences(fences) => {
                 let j = fences.partition_point(|&f| f <= address).saturating_sub(1);
                 let lo = j * FENCE_STRIDE;
-                (lo, (lo + FENCE_STRIDE).min(self.starts.len() - 1))
+                (lo, (lo + FENCE_STRIDE).min(self.intervals.len() - 1))
             }
         };
-        let index = lo + self.starts[lo + 1..=hi].partition_point(|&s| s <= address);
-        self.innermost[index]
+        let index = lo + self.intervals[lo + 1..=hi].partition_point(|i| i.start <= address);
+        let interval = self.intervals[index];
+        (interval.posting, interval.parent)
     }
 
     /// The network node `index`.
@@ -204,7 +228,7 @@ impl<A: Address> RangeTable<A> {
     }
 
     pub(crate) fn intervals(&self) -> usize {
-        self.starts.len()
+        self.intervals.len()
     }
 
     pub(crate) fn has_first_level(&self) -> bool {
@@ -217,9 +241,117 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::Direct16(d) => d.capacity() * 4,
             FirstLevel::Fences(f) => f.capacity() * std::mem::size_of::<A>(),
         };
-        self.starts.capacity() * std::mem::size_of::<A>()
-            + self.innermost.capacity() * 4
+        self.intervals.capacity() * std::mem::size_of::<Interval<A>>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every posting covering `address`, innermost first.
+    fn chain<A: Address>(table: &RangeTable<A>, address: A) -> Vec<u32> {
+        let (posting, mut node) = table.innermost(address);
+        let mut out = Vec::new();
+        if posting != NONE {
+            out.push(posting);
+        }
+        while node != NONE {
+            let n = table.node(node);
+            out.push(n.posting);
+            node = n.parent;
+        }
+        out
+    }
+
+    fn v4(a: [u8; 4]) -> u32 {
+        u32::from_be_bytes(a)
+    }
+
+    #[test]
+    fn nested_and_adjacent_networks() {
+        let table = RangeTable::build(vec![
+            (v4([10, 0, 0, 0]), v4([10, 255, 255, 255]), 1),
+            (v4([10, 1, 0, 0]), v4([10, 1, 255, 255]), 2),
+            (v4([10, 1, 2, 3]), v4([10, 1, 2, 3]), 3),
+            (v4([11, 0, 0, 0]), v4([11, 0, 0, 255]), 4),
+            (0, 0, 5),
+            (v4([255, 255, 255, 255]), u32::MAX, 6),
+            (v4([10, 1, 255, 0]), v4([10, 1, 255, 255]), 7),
+        ]);
+        assert_eq!(chain(&table, v4([10, 1, 2, 3])), vec![3, 2, 1]);
+        assert_eq!(chain(&table, v4([10, 1, 2, 4])), vec![2, 1]);
+        assert_eq!(chain(&table, v4([10, 1, 255, 255])), vec![7, 2, 1]);
+        assert_eq!(chain(&table, v4([10, 2, 0, 0])), vec![1]);
+        assert_eq!(chain(&table, v4([10, 255, 255, 255])), vec![1]);
+        assert_eq!(chain(&table, v4([11, 0, 0, 0])), vec![4]);
+        assert_eq!(chain(&table, v4([11, 0, 1, 0])), Vec::<u32>::new());
+        assert_eq!(chain(&table, 0), vec![5]);
+        assert_eq!(chain(&table, 1), Vec::<u32>::new());
+        assert_eq!(chain(&table, u32::MAX), vec![6]);
+        assert_eq!(chain(&table, u32::MAX - 1), Vec::<u32>::new());
+        assert_eq!(chain(&RangeTable::<u32>::default(), 7), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn first_levels_agree_with_a_linear_scan() {
+        // Enough networks for the direct table (IPv4) and the fences (IPv6).
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut nets4 = Vec::new();
+        let mut nets6 = Vec::new();
+        for posting in 0..3000u32 {
+            let len = 8 + (next() % 25) as u32;
+            let mask = u32::MAX << (32 - len);
+            let first = (next() as u32) & mask;
+            nets4.push((first, first | !mask, posting));
+            let len6 = 16 + (next() % 113) as u32;
+            let mask6 = u128::MAX << (128 - len6);
+            let first6 = ((u128::from(next()) << 64) | u128::from(next())) & mask6;
+            nets6.push((first6, first6 | !mask6, posting));
+        }
+        // Drop duplicates of the same network (the compiler groups them).
+        nets4.sort_unstable();
+        nets4.dedup_by_key(|n| (n.0, n.1));
+        nets6.sort_unstable();
+        nets6.dedup_by_key(|n| (n.0, n.1));
+        let t4 = RangeTable::build(nets4.clone());
+        let t6 = RangeTable::build(nets6.clone());
+        assert!(t4.has_first_level() && t6.has_first_level());
+        for _ in 0..3000 {
+            let a = next() as u32;
+            let mut expected: Vec<(u32, u32)> = nets4
+                .iter()
+                .filter(|n| n.0 <= a && a <= n.1)
+                .map(|n| (n.1 - n.0, n.2))
+                .collect();
+            expected.sort_unstable();
+            let expected: Vec<u32> = expected.into_iter().map(|e| e.1).collect();
+            assert_eq!(chain(&t4, a), expected, "{a:#x}");
+            // Also probe the first address of some network.
+            let probe = nets4[(next() % nets4.len() as u64) as usize].0;
+            assert!(!chain(&t4, probe).is_empty());
+            let a6 = (u128::from(next()) << 64) | u128::from(next());
+            let a6 = if next() % 2 == 0 {
+                a6
+            } else {
+                nets6[(next() % nets6.len() as u64) as usize].0
+            };
+            let mut expected6: Vec<(u128, u32)> = nets6
+                .iter()
+                .filter(|n| n.0 <= a6 && a6 <= n.1)
+                .map(|n| (n.1 - n.0, n.2))
+                .collect();
+            expected6.sort_unstable();
+            let expected6: Vec<u32> = expected6.into_iter().map(|e| e.1).collect();
+            assert_eq!(chain(&t6, a6), expected6, "{a6:#x}");
+        }
     }
 }

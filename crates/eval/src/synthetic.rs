@@ -5,7 +5,10 @@
 //! the CIDRs, as block lists do); some rules are `log` rules, some carry `not_match`, a few have
 //! only `not_match`; scopes are mixed; priorities repeat (ties broken by id). The requests mix
 //! hits (built from a rule's own values), log-rule matches and misses, always with geolocation
-//! and ASN given. The same seed gives the same rules and requests.
+//! and ASN given. Requests come from clients as real traffic does: 80% from a pool of 2,000
+//! returning clients with skewed popularity (address, ASN, geolocation, one of 40 TLS stacks),
+//! 20% from first-time clients with fresh random values. The same seed gives the same rules and
+//! requests.
 //!
 //! ```
 //! use netacl_eval::synthetic::{self, SyntheticConfig};
@@ -438,8 +441,9 @@ pub fn generate(config: &SyntheticConfig) -> Synthetic {
         }
     }
     let records = Value::Array(planned.iter().map(record).collect());
+    let clients = Clients::new(&mut rng);
     let requests = (0..config.requests)
-        .map(|_| request(&mut rng, &planned))
+        .map(|_| request(&mut rng, &clients, &planned))
         .collect();
     Synthetic {
         records,
@@ -487,20 +491,61 @@ fn address_in_v4(rng: &mut Rng, net: (u32, u8)) -> String {
     std::net::Ipv4Addr::from(net.0 | host).to_string()
 }
 
-fn request(rng: &mut Rng, rules: &[PlannedRule]) -> RequestInput {
-    let mut input = RequestInput {
+/// A client that comes back: real traffic repeats addresses, networks and TLS stacks.
+fn client_profile(rng: &mut Rng, fingerprints: &[(String, String)]) -> RequestInput {
+    let (ja3, ja4) = rng.pick(fingerprints).clone();
+    RequestInput {
         path: Some((*rng.pick(&PATHS)).to_owned()),
         client_ip: Some(std::net::Ipv4Addr::from(rng.next_u64() as u32).to_string()),
         connecting_ip: Some(format!("10.0.{}.{}", rng.below(4), rng.below(256))),
         asn: Some(1 + rng.below(400_000) as u32),
         country: Some((*rng.pick(&COUNTRIES)).to_owned()),
         subdivision: Some((*rng.pick(&SUBDIVISIONS)).to_owned()),
-        ja3: Some(ja3(rng)),
-        ja4: Some(ja4(rng)),
+        ja3: Some(ja3),
+        ja4: Some(ja4),
         user_agent: Some((*rng.pick(&BROWSERS)).to_owned()),
         hostname: Some("login.example.com".to_owned()),
         scope: None,
-    };
+    }
+}
+
+/// Clients a request mix draws from: a pool of returning clients with skewed popularity (a
+/// few clients send most requests), and 20% first-time clients with fresh random values.
+struct Clients {
+    fingerprints: Vec<(String, String)>,
+    returning: Vec<RequestInput>,
+}
+
+impl Clients {
+    fn new(rng: &mut Rng) -> Self {
+        let fingerprints: Vec<(String, String)> = (0..40).map(|_| (ja3(rng), ja4(rng))).collect();
+        let returning = (0..2_000)
+            .map(|_| client_profile(rng, &fingerprints))
+            .collect();
+        Self {
+            fingerprints,
+            returning,
+        }
+    }
+
+    fn next(&self, rng: &mut Rng) -> RequestInput {
+        if rng.chance(20) {
+            let mut fresh = client_profile(rng, &self.fingerprints);
+            fresh.ja3 = Some(ja3(rng));
+            fresh.ja4 = Some(ja4(rng));
+            return fresh;
+        }
+        // u^3 skews toward the first clients of the pool.
+        let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let at = ((u * u * u) * self.returning.len() as f64) as usize;
+        let mut client = self.returning[at.min(self.returning.len() - 1)].clone();
+        client.path = Some((*rng.pick(&PATHS)).to_owned());
+        client
+    }
+}
+
+fn request(rng: &mut Rng, clients: &Clients, rules: &[PlannedRule]) -> RequestInput {
+    let mut input = clients.next(rng);
     let kind = rng.below(10);
     if kind >= 5 {
         return input; // a miss, mostly

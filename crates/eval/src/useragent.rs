@@ -5,12 +5,15 @@
 //! it: by its literal *prefix* (a byte trie walked from the user agent's first byte: the walk
 //! stops at the first byte no prefix continues with, usually the first), by its literal *suffix*
 //! (a trie of reversed suffixes walked from the last byte), or, when it starts and ends with `*`,
-//! by its longest inner literal through an Aho-Corasick automaton. Patterns
+//! by its longest inner literal, found with a SIMD multi-literal searcher (Teddy, from the
+//! aho-corasick crate; an overlapping Aho-Corasick automaton when there are too many literals).
+//! Patterns
 //! made only of `*` match every user agent. A pattern found by its anchor is then verified in
 //! time linear in the user agent's length (leftmost-first placement of the pieces, exact for
 //! `*`-only globs), so no input can make matching backtrack.
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::packed;
+use aho_corasick::{AhoCorasick, Span};
 use smallvec::SmallVec;
 
 use crate::hash::ByteMap;
@@ -160,8 +163,8 @@ pub(crate) struct UserAgentIndex {
     /// Pattern ids grouped by anchor; `ranges[i]` is the slice of group `i`.
     anchored: Vec<u32>,
     ranges: Vec<(u32, u32)>,
-    /// The automaton over inner literals; automaton pattern `i` is group `inner_groups[i]`.
-    automaton: Option<AhoCorasick>,
+    /// Finds the inner literals; literal `i` is group `inner_groups[i]`.
+    inner: InnerFinder,
     inner_groups: Vec<u32>,
     match_all: Vec<u32>,
     shape: UserAgentStats,
@@ -170,6 +173,131 @@ pub(crate) struct UserAgentIndex {
 impl Default for UserAgentIndex {
     fn default() -> Self {
         Self::build(0, Vec::new())
+    }
+}
+
+/// Up to this many literals one packed (Teddy) searcher finds them; beyond, one automaton pass
+/// beats several Teddy passes.
+const PACKED_MAX: usize = 64;
+
+/// Finds every inner literal that occurs in a user agent.
+#[derive(Debug, Clone)]
+enum InnerFinder {
+    None,
+    /// A leftmost-first SIMD searcher over literals sorted by length. Restarting one byte after
+    /// each match start visits every position where some literal starts; the literal reported
+    /// there is the shortest, and every other literal starting there extends it, so checking
+    /// its precomputed extensions finds them all.
+    Packed(Box<PackedChunk>),
+    /// Overlapping Aho-Corasick (a DFA where it can be built): every occurrence of every
+    /// literal in one pass.
+    Automaton(AhoCorasick),
+}
+
+#[derive(Debug, Clone)]
+struct PackedChunk {
+    searcher: packed::Searcher,
+    /// Chunk pattern → global literal id.
+    literal_ids: Vec<u32>,
+    literals: Vec<Box<[u8]>>,
+    /// Chunk pattern → chunk patterns that have it as a proper prefix.
+    extensions: Vec<Vec<u32>>,
+}
+
+impl InnerFinder {
+    fn build(literals: &[Vec<u8>]) -> Option<Self> {
+        if literals.is_empty() {
+            return Some(InnerFinder::None);
+        }
+        if literals.len() <= PACKED_MAX {
+            let mut ids: Vec<u32> = (0..literals.len() as u32).collect();
+            ids.sort_by_key(|&i| (literals[i as usize].len(), i));
+            let chunk: Vec<Box<[u8]>> = ids
+                .iter()
+                .map(|&i| literals[i as usize].clone().into())
+                .collect();
+            let mut builder = packed::Config::new()
+                .match_kind(packed::MatchKind::LeftmostFirst)
+                .builder();
+            for literal in &chunk {
+                builder.add(literal);
+            }
+            if let Some(searcher) = builder.build() {
+                let extensions = chunk
+                    .iter()
+                    .map(|short| {
+                        (0..chunk.len() as u32)
+                            .filter(|&j| {
+                                let long = &chunk[j as usize];
+                                long.len() > short.len() && long.starts_with(short)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                return Some(InnerFinder::Packed(Box::new(PackedChunk {
+                    searcher,
+                    literal_ids: ids,
+                    literals: chunk,
+                    extensions,
+                })));
+            }
+        }
+        AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(literals)
+            .or_else(|_| AhoCorasick::new(literals))
+            .ok()
+            .map(InnerFinder::Automaton)
+    }
+
+    /// Calls `found` once with the id of every literal occurring in `text`.
+    #[inline]
+    fn each_literal(&self, text: &[u8], mut found: impl FnMut(u32)) {
+        let mut seen: SmallVec<[u32; 8]> = SmallVec::new();
+        let mut report = |id: u32| {
+            if !seen.contains(&id) {
+                seen.push(id);
+                found(id);
+            }
+        };
+        match self {
+            InnerFinder::None => {}
+            InnerFinder::Packed(chunk) => {
+                let mut at = 0;
+                while at < text.len() {
+                    let Some(m) = chunk.searcher.find_in(text, Span::from(at..text.len())) else {
+                        break;
+                    };
+                    let start = m.start();
+                    let winner = m.pattern().as_usize();
+                    report(chunk.literal_ids[winner]);
+                    for &longer in &chunk.extensions[winner] {
+                        if text[start..].starts_with(&chunk.literals[longer as usize]) {
+                            report(chunk.literal_ids[longer as usize]);
+                        }
+                    }
+                    at = start + 1;
+                }
+            }
+            InnerFinder::Automaton(automaton) => {
+                for m in automaton.find_overlapping_iter(text) {
+                    report(m.pattern().as_u32());
+                }
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            InnerFinder::None => 0,
+            InnerFinder::Packed(c) => {
+                c.searcher.memory_usage()
+                    + c.literals.iter().map(|l| l.len() + 16).sum::<usize>()
+                    + c.extensions.iter().map(|e| e.len() * 4 + 24).sum::<usize>()
+                    + c.literal_ids.len() * 4
+            }
+            InnerFinder::Automaton(automaton) => automaton.memory_usage(),
+        }
     }
 }
 
@@ -281,21 +409,17 @@ impl UserAgentIndex {
                 }
             }
         }
-        let automaton = if inner_literals.is_empty() {
-            None
-        } else {
-            // Building over literal bytes cannot fail for the sizes rule sets hold; should it
-            // fail, every inner-literal pattern is verified on every request instead.
-            match AhoCorasick::new(&inner_literals) {
-                Ok(ac) => Some(ac),
-                Err(_) => {
-                    for &group in &inner_groups {
-                        let (s, e) = ranges[group as usize];
-                        match_all.extend_from_slice(&anchored[s as usize..e as usize]);
-                    }
-                    inner_groups.clear();
-                    None
+        let inner = match InnerFinder::build(&inner_literals) {
+            Some(inner) => inner,
+            None => {
+                // No searcher could be built (cannot happen for literal bytes of this size);
+                // verify those patterns on every request instead.
+                for &group in &inner_groups {
+                    let (s, e) = ranges[group as usize];
+                    match_all.extend_from_slice(&anchored[s as usize..e as usize]);
                 }
+                inner_groups.clear();
+                InnerFinder::None
             }
         };
         Self {
@@ -305,7 +429,7 @@ impl UserAgentIndex {
             patterns,
             anchored,
             ranges,
-            automaton,
+            inner,
             inner_groups,
             match_all,
             shape,
@@ -338,17 +462,9 @@ impl UserAgentIndex {
         self.suffixes.walk(ua.iter().rev().copied(), |group| {
             self.verify_group(group, ua, out)
         });
-        if let Some(automaton) = &self.automaton {
-            let mut seen: SmallVec<[u32; 8]> = SmallVec::new();
-            for found in automaton.find_overlapping_iter(ua) {
-                let literal = found.pattern().as_u32();
-                if seen.contains(&literal) {
-                    continue;
-                }
-                seen.push(literal);
-                self.verify_group(self.inner_groups[literal as usize], ua, out);
-            }
-        }
+        self.inner.each_literal(ua, |literal| {
+            self.verify_group(self.inner_groups[literal as usize], ua, out)
+        });
         for &id in &self.match_all {
             let pattern = &self.patterns[id as usize];
             if pattern.matches(ua) {
@@ -376,7 +492,7 @@ impl UserAgentIndex {
                 .sum::<usize>()
             + self.anchored.capacity() * 4
             + self.ranges.capacity() * 8
-            + self.automaton.as_ref().map_or(0, AhoCorasick::memory_usage)
+            + self.inner.bytes()
     }
 }
 
@@ -453,6 +569,22 @@ mod tests {
         assert_eq!(hits(&idx, "pxss"), vec![0, 20, 21]);
         assert_eq!(hits(&idx, "ps"), vec![0, 20]);
         assert_eq!(hits(&idx, ""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn inner_literals_are_all_found_even_when_they_overlap() {
+        // "bo" is a prefix of "bot", "ot" overlaps "bot", "t" is inside; all start with `*`.
+        let idx = index(&["*bo*", "*bot*", "*ot*", "*t*", "*zz*"]);
+        assert_eq!(idx.stats().by_inner_literal, 5);
+        assert_eq!(hits(&idx, "a bot"), vec![0, 1, 2, 3]);
+        assert_eq!(hits(&idx, "bobo"), vec![0]);
+        assert_eq!(hits(&idx, "xxzzz"), vec![4]);
+        // Many literals: the automaton.
+        let owned: Vec<String> = (0..350).map(|n| format!("*k{n}*")).collect();
+        let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let idx = index(&refs);
+        assert_eq!(hits(&idx, "xk349x"), vec![3, 34, 349]);
+        assert_eq!(hits(&idx, "k1"), vec![1]);
     }
 
     #[test]
