@@ -1,4 +1,12 @@
 //! `run_edge`: the reverse proxy (hyper 1 + rustls) with the ACL in front of it.
+//!
+//! What the proxy does with a request that passes: HTTP/1.1 and HTTP/2 (ALPN `h2`) from
+//! clients, HTTP/1.1 to the upstream over a pooled plain-TCP client; the `Host` header is
+//! passed through (an HTTP/2 request's authority becomes the `Host`); hop-by-hop headers
+//! (and those named in `Connection`) are dropped both ways; the peer address is appended to
+//! `X-Forwarded-For` and `X-Forwarded-Proto` is set. Not supported: TLS to the upstream,
+//! protocol upgrades (WebSocket), a path prefix on the upstream. An unreachable upstream is a
+//! `502` with a JSON body.
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
