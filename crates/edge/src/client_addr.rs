@@ -533,4 +533,22 @@ mod tests {
             .unwrap()
             .contains(ip("192.0.2.1")));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Arbitrary header text never panics, and the answer is the peer, a trusted hop or an
+        /// address written in the header.
+        #[test]
+        fn arbitrary_headers_never_panic(value in "[ -~]{0,60}", forwarded in proptest::bool::ANY) {
+            let header = if forwarded { "forwarded" } else { "x-forwarded-for" };
+            let r = if forwarded { fwd(&["10.0.0.0/8"]) } else { xff(&["10.0.0.0/8"]) };
+            let Ok(v) = http::HeaderValue::from_str(&value) else { return Ok(()) };
+            let mut h = HeaderMap::new();
+            h.insert(HeaderName::from_static(header), v);
+            let got = r.client_ip(ip("10.0.0.1"), &h);
+            proptest::prop_assert!(got == ip("10.0.0.1") || value.contains(&got.to_string())
+                || matches!(got, IpAddr::V6(_)) || value.to_ascii_lowercase().contains("ffff"));
+        }
+    }
 }

@@ -193,4 +193,18 @@ mod tests {
             RequestScope::DynamicClientRegistration
         );
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Never panics; the result is canonical and normalising again changes nothing.
+        #[test]
+        fn normalised_paths_are_canonical(path in "[/a-z.%0-9A-F?#~_-]{0,40}") {
+            let once = normalize_path(&path).into_owned();
+            proptest::prop_assert!(once.starts_with('/'));
+            proptest::prop_assert!(!once.contains("//"));
+            proptest::prop_assert!(!once.split('/').any(|seg| seg == "." || seg == ".."));
+            proptest::prop_assert_eq!(normalize_path(&once), once.as_str());
+        }
+    }
 }
