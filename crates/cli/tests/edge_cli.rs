@@ -192,8 +192,15 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
     .is_some());
 
     // A broken file is refused; the last good rules stay in force.
+    let source_errors = |n: u32| {
+        move || {
+            http(metrics, "GET", "/metrics", &[], "").is_some_and(|(_, text)| {
+                text.contains(&format!("netacl_edge_rule_source_errors_total {n}\n"))
+            })
+        }
+    };
     write_atomically(&rules, "[{\"id\": ");
-    std::thread::sleep(Duration::from_millis(1000));
+    assert!(wait_for(Duration::from_secs(20), source_errors(1)).is_some());
     assert_eq!(status(addr, "/login"), Some(403));
     // An invalid rule (bad CIDR) too.
     write_atomically(
@@ -209,7 +216,7 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
             )
         ),
     );
-    std::thread::sleep(Duration::from_millis(1000));
+    assert!(wait_for(Duration::from_secs(20), source_errors(2)).is_some());
     assert_eq!(status(addr, "/login"), Some(403));
 
     // Fixed again: allowed.
