@@ -376,6 +376,14 @@ pub struct CompiledPolicy {
 /// Inline capacity for the postings a request hits.
 const HITS: usize = 16;
 
+/// The member and excluded lists of one hit posting, with monotone cursors.
+struct HitLists<'a> {
+    members: &'a [u32],
+    excluded: &'a [u32],
+    member_at: usize,
+    excluded_at: usize,
+}
+
 /// The postings one request hits, grouped by signal.
 struct Hits {
     postings: SmallVec<[u32; HITS]>,
@@ -577,23 +585,37 @@ impl CompiledPolicy {
     fn walk(&self, scope: usize, hits: &Hits, decision: &mut Decision) {
         let range = |s: usize| (hits.start[s] as usize, hits.start[s + 1] as usize);
         // Candidate streams: every hit posting's anchors for this scope, and the rules without
-        // `match`.
-        // Inline postings carry their rule in the reference; keep it where slices can borrow it.
-        let singles: SmallVec<[u32; HITS]> = hits
-            .postings
-            .iter()
-            .map(|&r| Postings::inline_rule(r))
-            .collect();
+        // `match`. Inline postings carry their rule in the reference; `singles` keeps it where
+        // slices can borrow it.
+        let mut singles = [0u32; HITS];
+        let spilled: Vec<u32>;
+        let singles: &[u32] = if hits.postings.len() <= HITS {
+            for (single, &r) in singles.iter_mut().zip(&hits.postings) {
+                *single = Postings::inline_rule(r);
+            }
+            &singles[..hits.postings.len()]
+        } else {
+            spilled = hits
+                .postings
+                .iter()
+                .map(|&r| Postings::inline_rule(r))
+                .collect();
+            &spilled
+        };
         let mut streams: SmallVec<[&[u32]; HITS]> = SmallVec::new();
-        let mut members: SmallVec<[&[u32]; HITS]> = SmallVec::new();
-        let mut excluded: SmallVec<[&[u32]; HITS]> = SmallVec::new();
-        for (reference, single) in hits.postings.iter().zip(&singles) {
-            let (anchors, member, exclude) = self.postings.lists(*reference, single, scope);
+        // Per hit posting: its member and excluded lists with monotone cursors.
+        let mut lists: SmallVec<[HitLists<'_>; HITS]> = SmallVec::new();
+        for (reference, single) in hits.postings.iter().zip(singles) {
+            let (anchors, members, excluded) = self.postings.lists(*reference, single, scope);
             if !anchors.is_empty() {
                 streams.push(anchors);
             }
-            members.push(member);
-            excluded.push(exclude);
+            lists.push(HitLists {
+                members,
+                excluded,
+                member_at: 0,
+                excluded_at: 0,
+            });
         }
         let unanchored = &self.unanchored[scope];
         if !unanchored.is_empty() {
@@ -602,9 +624,6 @@ impl CompiledPolicy {
         if streams.is_empty() {
             return;
         }
-        // Monotone cursors into each hit posting's member and excluded lists.
-        let mut member_at: SmallVec<[usize; HITS]> = SmallVec::from_elem(0, hits.postings.len());
-        let mut excluded_at: SmallVec<[usize; HITS]> = SmallVec::from_elem(0, hits.postings.len());
 
         loop {
             // The smallest head among the streams is the next candidate.
@@ -629,14 +648,18 @@ impl CompiledPolicy {
                 let s = check.trailing_zeros() as usize;
                 check &= check - 1;
                 let (from, to) = range(s);
-                holds = (from..to).any(|i| seek(members[i], &mut member_at[i], candidate));
+                holds = lists[from..to]
+                    .iter_mut()
+                    .any(|l| seek(l.members, &mut l.member_at, candidate));
             }
             let mut exclude = meta.exclude;
             while exclude != 0 && holds {
                 let s = exclude.trailing_zeros() as usize;
                 exclude &= exclude - 1;
                 let (from, to) = range(s);
-                holds = !(from..to).any(|i| seek(excluded[i], &mut excluded_at[i], candidate));
+                holds = !lists[from..to]
+                    .iter_mut()
+                    .any(|l| seek(l.excluded, &mut l.excluded_at, candidate));
             }
             if !holds {
                 continue;
