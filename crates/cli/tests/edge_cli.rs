@@ -336,7 +336,7 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
 
     let upstream_url = format!("http://{upstream}");
     let rules_url = format!("http://{serve_addr}");
-    let (_edge, edge, _) = start_edge(&[
+    let (_edge, edge, metrics) = start_edge(&[
         "--upstream",
         &upstream_url,
         "--rules-url",
@@ -372,7 +372,14 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
 
     // The admin server goes away: the edge keeps enforcing the last rules.
     drop(serve);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Wait until the edge has noticed (a failed poll counts as a rule-source error).
+    let noticed = wait_for(Duration::from_secs(30), || {
+        http(metrics, "GET", "/metrics", &[], "").is_some_and(|(_, text)| {
+            !text.contains("netacl_edge_rule_source_errors_total 0\n")
+                && text.contains("netacl_edge_rule_source_errors_total ")
+        })
+    });
+    assert!(noticed.is_some(), "the edge saw the admin server go away");
     assert_eq!(status(edge, "/login"), Some(403));
     assert_eq!(status(edge, "/api/v2/users"), Some(403));
 }
