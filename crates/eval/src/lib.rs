@@ -55,31 +55,36 @@
 //! lists (see below).
 //!
 //! - Client and connecting addresses: CIDR blocks are nested or disjoint, so the distinct
-//!   networks of a signal cut the address space into elementary intervals, each pointing at its
-//!   innermost network; enclosing networks follow through parent links. The interval is found by
-//!   binary search behind a first level: a direct table on the top 16 bits for IPv4, a fence
-//!   array of every 32nd interval start for IPv6. A network listed by many rules is stored once.
+//!   networks of a signal cut the address space into elementary intervals; each interval record
+//!   holds its start, the posting of its innermost network and that network's enclosing network
+//!   (further enclosing networks follow through parent links). The interval is found by binary
+//!   search behind a first level: a direct table on the top 16 bits for IPv4, a fence array of
+//!   every 32nd interval start for IPv6. A network listed by many rules is stored once.
 //! - ASNs, countries, JA3 (as 16 bytes): open-addressing hash tables with fixed-size keys.
 //! - Subdivisions, JA4, hostnames: hash tables over the lowercase bytes; the request's value is
 //!   lowercased on the stack while probing.
-//! - User agents: exact values by hash; wildcard patterns by their literal prefix or suffix (one
-//!   probe per distinct length), otherwise by an inner literal through Aho-Corasick, then
-//!   verified in linear time.
+//! - User agents: exact values by hash; wildcard patterns by their literal prefix or suffix (byte
+//!   tries walked from either end, which stop at the first byte no literal continues with),
+//!   otherwise by an inner literal (a Teddy SIMD searcher for up to 64 literals, an Aho-Corasick
+//!   DFA beyond), then verified in linear time.
 //!
 //! Each rule with a `match` is *anchored* on one of its signals: the one a random request is
 //! least likely to hit, estimated from the entries (prefix lengths of CIDRs, number of values
 //! times a per-signal share: an ASN is rarer than a country, a hostname is common). A posting's
 //! five lists are: the rules anchored on this signal, one list per request scope (so rules of
 //! other scopes cost nothing); the other rules whose `match` lists the value; and the rules whose
-//! `not_match` lists it. Rules without `match` sit in a per-scope *unanchored* list.
+//! `not_match` lists it. Rules without `match` sit in a per-scope *unanchored* list. A posting
+//! that concerns a single rule in a single role (most CIDRs of a block list, most ASNs) is not
+//! stored at all: the index holds the rule's ordinal and role inline, so a hit on it reads no
+//! posting memory.
 //!
 //! Evaluating a request: probe each index once for the request's value (only the signals some
 //! rule names), then merge the anchor lists of the hit postings and the unanchored list in
 //! ordinal order. Each candidate is checked for its other `match` signals by membership in the
 //! hit members lists and for its `not_match` signals by absence from the hit excluded lists, with
 //! monotone galloping cursors (candidates arrive in increasing order). A matching `log` rule is
-//! recorded and the walk continues; the first matching terminal rule ends it. The work is
-//! proportional to the candidates the request actually hits, not to the size of the rule set.
+//! recorded and the walk continues; the first matching terminal rule ends it. The work is one
+//! probe per signal plus the candidates the request actually hits, not the size of the rule set.
 //! No allocation (inline buffers, heap only for pathological requests hitting more than 16
 //! postings or more than 4 log rules), no lock, no parsing, each string hashed once.
 //!
