@@ -226,3 +226,152 @@ mod tests {
         }
     }
 }
+
+/// Slots of the per-address cache: 16,384 × 40 bytes = 640 KiB per enricher.
+const ADDRESS_SLOTS: usize = 1 << 14;
+
+/// What the per-address cache knows about one address: the location (when `location_known`)
+/// and the ASN (when `asn_known`), as of one generation of the databases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct AddressEntry {
+    pub(crate) location_known: bool,
+    pub(crate) location: PackedLocation,
+    pub(crate) asn_known: bool,
+    pub(crate) asn: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct AddressSlot {
+    sequence: AtomicU64,
+    address_high: AtomicU64,
+    address_low: AtomicU64,
+    /// Validity, family, knowledge bits and the packed location.
+    word: AtomicU64,
+    /// Generation (high half) and ASN (low half).
+    generation_asn: AtomicU64,
+}
+
+const LOCATION_KNOWN: u64 = 1 << 61;
+const ASN_KNOWN: u64 = 1 << 60;
+const HAS_ASN: u64 = 1 << 59;
+
+/// Answers per client address, in front of the tree walks: clients repeat, and a hit costs a
+/// few atomic loads instead of one or two walks down trees of millions of nodes (cache misses
+/// all the way on a large database). Entries carry the generation of the databases they were
+/// computed from; a reload bumps the generation, so older entries stop matching.
+#[derive(Debug)]
+pub(crate) struct AddressCache {
+    slots: Box<[AddressSlot]>,
+}
+
+impl AddressCache {
+    pub(crate) fn new() -> Self {
+        AddressCache {
+            slots: (0..ADDRESS_SLOTS).map(|_| AddressSlot::default()).collect(),
+        }
+    }
+
+    fn slot(&self, address: u128, v6: bool) -> Option<&AddressSlot> {
+        let mixed = (address as u64) ^ ((address >> 64) as u64).rotate_left(31) ^ u64::from(v6);
+        let index = (mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 50) as usize;
+        self.slots.get(index & (ADDRESS_SLOTS - 1))
+    }
+
+    pub(crate) fn get(&self, address: u128, v6: bool, generation: u32) -> Option<AddressEntry> {
+        let slot = self.slot(address, v6)?;
+        let before = slot.sequence.load(Ordering::Acquire);
+        if before & 1 == 1 {
+            return None;
+        }
+        let high = slot.address_high.load(Ordering::Relaxed);
+        let low = slot.address_low.load(Ordering::Relaxed);
+        let word = slot.word.load(Ordering::Relaxed);
+        let generation_asn = slot.generation_asn.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if slot.sequence.load(Ordering::Relaxed) != before
+            || word & VALID == 0
+            || (word & V6 != 0) != v6
+            || (generation_asn >> 32) as u32 != generation
+            || (u128::from(high) << 64 | u128::from(low)) != address
+        {
+            return None;
+        }
+        let (_, _, location) = unpack(word & !(LOCATION_KNOWN | ASN_KNOWN | HAS_ASN));
+        Some(AddressEntry {
+            location_known: word & LOCATION_KNOWN != 0,
+            location,
+            asn_known: word & ASN_KNOWN != 0,
+            asn: (word & HAS_ASN != 0).then_some(generation_asn as u32),
+        })
+    }
+
+    pub(crate) fn put(&self, address: u128, v6: bool, generation: u32, entry: AddressEntry) {
+        let Some(slot) = self.slot(address, v6) else {
+            return;
+        };
+        let before = slot.sequence.load(Ordering::Relaxed);
+        if before & 1 == 1
+            || slot
+                .sequence
+                .compare_exchange(before, before + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        fence(Ordering::Release);
+        let key = NetworkKey {
+            masked: 0,
+            prefix_len: 0,
+            v6,
+        };
+        let mut word = pack(key, entry.location);
+        if entry.location_known {
+            word |= LOCATION_KNOWN;
+        }
+        if entry.asn_known {
+            word |= ASN_KNOWN;
+        }
+        if entry.asn.is_some() {
+            word |= HAS_ASN;
+        }
+        slot.address_high
+            .store((address >> 64) as u64, Ordering::Relaxed);
+        slot.address_low.store(address as u64, Ordering::Relaxed);
+        slot.word.store(word, Ordering::Relaxed);
+        slot.generation_asn.store(
+            u64::from(generation) << 32 | u64::from(entry.asn.unwrap_or(0)),
+            Ordering::Relaxed,
+        );
+        slot.sequence.store(before + 2, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::*;
+
+    #[test]
+    fn entries_match_address_family_and_generation() {
+        let cache = AddressCache::new();
+        let entry = AddressEntry {
+            location_known: true,
+            location: PackedLocation {
+                country: Some(*b"FR"),
+                subdivision: Some((*b"IDF", 3)),
+            },
+            asn_known: true,
+            asn: Some(4_200_000_000),
+        };
+        cache.put(0xc000_0201, false, 7, entry);
+        assert_eq!(cache.get(0xc000_0201, false, 7), Some(entry));
+        assert_eq!(cache.get(0xc000_0201, false, 8), None);
+        assert_eq!(cache.get(0xc000_0201, true, 7), None);
+        assert_eq!(cache.get(0xc000_0202, false, 7), None);
+        let partial = AddressEntry {
+            asn_known: true,
+            ..AddressEntry::default()
+        };
+        cache.put(0xc000_0201, false, 8, partial);
+        assert_eq!(cache.get(0xc000_0201, false, 8), Some(partial));
+    }
+}
