@@ -53,6 +53,9 @@ struct Report {
     compiled_ns_per_decision: f64,
     compiled_ns_min: f64,
     compiled_ns_max: f64,
+    /// Median on-CPU time per decision (excludes time the thread was not scheduled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compiled_cpu_ns_per_decision: Option<f64>,
     reference_requests: usize,
     reference_ns_per_decision: f64,
     speedup: f64,
@@ -69,6 +72,13 @@ struct Verdicts {
     redirect: usize,
     none: usize,
     with_monitored: usize,
+}
+
+/// Nanoseconds this thread has spent on a CPU (Linux `/proc/thread-self/schedstat`), so that
+/// time the scheduler gave to other processes does not count; `None` elsewhere.
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 fn ms(since: Instant) -> f64 {
@@ -122,17 +132,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         verdicts.with_monitored += usize::from(!decision.monitored().is_empty());
     }
 
-    let mut per_round: Vec<f64> = (0..rounds)
-        .map(|_| {
-            let t = Instant::now();
-            for request in &requests {
-                black_box(policy.evaluate(black_box(request)));
-            }
-            t.elapsed().as_secs_f64() * 1e9 / requests.len() as f64
-        })
-        .collect();
+    let mut per_round = Vec::with_capacity(rounds);
+    let mut cpu_per_round = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let cpu = thread_cpu_ns();
+        let t = Instant::now();
+        for request in &requests {
+            black_box(policy.evaluate(black_box(request)));
+        }
+        per_round.push(t.elapsed().as_secs_f64() * 1e9 / requests.len() as f64);
+        if let (Some(before), Some(after)) = (cpu, thread_cpu_ns()) {
+            cpu_per_round.push(after.saturating_sub(before) as f64 / requests.len() as f64);
+        }
+    }
     per_round.sort_by(f64::total_cmp);
+    cpu_per_round.sort_by(f64::total_cmp);
     let compiled_ns = per_round[per_round.len() / 2];
+    let compiled_cpu_ns =
+        (cpu_per_round.len() == rounds).then(|| cpu_per_round[cpu_per_round.len() / 2]);
 
     // The reference evaluator on an evenly spread sample, checked against the compiled one.
     let sample_len = args.reference_requests.clamp(1, requests.len());
@@ -171,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         compiled_ns_per_decision: compiled_ns,
         compiled_ns_min: per_round[0],
         compiled_ns_max: per_round[per_round.len() - 1],
+        compiled_cpu_ns_per_decision: compiled_cpu_ns,
         reference_requests: sample.len(),
         reference_ns_per_decision: reference_ns,
         speedup: reference_ns / compiled_ns,
@@ -209,6 +227,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             r.compiled_ns_max,
             r.decisions_per_second / 1e6
         );
+        if let Some(cpu) = r.compiled_cpu_ns_per_decision {
+            println!("           {cpu:.0} ns of CPU time per decision (median; excludes time other processes had the core)");
+        }
         println!(
             "reference: {:.0} ns per decision ({} requests, same answers) → compiled is {:.0}× faster",
             r.reference_ns_per_decision, r.reference_requests, r.speedup

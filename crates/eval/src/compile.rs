@@ -573,7 +573,7 @@ impl CompiledPolicy {
             table(
                 "client_ip_v4",
                 &ix.client_v4,
-                IndexKind::IntervalTableDirect16,
+                IndexKind::IntervalTableDirect,
             ),
             table(
                 "client_ip_v6",
@@ -583,7 +583,7 @@ impl CompiledPolicy {
             table(
                 "connecting_ip_v4",
                 &ix.connecting_v4,
-                IndexKind::IntervalTableDirect16,
+                IndexKind::IntervalTableDirect,
             ),
             table(
                 "connecting_ip_v6",

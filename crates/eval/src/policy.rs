@@ -263,8 +263,8 @@ pub enum IndexKind {
     Unused,
     /// Sorted disjoint intervals, binary search over all of them.
     IntervalTable,
-    /// Sorted disjoint intervals behind a direct table on the top 16 address bits (IPv4).
-    IntervalTableDirect16,
+    /// Sorted disjoint intervals behind a direct table on the top 16 to 22 address bits (IPv4).
+    IntervalTableDirect,
     /// Sorted disjoint intervals behind a fence array of every 32nd start (IPv6).
     IntervalTableFenced,
     /// An open-addressing hash table.

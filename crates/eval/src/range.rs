@@ -8,9 +8,10 @@
 //! IPv4, 128 for IPv6; in real lists none or one). The common case touches the first level and
 //! one interval record, nothing else.
 //!
-//! The search is kept short by a first level: for IPv4 a direct table on the top 16 bits of the
-//! address (65,537 entries, built only for large tables), for IPv6 a fence array holding every
-//! 32nd interval start, small enough to stay in cache.
+//! The search is kept short by a first level: for IPv4 a direct table on the top 16 to 22 bits
+//! of the address (sized so that a block holds about one interval; built only for large
+//! tables), for IPv6 a fence array holding every 32nd interval start, small enough to stay in
+//! cache.
 
 /// Marks "no network".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -20,8 +21,10 @@ pub(crate) trait Address: Copy + Ord + Default + std::fmt::Debug {
     /// Whether a direct table on the top 16 bits is worth building (IPv4).
     const DIRECT16: bool;
     fn successor(self) -> Option<Self>;
-    fn top16(self) -> usize;
-    fn from_top16(high: usize) -> Self;
+    /// The top `bits` bits.
+    fn top(self, bits: u32) -> usize;
+    /// The lowest address whose top `bits` bits are `high`.
+    fn from_top(high: usize, bits: u32) -> Self;
 }
 
 impl Address for u32 {
@@ -31,12 +34,12 @@ impl Address for u32 {
         self.checked_add(1)
     }
     #[inline]
-    fn top16(self) -> usize {
-        (self >> 16) as usize
+    fn top(self, bits: u32) -> usize {
+        (self >> (32 - bits)) as usize
     }
     #[inline]
-    fn from_top16(high: usize) -> Self {
-        (high as u32) << 16
+    fn from_top(high: usize, bits: u32) -> Self {
+        (high as u32) << (32 - bits)
     }
 }
 
@@ -47,12 +50,12 @@ impl Address for u128 {
         self.checked_add(1)
     }
     #[inline]
-    fn top16(self) -> usize {
-        (self >> 112) as usize
+    fn top(self, bits: u32) -> usize {
+        (self >> (128 - bits)) as usize
     }
     #[inline]
-    fn from_top16(high: usize) -> Self {
-        (high as u128) << 112
+    fn from_top(high: usize, bits: u32) -> Self {
+        (high as u128) << (128 - bits)
     }
 }
 
@@ -80,8 +83,13 @@ const FENCE_STRIDE: usize = 32;
 #[derive(Debug, Clone)]
 enum FirstLevel<A> {
     None,
-    /// `direct[h]` = the interval holding `h << 16`; `direct[65536]` = the last interval.
-    Direct16(Vec<u32>),
+    /// `table[h]` = the interval holding the first address whose top `bits` bits are `h`;
+    /// `table[1 << bits]` = the last interval. `bits` grows with the table (16 to 22) so that a
+    /// block holds about one interval and the search reads one cache line.
+    Direct {
+        bits: u32,
+        table: Vec<u32>,
+    },
     /// `fences[j]` = `starts[j * FENCE_STRIDE]`.
     Fences(Vec<A>),
 }
@@ -158,17 +166,19 @@ impl<A: Address> RangeTable<A> {
         let first = if starts.len() < FIRST_LEVEL_MIN {
             FirstLevel::None
         } else if A::DIRECT16 {
-            let mut direct = Vec::with_capacity(65_537);
+            let bits = (usize::BITS - starts.len().leading_zeros()).clamp(16, 22);
+            let blocks = 1usize << bits;
+            let mut table = Vec::with_capacity(blocks + 1);
             let mut at = 0usize;
-            for high in 0..65_536usize {
-                let block = A::from_top16(high);
+            for high in 0..blocks {
+                let block = A::from_top(high, bits);
                 while at + 1 < starts.len() && starts[at + 1] <= block {
                     at += 1;
                 }
-                direct.push(at as u32);
+                table.push(at as u32);
             }
-            direct.push((starts.len() - 1) as u32);
-            FirstLevel::Direct16(direct)
+            table.push((starts.len() - 1) as u32);
+            FirstLevel::Direct { bits, table }
         } else {
             FirstLevel::Fences(starts.iter().step_by(FENCE_STRIDE).copied().collect())
         };
@@ -202,9 +212,9 @@ impl<A: Address> RangeTable<A> {
     pub(crate) fn innermost(&self, address: A) -> (u32, u32) {
         let (lo, hi) = match &self.first {
             FirstLevel::None => (0, self.intervals.len() - 1),
-            FirstLevel::Direct16(direct) => {
-                let high = address.top16();
-                (direct[high] as usize, direct[high + 1] as usize)
+            FirstLevel::Direct { bits, table } => {
+                let high = address.top(*bits);
+                (table[high] as usize, table[high + 1] as usize)
             }
             FirstLevel::Fences(fences) => {
                 let j = fences.partition_point(|&f| f <= address).saturating_sub(1);
@@ -238,7 +248,7 @@ impl<A: Address> RangeTable<A> {
     pub(crate) fn bytes(&self) -> usize {
         let first = match &self.first {
             FirstLevel::None => 0,
-            FirstLevel::Direct16(d) => d.capacity() * 4,
+            FirstLevel::Direct { table, .. } => table.capacity() * 4,
             FirstLevel::Fences(f) => f.capacity() * std::mem::size_of::<A>(),
         };
         self.intervals.capacity() * std::mem::size_of::<Interval<A>>()
@@ -293,6 +303,40 @@ mod tests {
         assert_eq!(chain(&table, u32::MAX), vec![6]);
         assert_eq!(chain(&table, u32::MAX - 1), Vec::<u32>::new());
         assert_eq!(chain(&RangeTable::<u32>::default(), 7), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_large_table_uses_a_wider_direct_table() {
+        // 70,000 distinct /24 networks: about 140,000 intervals, an 18-bit direct table.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut nets = std::collections::HashMap::new();
+        while nets.len() < 70_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let first = ((state >> 32) as u32) & 0xffff_ff00;
+            let next = nets.len() as u32;
+            nets.entry(first).or_insert(next);
+        }
+        let table = RangeTable::build(
+            nets.iter()
+                .map(|(&first, &p)| (first, first | 0xff, p))
+                .collect(),
+        );
+        assert!(matches!(table.first, FirstLevel::Direct { bits: 18, .. }));
+        for probe in 0..200_000u32 {
+            let address = probe.wrapping_mul(2_654_435_761);
+            let expected: Vec<u32> = nets
+                .get(&(address & 0xffff_ff00))
+                .copied()
+                .into_iter()
+                .collect();
+            assert_eq!(chain(&table, address), expected, "{address:#x}");
+        }
+        for (&first, &p) in nets.iter().take(5_000) {
+            assert_eq!(chain(&table, first), vec![p]);
+            assert_eq!(chain(&table, first | 0xff), vec![p]);
+        }
     }
 
     #[test]

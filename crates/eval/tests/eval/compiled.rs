@@ -209,7 +209,7 @@ fn stats_describe_the_indexes() {
             .find(|i| i.name == name)
             .map(|i| i.kind)
     };
-    assert_eq!(kind("client_ip_v4"), Some(IndexKind::IntervalTableDirect16));
+    assert_eq!(kind("client_ip_v4"), Some(IndexKind::IntervalTableDirect));
     assert_eq!(kind("client_ip_v6"), Some(IndexKind::IntervalTable));
     assert_eq!(
         kind("asn"),
