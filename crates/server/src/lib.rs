@@ -95,6 +95,7 @@ pub(crate) struct Shared {
     authority: Arc<auth::TenantAuthority>,
     limiter: rate_limit::RateLimiter,
     tenant: Arc<tenant::TenantRuntime>,
+    verified: guard::VerifiedTokens,
 }
 
 /// The OpenAPI 3.1 document for a tenant domain (what `GET /_netacl/v1/openapi.json` serves).

@@ -187,6 +187,7 @@ impl AdminService {
                 authority,
                 limiter,
                 tenant,
+                verified: crate::guard::VerifiedTokens::new(),
             }),
         };
         Ok((Self { state }, report))
