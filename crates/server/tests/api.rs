@@ -1307,3 +1307,39 @@ async fn openapi_document_matches_the_routes() {
     let answer = api.send(Method::GET, "/_netacl/v1/nothing", None).await;
     assert_error(&answer, 404, None);
 }
+
+#[tokio::test]
+async fn requests_without_a_valid_token_are_limited_by_peer_address() {
+    let limited = config().with_rate_limit(RateLimitConfig {
+        burst: 2,
+        per_second: 0.01,
+    });
+    let api = api_with(limited).await;
+    let from = |peer: &str, token: Option<&str>| {
+        let mut request = Request::get("/api/v2/network-acls");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let mut request = request.body(Body::empty()).expect("request");
+        let addr: std::net::SocketAddr = peer.parse().expect("addr");
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(addr));
+        request
+    };
+    for _ in 0..2 {
+        assert_error(&api.call(from("192.0.2.1:1000", None)).await, 401, None);
+    }
+    // The third from the same address (any port, any bad token) is refused before auth.
+    let refused = api
+        .call(from("192.0.2.1:2000", Some("bad.token.here")))
+        .await;
+    assert_error(&refused, 429, Some("too_many_requests"));
+    assert!(refused.headers.contains_key("retry-after"));
+    // Another address has its own bucket, and a valid token is keyed by its client.
+    assert_error(&api.call(from("192.0.2.2:1000", None)).await, 401, None);
+    let token = api.token.clone();
+    let ok = api.call(from("192.0.2.1:3000", Some(&token))).await;
+    assert_eq!(ok.status, StatusCode::OK);
+    assert_eq!(ok.headers["x-ratelimit-remaining"], "1");
+}
