@@ -41,6 +41,19 @@
 //!   cause.
 //! - Reads are served from the tenant's committed snapshot (records rendered to JSON once);
 //!   writes go through the tenant's write path: compile → durable commit → engine swap → answer.
+//! - Verified bearer tokens are remembered (bounded, until `exp` plus the leeway, at most five
+//!   minutes), so a client reusing its token costs a lookup, not an RSA verification.
+//!
+//! # Bodies
+//!
+//! `application/json`, or `application/x-www-form-urlencoded` where the public API takes forms.
+//! A form carries nested properties with bracketed keys (`rule[action][block]=true`,
+//! `rule[match][ipv4_cidrs][]=192.0.2.0/24`, `[]` appending an array item), or the whole `rule`
+//! as JSON text (`rule={"action":...}`). Values are coerced by position only: `true`/`false`
+//! where the schema has a boolean (`active`, the actions), decimal integers where it has an
+//! integer (`priority`, `asns` items); everything else stays a string, so a wrong type is
+//! reported by the validator with its property path. Any other content type is a 415; a body
+//! over the configured limit a 413; both with the error body.
 //!
 //! # Several nodes
 //!
