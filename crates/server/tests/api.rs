@@ -1343,3 +1343,33 @@ async fn requests_without_a_valid_token_are_limited_by_peer_address() {
     assert_eq!(ok.status, StatusCode::OK);
     assert_eq!(ok.headers["x-ratelimit-remaining"], "1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_on_one_priority_have_one_winner() {
+    let api = Arc::new(api().await);
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let api = Arc::clone(&api);
+        tasks.push(tokio::spawn(async move {
+            api.send(
+                Method::POST,
+                "/api/v2/network-acls",
+                Some(acl_body(42, &format!("192.0.2.{n}"))),
+            )
+            .await
+        }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        let answer = task.await.expect("join");
+        if answer.status == StatusCode::CONFLICT {
+            assert_error(&answer, 409, Some("conflict"));
+        }
+        statuses.push(answer.status.as_u16());
+    }
+    statuses.sort();
+    assert_eq!(statuses, vec![201, 409, 409, 409, 409, 409, 409, 409]);
+    assert_eq!(api.list().await.as_array().expect("array").len(), 1);
+    let status = api.send(Method::GET, "/_netacl/v1/status", None).await;
+    assert_eq!(status.body["version"], json!(1));
+}
