@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use netacl_eval::{CompiledPolicy, RequestInputRef};
-use netacl_model::{Limits, RuleSet, ValidationError};
+use netacl_model::{RuleSet, ValidationError};
 
 const BUFFER: usize = 1 << 20;
 
@@ -38,6 +38,8 @@ pub struct Args {
     /// server's dry run).
     #[arg(long, default_value_t = 1)]
     rules_version: u64,
+    #[command(flatten)]
+    limits: crate::limits_args::LimitsArgs,
 }
 
 /// The record index a rule-set validation path starts with (`[3].rule...`,
@@ -75,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     drop(text);
-    let rules = match RuleSet::from_json(&value, args.rules_version, &Limits::default()) {
+    let rules = match RuleSet::from_json(&value, args.rules_version, &args.limits.limits()) {
         Ok(rules) => rules,
         Err(err) => {
             eprintln!(
@@ -87,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     drop(value);
-    let policy = match CompiledPolicy::compile(&rules) {
+    let policy = match CompiledPolicy::compile_with_limits(&rules, &args.limits.limits()) {
         Ok(policy) => policy,
         Err(err) => {
             eprintln!(
@@ -208,7 +210,7 @@ mod tests {
             "rule": {"action": {"block": true}, "scope": "tenant", "match": {"asns": [7]}},
             "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
         }]);
-        let rules = RuleSet::from_json(&rules, 1, &Limits::default()).unwrap();
+        let rules = RuleSet::from_json(&rules, 1, &netacl_model::Limits::default()).unwrap();
         let policy = CompiledPolicy::compile(&rules).unwrap();
         let input = b"{\"asn\": 7}\n\n  \n{\"asn\": 8}\nnot json\n{\"scope\": \"x\"}\n{\"asn\": 7, \"bogus\": 1}\n{\"asn\":7}";
         let mut out = Vec::new();

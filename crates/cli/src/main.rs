@@ -11,6 +11,7 @@ mod cmd_edge;
 mod cmd_eval;
 mod cmd_fingerprint;
 mod cmd_serve;
+mod limits_args;
 
 /// A network ACL evaluation engine and the tenant admin service that feeds it.
 #[derive(Parser)]

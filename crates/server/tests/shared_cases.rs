@@ -1,0 +1,255 @@
+//! The project's data-driven cases, through the HTTP API (the router, `oneshot`):
+//!
+//! - `testdata/cases/*.json` (evaluation): every request through `POST /_netacl/v1/dry-run`
+//!   with the file's rule set in the body must give exactly the expected outcome — the same cases
+//!   the reference and compiled evaluators run in `crates/eval/tests`.
+//! - `testdata/validation/network_acl_create.json` and `network_acl_patch.json`: every body
+//!   through `POST` / `PATCH /api/v2/network-acls` must be accepted (201/200, stored as sent) or
+//!   refused with 400 `invalid_body` and exactly the expected message — the same cases the model
+//!   runs in `crates/model/tests`.
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::Router;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use netacl_server::auth::TokenRequest;
+use netacl_server::rate_limit::RateLimitConfig;
+use netacl_server::{AdminService, BootstrapClient, ServerConfig};
+use netacl_store::SqliteStore;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+const DOMAIN: &str = "cases.test";
+const CLIENT: &str = "cases-admin";
+const SECRET: &str = "cases-admin-secret-long-enough";
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+struct Api {
+    _dir: tempfile::TempDir,
+    router: Router,
+    token: String,
+}
+
+async fn api() -> Api {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled());
+    let store = Arc::new(SqliteStore::open(dir.path(), config.limits).expect("store"));
+    let bootstrap = BootstrapClient {
+        client_id: Some(CLIENT.into()),
+        client_secret: Some(SECRET.into()),
+    };
+    let (service, _) = AdminService::start(store, config, bootstrap)
+        .await
+        .expect("start");
+    let token = service
+        .authority()
+        .issue_client_credentials(&TokenRequest::client_credentials(
+            CLIENT,
+            SECRET,
+            &format!("https://{DOMAIN}/api/v2/"),
+        ))
+        .expect("token")
+        .access_token;
+    Api {
+        router: service.router(),
+        token,
+        _dir: dir,
+    }
+}
+
+impl Api {
+    async fn call(&self, method: Method, uri: &str, body: &Value) -> (StatusCode, Value) {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("authorization", format!("Bearer {}", self.token))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .expect("request");
+        let response = self.router.clone().oneshot(request).await.expect("answer");
+        let status = response.status();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).expect("JSON answer")
+        };
+        (status, value)
+    }
+}
+
+/// The evaluation case files, sorted.
+fn evaluation_case_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(testdata().join("cases"))
+        .expect("testdata/cases")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test]
+async fn evaluation_cases_through_the_dry_run_endpoint() {
+    let api = api().await;
+    let files = evaluation_case_files();
+    assert!(files.len() >= 5, "expected the evaluation case files");
+    let mut checked = 0;
+    for file in files {
+        let case_file = read_json(&file);
+        // The dry run takes the records themselves; a file may hold the list envelope.
+        let rules = match &case_file["rules"] {
+            Value::Object(envelope) => envelope["network_acls"].clone(),
+            rules => rules.clone(),
+        };
+        for case in case_file["cases"].as_array().expect("cases") {
+            let name = case["name"].as_str().unwrap_or("?");
+            let (status, body) = api
+                .call(
+                    Method::POST,
+                    "/_netacl/v1/dry-run",
+                    &json!({"request": case["request"], "network_acls": rules}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{}: {name}: {body}", file.display());
+            assert_eq!(body["source"], "body");
+            assert_eq!(
+                body["outcome"],
+                case["expect"],
+                "{}: {name}",
+                file.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 50, "only {checked} evaluation cases ran");
+}
+
+/// The create body as the API stores it: the default priority filled in.
+fn as_stored(body: &Value) -> Value {
+    let mut stored = body.clone();
+    if stored.get("priority").is_none() {
+        stored["priority"] = json!(50);
+    }
+    stored
+}
+
+fn without_server_fields(record: &Value) -> Value {
+    let mut record = record.clone();
+    if let Value::Object(fields) = &mut record {
+        fields.remove("id");
+        fields.remove("created_at");
+        fields.remove("updated_at");
+    }
+    record
+}
+
+#[tokio::test]
+async fn validation_cases_through_create() {
+    let api = api().await;
+    let cases = read_json(&testdata().join("validation/network_acl_create.json"));
+    let cases = cases.as_array().expect("cases");
+    assert!(!cases.is_empty());
+    let (mut accepted, mut refused) = (0, 0);
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let (status, answer) = api
+            .call(Method::POST, "/api/v2/network-acls", &case["body"])
+            .await;
+        match case["error"].as_str() {
+            None => {
+                assert_eq!(status, StatusCode::CREATED, "{name}: {answer}");
+                assert_eq!(
+                    without_server_fields(&answer),
+                    as_stored(&case["body"]),
+                    "{name}: stored as sent"
+                );
+                // Free the priority for the next case.
+                let id = answer["id"].as_str().expect("id");
+                let (status, _) = api
+                    .call(
+                        Method::DELETE,
+                        &format!("/api/v2/network-acls/{id}"),
+                        &Value::Null,
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::NO_CONTENT, "{name}: delete");
+                accepted += 1;
+            }
+            Some(message) => {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
+                assert_eq!(answer["errorCode"], "invalid_body", "{name}");
+                assert_eq!(answer["message"], message, "{name}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        accepted > 0 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+    // Nothing refused was written, and every accepted rule was deleted again.
+    let (status, list) = api
+        .call(Method::GET, "/api/v2/network-acls", &Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list, json!([]));
+}
+
+#[tokio::test]
+async fn validation_cases_through_patch() {
+    let api = api().await;
+    let base = json!({
+        "description": "patched by every case", "active": true, "priority": 40,
+        "rule": {"action": {"block": true}, "scope": "tenant",
+                 "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}
+    });
+    let (status, created) = api.call(Method::POST, "/api/v2/network-acls", &base).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let uri = format!(
+        "/api/v2/network-acls/{}",
+        created["id"].as_str().expect("id")
+    );
+    let cases = read_json(&testdata().join("validation/network_acl_patch.json"));
+    let cases = cases.as_array().expect("cases");
+    assert!(!cases.is_empty());
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let (_, before) = api.call(Method::GET, &uri, &Value::Null).await;
+        let (status, answer) = api.call(Method::PATCH, &uri, &case["body"]).await;
+        match case["error"].as_str() {
+            None => {
+                assert_eq!(status, StatusCode::OK, "{name}: {answer}");
+                // Every field the patch names now holds the patched value; the others kept theirs.
+                for (field, value) in before.as_object().expect("record") {
+                    let expected = case["body"].get(field).unwrap_or(value);
+                    if field != "updated_at" {
+                        assert_eq!(&answer[field], expected, "{name}: {field}");
+                    }
+                }
+            }
+            Some(message) => {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
+                assert_eq!(answer["errorCode"], "invalid_body", "{name}");
+                assert_eq!(answer["message"], message, "{name}");
+                let (_, after) = api.call(Method::GET, &uri, &Value::Null).await;
+                assert_eq!(after, before, "{name}: a refused patch changes nothing");
+            }
+        }
+    }
+}
