@@ -1,0 +1,176 @@
+//! `netacl eval` and `netacl bench` through the real binary: the README's quick tour, the
+//! rule-file errors (exit status 2, naming the rule and the property path), request-line errors,
+//! the envelope form, the limit flags, and the bench's JSON report.
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+fn netacl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netacl"))
+}
+
+fn rules() -> Value {
+    json!([
+        {"id": "acl_1111111111111111111111", "description": "block a bad network outside the US",
+         "active": true, "priority": 10,
+         "rule": {"action": {"block": true}, "scope": "tenant",
+                  "match": {"ipv4_cidrs": ["198.51.100.0/24"]},
+                  "not_match": {"geo_country_codes": ["US"]}}},
+        {"id": "acl_2222222222222222222222", "description": "watch a fingerprint", "active": true,
+         "priority": 20,
+         "rule": {"action": {"log": true}, "scope": "authentication",
+                  "match": {"ja4_fingerprints": ["t13d1516h2_8daaf6152771_e5627efa2ab1"]}}}
+    ])
+}
+
+fn write_rules(dir: &tempfile::TempDir, rules: &Value) -> std::path::PathBuf {
+    let path = dir.path().join("rules.json");
+    std::fs::write(&path, rules.to_string()).expect("write rules");
+    path
+}
+
+fn eval(rules: &std::path::Path, extra: &[&str], stdin: &str) -> Output {
+    let mut child = netacl()
+        .arg("eval")
+        .arg("--rules")
+        .arg(rules)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn netacl eval");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write requests");
+    child.wait_with_output().expect("netacl eval")
+}
+
+fn lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+#[test]
+fn quick_tour_decisions_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = write_rules(&dir, &rules());
+    let requests = concat!(
+        r#"{"path": "/authorize", "client_ip": "198.51.100.7", "country": "FR"}"#,
+        "\n\n",
+        r#"{"path": "/authorize", "client_ip": "198.51.100.7", "country": "US", "ja4": "t13d1516h2_8daaf6152771_e5627efa2ab1"}"#,
+        "\n",
+        r#"{"client_ip": "not an address"}"#,
+        "\n",
+        r#"{"scope": "management", "client_ip": "::ffff:198.51.100.8", "country": "DE"}"#,
+        "\n",
+    );
+    let output = eval(&rules, &[], requests);
+    assert!(output.status.success(), "{output:?}");
+    let out = lines(&output);
+    assert_eq!(out.len(), 4, "the blank line gives no output: {out:?}");
+    assert_eq!(
+        out[0],
+        json!({"action": "block", "rule_id": "acl_1111111111111111111111", "monitored": []})
+    );
+    assert_eq!(
+        out[1],
+        json!({"action": "none", "rule_id": null, "monitored": ["acl_2222222222222222222222"]})
+    );
+    let error = out[2]["error"].as_str().expect("an error line");
+    assert!(error.contains("client_ip"), "{error}");
+    // An IPv4-mapped address is matched as IPv4.
+    assert_eq!(out[3]["rule_id"], "acl_1111111111111111111111");
+}
+
+#[test]
+fn envelope_and_requests_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = write_rules(
+        &dir,
+        &json!({"network_acls": rules(), "start": 0, "limit": 50, "total": 2}),
+    );
+    let requests = dir.path().join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        "{\"client_ip\": \"203.0.113.1\"}\n{\"client_ip\": \"198.51.100.1\"}\n",
+    )
+    .expect("write requests");
+    let output = eval(
+        &rules,
+        &["--requests", requests.to_str().expect("path")],
+        "",
+    );
+    assert!(output.status.success(), "{output:?}");
+    let out = lines(&output);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0]["action"], "none");
+    assert_eq!(out[1]["action"], "block");
+}
+
+#[test]
+fn invalid_rule_file_names_the_rule_and_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bad = rules();
+    bad[1]["rule"]["match"]["asns"] = json!([7, 7]);
+    let rules = write_rules(&dir, &bad);
+    let output = eval(&rules, &[], "");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("acl_2222222222222222222222"), "{stderr}");
+    assert!(stderr.contains("[1].rule.match.asns"), "{stderr}");
+    assert!(
+        stderr.contains("Array items are not unique (indexes 0 and 1)"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn limit_flags_apply() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = write_rules(&dir, &rules());
+    let output = eval(&rules, &["--max-rules", "1"], "");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("maximum 1"));
+    let output = eval(&rules, &["--max-rules", "2"], "{}\n");
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn bench_reports_json() {
+    let output = netacl()
+        .args([
+            "bench",
+            "--rules",
+            "200",
+            "--cidrs",
+            "2000",
+            "--requests",
+            "500",
+            "--rounds",
+            "2",
+            "--json",
+        ])
+        .output()
+        .expect("netacl bench");
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["rules"], 200);
+    for key in [
+        "cidrs",
+        "compiled_ns_per_decision",
+        "reference_ns_per_decision",
+        "speedup",
+        "compile_ms",
+        "policy_bytes",
+    ] {
+        assert!(report[key].is_number(), "{key} in {report}");
+    }
+}
