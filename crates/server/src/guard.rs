@@ -2,8 +2,15 @@
 //! caller's rate-limit bucket (keyed by client id, or by peer address without a valid token),
 //! and stamp the rate-limit headers on whatever the route answers. The operation's scope is
 //! checked by the [`Authorized`] extractor of each handler.
+//!
+//! `POST /oauth/token` (a target for guessing client secrets) takes one request from a bucket
+//! of its own per peer address ([`limit_token_requests`]), with the same limits.
+//!
+//! A peer address is keyed by [`peer_key`]: IPv4 by the address, IPv6 by its /64 (one host
+//! usually holds a whole /64, so cycling through it must not buy fresh buckets), and an
+//! IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, a dual-stack socket) as the IPv4 address.
 use std::marker::PhantomData;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::middleware::Next;
@@ -23,10 +30,7 @@ pub(crate) async fn guard(
     let verified = verify(&state, request.headers());
     let key = match &verified {
         Ok(principal) => format!("client:{}", principal.client_id()),
-        Err(_) => match request.extensions().get::<ConnectInfo<SocketAddr>>() {
-            Some(ConnectInfo(peer)) => format!("peer:{}", peer.ip()),
-            None => "peer:unknown".to_owned(),
-        },
+        Err(_) => format!("peer:{}", peer_key(peer_ip(&request))),
     };
     let decision = state.inner.limiter.check(&key);
     let mut response = if !decision.allowed {
@@ -45,6 +49,69 @@ pub(crate) async fn guard(
     };
     decision.apply_headers(response.headers_mut());
     response
+}
+
+/// The middleware in front of `POST /oauth/token`: one request from the peer's token bucket
+/// (separate from its API bucket), or `429` in the OAuth error shape with `Retry-After`. The
+/// rate-limit headers are stamped on every answer while limiting is on.
+pub(crate) async fn limit_token_requests(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let key = format!("token:{}", peer_key(peer_ip(&request)));
+    let decision = state.inner.limiter.check(&key);
+    let mut response = if decision.allowed {
+        next.run(request).await
+    } else {
+        oauth_too_many_requests()
+    };
+    decision.apply_headers(response.headers_mut());
+    response
+}
+
+/// `429 {"error":"too_many_requests","error_description":...}`, not cacheable.
+fn oauth_too_many_requests() -> Response {
+    let body = serde_json::json!({
+        "error": "too_many_requests",
+        "error_description": "Too many token requests from this address; retry after the \
+                              number of seconds in Retry-After.",
+    });
+    let mut response = (http::StatusCode::TOO_MANY_REQUESTS, body.to_string()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+/// The peer's address, when the server was started with connection info.
+fn peer_ip(request: &Request) -> Option<IpAddr> {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| peer.ip())
+}
+
+/// The rate-limit key of a peer address (see the module docs): `192.0.2.1`,
+/// `2001:db8:1:2::/64`, `unknown` without one.
+pub(crate) fn peer_key(peer: Option<IpAddr>) -> String {
+    match peer {
+        None => "unknown".to_owned(),
+        Some(IpAddr::V4(v4)) => v4.to_string(),
+        Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let prefix = u128::from(v6) & !u128::from(u64::MAX);
+                format!("{}/64", Ipv6Addr::from(prefix))
+            }
+        },
+    }
 }
 
 /// Verifies the bearer token, through the cache of recently verified tokens.
@@ -225,6 +292,51 @@ mod tests {
             .map(|s| s.lock().map(|m| m.len()).unwrap_or(0))
             .sum();
         assert!(held <= VerifiedTokens::SHARDS * VerifiedTokens::PER_SHARD);
+    }
+
+    #[test]
+    fn peers_are_keyed_by_ipv4_address_and_ipv6_slash_64() {
+        let key = |s: &str| peer_key(Some(s.parse().expect("address")));
+        assert_eq!(key("192.0.2.1"), "192.0.2.1");
+        assert_ne!(key("192.0.2.1"), key("192.0.2.2"));
+        // IPv4-mapped IPv6 (a dual-stack listener) shares the IPv4 address's bucket.
+        assert_eq!(key("::ffff:192.0.2.1"), "192.0.2.1");
+        // Every address of one /64 is one key; the neighbouring /64 is another.
+        assert_eq!(key("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+        assert_eq!(
+            key("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+            key("2001:db8:1:2:abcd::9")
+        );
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::1"), "::/64");
+        // Only the mapped form is IPv4; IPv4-compatible and NAT64 addresses stay IPv6.
+        assert_eq!(key("::192.0.2.1"), "::/64");
+        assert_eq!(key("64:ff9b::c000:201"), "64:ff9b::/64");
+        assert_eq!(peer_key(None), "unknown");
+    }
+
+    #[test]
+    fn one_slash_64_shares_one_bucket() {
+        let limiter = crate::rate_limit::RateLimiter::new(crate::rate_limit::RateLimitConfig {
+            burst: 2,
+            per_second: 0.001,
+        })
+        .expect("limiter");
+        let check = |s: &str| {
+            let key = format!("peer:{}", peer_key(Some(s.parse().expect("address"))));
+            limiter.check(&key).allowed
+        };
+        assert!(check("2001:db8::1"));
+        assert!(check("2001:db8::2"));
+        assert!(
+            !check("2001:db8::3"),
+            "a third address of the /64 is refused"
+        );
+        assert!(!check("2001:db8:0:0:8000::1"));
+        assert!(check("2001:db8:0:1::1"), "another /64 has its own bucket");
+        assert!(check("192.0.2.1"));
+        assert!(check("::ffff:192.0.2.1"));
+        assert!(!check("192.0.2.1"), "mapped and plain IPv4 share a bucket");
     }
 
     #[test]

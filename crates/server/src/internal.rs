@@ -137,12 +137,12 @@ pub(crate) async fn watch(
         .unwrap_or(DEFAULT_WATCH_TIMEOUT_MS);
     let tenant = &state.inner.tenant;
     // Subscribe before reading, so a change in between is not missed.
-    let mut versions = tenant.subscribe();
+    let mut installed = tenant.subscribe();
     if let Some(since) = since {
         if tenant.snapshot().version == since {
             let waited = tokio::time::timeout(
                 Duration::from_millis(timeout_ms),
-                versions.wait_for(|version| *version != since),
+                installed.wait_for(|rules| rules.version != since),
             )
             .await;
             match waited {

@@ -64,12 +64,18 @@ impl DeserializeValue for RequestInput {
 }
 
 /// Holds the live policy (`netacl_eval::Engine`: one atomic load per read, whole-policy swaps).
-pub(crate) struct PolicyEngine(Engine);
+/// The engine is shared: an edge running in the same process evaluates against it directly.
+pub(crate) struct PolicyEngine(Arc<Engine>);
 
 impl PolicyEngine {
     /// An engine holding the empty policy (version 0).
     pub(crate) fn new() -> Self {
-        Self(Engine::new())
+        Self(Arc::new(Engine::new()))
+    }
+
+    /// The engine itself, for evaluating in process (the in-process edge).
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.0
     }
 
     /// Swaps in a compiled policy.

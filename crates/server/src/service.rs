@@ -194,12 +194,25 @@ impl AdminService {
     }
 
     /// The whole HTTP surface: `/api/v2/network-acls`, `/_netacl/v1/*`, `POST /oauth/token` and
-    /// `GET /.well-known/jwks.json`.
+    /// `GET /.well-known/jwks.json`. `POST /oauth/token` is rate limited per peer address (a
+    /// bucket apart from the API's, same limits).
     pub fn router(&self) -> Router {
+        use axum::routing::{get, post};
+        let authority = Arc::clone(&self.state.inner.authority);
+        let token = Router::new()
+            .route("/oauth/token", post(crate::auth::token_endpoint))
+            .route("/oauth/token/", post(crate::auth::token_endpoint))
+            .with_state(Arc::clone(&authority))
+            .route_layer(axum::middleware::from_fn_with_state(
+                self.state.clone(),
+                crate::guard::limit_token_requests,
+            ));
+        let jwks = Router::new()
+            .route("/.well-known/jwks.json", get(crate::auth::jwks_endpoint))
+            .with_state(authority);
         routes::router(&self.state)
-            .merge(crate::auth::token_router(Arc::clone(
-                &self.state.inner.authority,
-            )))
+            .merge(token)
+            .merge(jwks)
             .fallback(|| async { crate::error::ApiError::no_such_route() })
             .with_state(self.state.clone())
     }
@@ -218,6 +231,21 @@ impl AdminService {
             listener,
             interval,
         )
+    }
+
+    /// The engine holding the tenant's live compiled policy: the one the write path (and, with
+    /// a shared database, the store follower) installs each new rule set into. An edge in the
+    /// same process evaluates against it directly, so a change answered `201`/`204` is already
+    /// enforced there.
+    pub fn engine(&self) -> &Arc<netacl_eval::Engine> {
+        self.state.inner.tenant.engine()
+    }
+
+    /// The rule set installed in [`engine`](Self::engine), a new value sent right after each
+    /// install (writes through this node and rule sets caught up from the store alike). The
+    /// same channel wakes the watch long poll. Starts at the rule set loaded at start.
+    pub fn rule_sets(&self) -> tokio::sync::watch::Receiver<Arc<netacl_model::RuleSet>> {
+        self.state.inner.tenant.subscribe()
     }
 
     /// The tenant's token authority (issuer, audience, clients).

@@ -288,7 +288,7 @@ mod tests {
             Some(record.clone())
         );
         // The watch long polls of b were woken with the new version.
-        assert_eq!(*watch.borrow_and_update(), 1);
+        assert_eq!(watch.borrow_and_update().version, 1);
 
         a.apply(Change::Delete(record.id.clone()))
             .await

@@ -1,5 +1,6 @@
 //! A tenant's live state: the committed network ACLs (served to readers), the engine holding the
-//! compiled policy, the version channel the watch endpoint waits on, and the write path.
+//! compiled policy, the channel of installed rule sets (the watch endpoint waits on it, an
+//! in-process edge follows it), and the write path.
 //!
 //! The write path, under the tenant's write mutex: build the new rule set in memory from the
 //! current snapshot → compile it (blocking thread) → commit to the store in one transaction
@@ -113,7 +114,8 @@ pub(crate) struct TenantRuntime {
     snapshot: RwLock<Arc<AclSnapshot>>,
     engine: PolicyEngine,
     write_lock: Mutex<()>,
-    versions: watch::Sender<u64>,
+    /// The rule set last installed in the engine, sent right after each install.
+    installed: watch::Sender<Arc<RuleSet>>,
 }
 
 impl TenantRuntime {
@@ -135,8 +137,8 @@ impl TenantRuntime {
         let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
         let engine = PolicyEngine::new();
         engine.install(Arc::new(policy));
-        let ordered = rules.acls.into_iter().map(StoredAcl::new).collect();
-        let (versions, _) = watch::channel(version);
+        let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
+        let (installed, _) = watch::channel(Arc::new(rules));
         Ok(Arc::new(Self {
             id,
             store,
@@ -144,7 +146,7 @@ impl TenantRuntime {
             snapshot: RwLock::new(Arc::new(AclSnapshot::new(version, ordered))),
             engine,
             write_lock: Mutex::new(()),
-            versions,
+            installed,
         }))
     }
 
@@ -163,9 +165,15 @@ impl TenantRuntime {
         self.engine.policy()
     }
 
-    /// A receiver of the committed version, for long polls.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
-        self.versions.subscribe()
+    /// The engine the write path and the store follower install into.
+    pub(crate) fn engine(&self) -> &Arc<netacl_eval::Engine> {
+        self.engine.engine()
+    }
+
+    /// A receiver of the rule set installed in the engine (its version is the committed one),
+    /// updated right after each install: for long polls and an in-process edge.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<RuleSet>> {
+        self.installed.subscribe()
     }
 
     /// Catches up with the store when another node (sharing the database) committed a newer
@@ -195,12 +203,12 @@ impl TenantRuntime {
                 .map_err(|err| LoadError::Compile(err.to_string()))?;
         let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
         self.engine.install(Arc::new(policy));
-        let ordered = rules.acls.into_iter().map(StoredAcl::new).collect();
+        let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
         *self
             .snapshot
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(AclSnapshot::new(version, ordered));
-        self.versions.send_replace(version);
+        self.installed.send_replace(Arc::new(rules));
         Ok(version)
     }
 
@@ -247,17 +255,18 @@ impl TenantRuntime {
         let next = AclSnapshot::new(current.version + 1, records);
         let rules = next.rule_set();
         let limits = self.limits;
-        let policy = tokio::task::spawn_blocking(move || Policy::compile(&rules, &limits))
-            .await
-            .map_err(|err| {
-                tracing::error!(error = %err, "compile task failed");
-                ApiError::internal()
-            })?
-            .map_err(|err| {
-                ApiError::invalid_body(format!(
-                    "Payload validation error: 'The rule set cannot be compiled: {err}'."
-                ))
-            })?;
+        let (policy, rules) =
+            tokio::task::spawn_blocking(move || (Policy::compile(&rules, &limits), rules))
+                .await
+                .map_err(|err| {
+                    tracing::error!(error = %err, "compile task failed");
+                    ApiError::internal()
+                })?;
+        let policy = policy.map_err(|err| {
+            ApiError::invalid_body(format!(
+                "Payload validation error: 'The rule set cannot be compiled: {err}'."
+            ))
+        })?;
 
         let expected = current.version;
         let version = match (&write, &record) {
@@ -288,7 +297,7 @@ impl TenantRuntime {
             .snapshot
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
-        self.versions.send_replace(version);
+        self.installed.send_replace(Arc::new(rules));
         Ok(Applied { record })
     }
 }

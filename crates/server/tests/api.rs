@@ -1344,6 +1344,74 @@ async fn requests_without_a_valid_token_are_limited_by_peer_address() {
     assert_eq!(ok.headers["x-ratelimit-remaining"], "1");
 }
 
+#[tokio::test]
+async fn token_requests_are_limited_by_peer_address() {
+    const BURST: u32 = 3;
+    let limited = config().with_rate_limit(RateLimitConfig {
+        burst: BURST,
+        per_second: 0.01,
+    });
+    let api = api_with(limited).await;
+    let token_request = |peer: &str, secret: &str| {
+        let body = json!({
+            "grant_type": "client_credentials", "client_id": CLIENT,
+            "client_secret": secret, "audience": AUDIENCE,
+        });
+        let mut request = Request::post("/oauth/token")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .expect("request");
+        let addr: std::net::SocketAddr = peer.parse().expect("addr");
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(addr));
+        request
+    };
+    // Exactly the burst passes (wrong secrets count too), from addresses of one /64.
+    for n in 0..BURST {
+        let peer = format!("[2001:db8:7:7::{}]:4000", n + 1);
+        let answer = api.call(token_request(&peer, "wrong-secret")).await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "request {n}");
+        assert_eq!(answer.body["error"], "access_denied");
+        assert_eq!(
+            answer.headers["x-ratelimit-remaining"],
+            (BURST - 1 - n).to_string().as_str()
+        );
+    }
+    // The next one is refused before the secret is checked, even with the right secret.
+    let refused = api
+        .call(token_request("[2001:db8:7:7:ffff::1]:4001", SECRET))
+        .await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.body["error"], "too_many_requests");
+    assert!(refused.body["error_description"].is_string());
+    assert_eq!(refused.headers["cache-control"], "no-store");
+    let retry: u64 = refused.headers["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("integer");
+    assert!(retry >= 1);
+    // Another /64, and another IPv4 address, have their own buckets.
+    let other = api
+        .call(token_request("[2001:db8:7:8::1]:4000", SECRET))
+        .await;
+    assert_eq!(other.status, StatusCode::OK);
+    assert!(other.body["access_token"].is_string());
+    let v4 = api.call(token_request("192.0.2.9:4000", SECRET)).await;
+    assert_eq!(v4.status, StatusCode::OK);
+    // The token bucket is apart from the API's: the limited peer still reaches the API (401
+    // without a token, not 429).
+    let mut request = Request::get("/api/v2/network-acls")
+        .body(Body::empty())
+        .expect("request");
+    let addr: std::net::SocketAddr = "[2001:db8:7:7::1]:4000".parse().expect("addr");
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(addr));
+    assert_error(&api.call(request).await, 401, None);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_creates_on_one_priority_have_one_winner() {
     let api = Arc::new(api().await);

@@ -30,8 +30,8 @@ const JSON_UTF8: &str = "application/json; charset=utf-8";
 /// # }
 /// ```
 ///
-/// These routes are not rate limited here; put the server's per-peer limiter in front if
-/// wanted.
+/// These routes are not rate limited here; `AdminService::router` mounts the same handlers with
+/// its per-peer limiter in front of `POST /oauth/token`.
 pub fn token_router<S>(authority: Arc<TenantAuthority>) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
