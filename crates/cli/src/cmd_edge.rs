@@ -165,9 +165,17 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
 /// its engine (every one prefixed `--edge-`; the environment variables are `netacl edge`'s).
 /// Flatten into `serve`'s arguments and call [`ServeEdgeArgs::config`]; `None` when
 /// `--edge-upstream` is not given (no edge).
+///
+/// How rules reach the in-process edge: there is one [`netacl_eval::Engine`]. The admin
+/// service's write path compiles each new rule set and installs it in that engine before it
+/// answers `201`/`204`; with `--database-url`, the store follower installs the rule sets other
+/// nodes committed into the same engine. The edge evaluates every request against it, so a
+/// change is enforced at the edge as soon as it is answered, with no copy, poll or second
+/// compile. The only other input is the service's channel of installed rule sets (the one
+/// that wakes the watch long poll, `AdminService::rule_sets`), given as `rule_updates`: from
+/// it the edge derives its connection-level refusal rules and its per-rule counters, which
+/// are used only while the engine holds the version they were derived from.
 #[derive(clap::Args, Debug, Clone)]
-// Used by `netacl serve` once it flattens these flags (see the integration notes in the report).
-#[allow(dead_code)]
 pub struct ServeEdgeArgs {
     /// Also run the enforcing proxy in front of this upstream (`http://HOST:PORT`).
     #[arg(long = "edge-upstream", env = "NETACL_EDGE_UPSTREAM")]
@@ -216,7 +224,6 @@ pub struct ServeEdgeArgs {
     edge_summary_interval: Duration,
 }
 
-#[allow(dead_code)]
 impl ServeEdgeArgs {
     /// The edge configuration, following the rule sets sent on `rule_updates` (send every
     /// rule set the serve command installs in the engine); `None` without `--edge-upstream`.

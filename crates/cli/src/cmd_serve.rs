@@ -1,4 +1,6 @@
-//! `netacl serve`: the admin API with its embedded database, in one process.
+//! `netacl serve`: the admin API with its embedded database, in one process; with
+//! `--edge-upstream`, also the enforcing edge, sharing the admin API's engine (see
+//! [`ServeEdgeArgs`](crate::cmd_edge::ServeEdgeArgs)).
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +55,9 @@ pub struct Args {
     #[arg(long, env = "NETACL_SYNC_INTERVAL_MS", default_value_t = 500,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     sync_interval_ms: u64,
+    /// The edge run in process (`--edge-*`; boxed: the flags are many).
+    #[command(flatten)]
+    edge: Box<crate::cmd_edge::ServeEdgeArgs>,
 }
 
 /// Runs `netacl serve` until SIGINT or SIGTERM.
@@ -131,6 +136,29 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         let interval = std::time::Duration::from_millis(args.sync_interval_ms);
         service.follow_store(Some(changes), interval)
     });
+    // The edge shares the service's engine: what the write path (or the store follower)
+    // installs is what the edge enforces, from the moment it is installed.
+    let edge = match args
+        .edge
+        .config(service.rule_sets())
+        .context("invalid --edge-* settings")?
+    {
+        Some(edge_config) => {
+            let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
+                .await
+                .context("cannot start the edge")?;
+            let show =
+                |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
+            println!(
+                "netacl edge listening: http={} tls={} metrics={}",
+                show(edge.http_addr()),
+                show(edge.tls_addr()),
+                show(edge.metrics_addr())
+            );
+            Some(edge)
+        }
+        None => None,
+    };
 
     println!(
         "netacl admin API listening on http://{local} (tenant {tenant_domain}, {location}, \
@@ -163,10 +191,19 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let app = service
         .router()
         .into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("server failed")?;
+    let admin = axum::serve(listener, app).with_graceful_shutdown(shutdown_signal());
+    match edge {
+        None => admin.await.context("server failed")?,
+        // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
+        // API alone would leave the upstream unprotected without anyone noticing.
+        Some(edge) => tokio::select! {
+            served = admin => served.context("server failed")?,
+            stopped = edge.wait() => {
+                stopped.context("the edge stopped")?;
+                anyhow::bail!("the edge stopped");
+            }
+        },
+    }
     Ok(())
 }
 

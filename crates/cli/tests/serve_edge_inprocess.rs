@@ -1,0 +1,174 @@
+//! `netacl serve --edge-upstream ...`: the edge runs in the admin API's process and shares its
+//! engine, so a rule is enforced at the edge as soon as its write is answered, and a deleted
+//! rule stops being enforced as soon as the delete is answered. With `--database-url`, rules
+//! written on another node reach the edge through the store follower. Real binary, loopback
+//! only, every wait bounded.
+mod cluster_support;
+mod serve_support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use serve_support::{free_port, request, Server};
+
+/// Starts `netacl serve` with the edge in process in front of a test upstream; returns the
+/// server and the edge's plain-HTTP address (bound once the server reports its address).
+fn serve_with_edge(data: &std::path::Path, domain: &str, extra: &[&str]) -> (Server, SocketAddr) {
+    let upstream = cluster_support::upstream();
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let upstream_url = format!("http://{upstream}");
+    let edge_listen = edge.to_string();
+    let mut args = vec![
+        "--edge-upstream",
+        upstream_url.as_str(),
+        "--edge-listen",
+        edge_listen.as_str(),
+        "--edge-metrics-listen",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    let server = Server::start(data, "127.0.0.1:0", domain, &args);
+    (server, edge)
+}
+
+/// The edge's answer to `GET /` from 127.0.0.1: `(status, body)`.
+fn through_edge(edge: SocketAddr) -> (u16, String) {
+    let answer = request(edge, "GET", "/", None, None).expect("request through the edge");
+    (answer.status, answer.text)
+}
+
+fn create_block_rule(admin: SocketAddr, token: &str, priority: u64) -> String {
+    let body = cluster_support::block_rule(priority, "127.0.0.1");
+    let answer = request(
+        admin,
+        "POST",
+        "/api/v2/network-acls",
+        Some(token),
+        Some(&body),
+    )
+    .expect("create the rule");
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    answer.json()["id"].as_str().expect("id").to_owned()
+}
+
+fn delete_rule(admin: SocketAddr, token: &str, id: &str) {
+    let path = format!("/api/v2/network-acls/{id}");
+    let answer = request(admin, "DELETE", &path, Some(token), None).expect("delete the rule");
+    assert_eq!(answer.status, 204, "{}", answer.text);
+}
+
+#[test]
+fn rules_are_enforced_by_the_in_process_edge_as_soon_as_they_are_answered() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let (server, edge) = serve_with_edge(data.path(), "edge-inprocess.test", &[]);
+    let token = server.token();
+
+    // No rule: the request reaches the upstream.
+    assert_eq!(through_edge(edge), (200, "upstream".to_owned()));
+
+    // Right after the 201, with no wait: blocked at the edge, not forwarded.
+    let id = create_block_rule(server.addr, &token, 1);
+    let (status, body) = through_edge(edge);
+    assert_eq!(status, 403, "{body}");
+    assert_ne!(body, "upstream");
+    let blocked: Value = serde_json::from_str(&body).expect("JSON 403 body");
+    assert!(blocked.is_object(), "{body}");
+
+    // Right after the 204: passes again.
+    delete_rule(server.addr, &token, &id);
+    assert_eq!(through_edge(edge), (200, "upstream".to_owned()));
+
+    // An inactive rule is not enforced; activating it through PATCH is.
+    let id = create_block_rule(server.addr, &token, 2);
+    let path = format!("/api/v2/network-acls/{id}");
+    let patch = serde_json::json!({"active": false});
+    let answer = request(server.addr, "PATCH", &path, Some(&token), Some(&patch)).expect("patch");
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(through_edge(edge).0, 200);
+    let patch = serde_json::json!({"active": true});
+    let answer = request(server.addr, "PATCH", &path, Some(&token), Some(&patch)).expect("patch");
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(through_edge(edge).0, 403);
+
+    // The admin API itself is not behind the edge: it still answers this client.
+    let answer = request(
+        server.addr,
+        "GET",
+        "/api/v2/network-acls",
+        Some(&token),
+        None,
+    )
+    .expect("list");
+    assert_eq!(answer.status, 200, "{}", answer.text);
+}
+
+#[test]
+fn the_edge_enforces_the_rules_of_a_restarted_server_from_the_start() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let domain = "edge-restart.test";
+    {
+        let (server, edge) = serve_with_edge(data.path(), domain, &[]);
+        let token = server.token();
+        create_block_rule(server.addr, &token, 1);
+        assert_eq!(through_edge(edge).0, 403);
+        server.kill();
+    }
+    // The stored rule is loaded into the engine before the edge accepts its first request.
+    let (_server, edge) = serve_with_edge(data.path(), domain, &[]);
+    assert_eq!(through_edge(edge).0, 403);
+}
+
+/// With `--database-url`: a rule written on node A reaches the edge running in node B (through
+/// B's store follower and B's engine), and so does its deletion. Needs
+/// `NETACL_TEST_DATABASE_URL` (see `cluster_support`).
+#[test]
+fn rules_written_on_another_node_reach_the_in_process_edge() {
+    let Some(server_url) =
+        cluster_support::database_url("rules_written_on_another_node_reach_the_in_process_edge")
+    else {
+        return;
+    };
+    let url = cluster_support::fresh_database(&server_url, "inprocess_edge");
+    let domain = cluster_support::DOMAIN;
+    let (dir_a, dir_b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let a = Server::start(
+        dir_a.path(),
+        "127.0.0.1:0",
+        domain,
+        &["--database-url", &url],
+    );
+    let (b, edge) = serve_with_edge(
+        dir_b.path(),
+        domain,
+        &["--database-url", &url, "--sync-interval-ms", "200"],
+    );
+    let token = a.token();
+    assert_eq!(through_edge(edge).0, 200);
+
+    let id = create_block_rule(a.addr, &token, 1);
+    let blocked =
+        cluster_support::wait_for(Duration::from_secs(15), Duration::from_millis(20), || {
+            cluster_support::edge_status(edge, "/") == Some(403)
+        });
+    assert!(
+        blocked.is_some(),
+        "the edge of node B never enforced node A's rule"
+    );
+
+    delete_rule(a.addr, &token, &id);
+    let passed =
+        cluster_support::wait_for(Duration::from_secs(15), Duration::from_millis(20), || {
+            cluster_support::edge_status(edge, "/") == Some(200)
+        });
+    assert!(
+        passed.is_some(),
+        "the edge of node B kept enforcing a deleted rule"
+    );
+    drop(b);
+}
