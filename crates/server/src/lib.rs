@@ -35,8 +35,12 @@
 //!
 //! - One route table (`routes`) builds both the router and the OpenAPI document.
 //! - A guard in front of every authenticated route verifies the bearer token, applies the
-//!   per-client rate limit and stamps the rate-limit headers; each handler's `Authorized<Scope>`
-//!   extractor checks the operation's scope.
+//!   per-client rate limit (per peer address without a valid token: IPv4 by address, IPv6 by
+//!   /64) and stamps the rate-limit headers; each handler's `Authorized<Scope>` extractor
+//!   checks the operation's scope. `POST /oauth/token` has a bucket of its own per peer
+//!   address, same limits, refused with an OAuth-shaped `429 too_many_requests`.
+//! - [`AdminService::engine`] and [`AdminService::rule_sets`] expose the live engine and the
+//!   installed rule sets, for an edge running in the same process.
 //! - Handlers are infallible in shape: every failure is an [`ApiError`], one status and body per
 //!   cause.
 //! - Reads are served from the tenant's committed snapshot (records rendered to JSON once);

@@ -19,8 +19,8 @@
 //! # Ok::<(), netacl_server::rate_limit::RateLimitConfigError>(())
 //! ```
 //!
-//! Each key (the token's client id; the peer address for requests without a valid token)
-//! has a bucket of `burst` tokens refilled at `per_second`. A request takes one token or is
+//! Each key (the server uses the token's client id, or the peer address for requests without
+//! a valid token and for `POST /oauth/token`: IPv4 by address, IPv6 by its /64) has a bucket of `burst` tokens refilled at `per_second`. A request takes one token or is
 //! refused. The buckets live in 32 shards, each a `Mutex<HashMap>` locked only for the few
 //! arithmetic steps of one check (never across an await), so concurrent requests of
 //! different clients rarely meet on a lock. Memory is bounded: a shard holds at most
