@@ -55,6 +55,9 @@ pub struct Args {
     #[arg(long, env = "NETACL_SYNC_INTERVAL_MS", default_value_t = 500,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     sync_interval_ms: u64,
+    /// Rule-set limits (entries per member and per rule, rules and entries per set).
+    #[command(flatten)]
+    limits: crate::limits_args::LimitsArgs,
     /// The edge run in process (`--edge-*`; boxed: the flags are many).
     #[command(flatten)]
     edge: Box<crate::cmd_edge::ServeEdgeArgs>,
@@ -98,7 +101,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let config = ServerConfig::new(tenant_domain.clone())
         .with_rate_limit(rate_limit)
         .with_body_limit(args.body_limit)
-        .with_token_lifetime_secs(args.token_lifetime);
+        .with_token_lifetime_secs(args.token_lifetime)
+        .with_limits(args.limits.limits());
 
     let limits = config.limits;
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {

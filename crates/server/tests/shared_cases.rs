@@ -56,7 +56,7 @@ async fn api() -> Api {
         .issue_client_credentials(&TokenRequest::client_credentials(
             CLIENT,
             SECRET,
-            &format!("https://{DOMAIN}/api/v2/"),
+            format!("https://{DOMAIN}/api/v2/"),
         ))
         .expect("token")
         .access_token;
