@@ -1,190 +1,25 @@
 //! The admin API through the router (`oneshot`, no socket): every status code and body shape of
 //! the compat doc for network ACLs, authentication, rate limits, the write path's guarantees and
 //! netacl's own endpoints.
-use std::sync::{Arc, OnceLock};
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::Router;
-use http::{HeaderMap, Method, Request, StatusCode};
+use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use netacl_model::{AclId, Limits, NetworkAclSpec, Timestamp};
-use netacl_server::auth::{hash_client_secret, SigningKey, TokenRequest};
 use netacl_server::rate_limit::RateLimitConfig;
-use netacl_server::{AdminService, BootstrapClient, ServerConfig};
-use netacl_store::{CredentialStore, SqliteStore, StoredSigningKey, TenantId, TenantStore};
+use netacl_server::{AdminService, BootstrapClient};
+use netacl_store::SqliteStore;
 use serde_json::{json, Value};
+use support::{
+    api, api_with, config, scoped_token, start_in, token_for, Answer, Api, AUDIENCE, CLIENT, SECRET,
+};
 use tower::ServiceExt;
 
-const DOMAIN: &str = "tenant.test";
-const AUDIENCE: &str = "https://tenant.test/api/v2/";
-const CLIENT: &str = "test-admin";
-const SECRET: &str = "test-admin-secret-with-enough-length";
-
-/// One RSA key for the whole test binary (key generation is slow).
-fn key_pem() -> &'static str {
-    static PEM: OnceLock<String> = OnceLock::new();
-    PEM.get_or_init(|| {
-        SigningKey::generate()
-            .expect("keygen")
-            .to_pem()
-            .expect("pem")
-            .to_string()
-    })
-}
-
-struct Api {
-    _dir: Option<tempfile::TempDir>,
-    service: AdminService,
-    router: Router,
-    token: String,
-}
-
-fn config() -> ServerConfig {
-    ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled())
-}
-
-async fn start_in(dir: &std::path::Path, config: ServerConfig) -> (AdminService, String) {
-    let store = Arc::new(SqliteStore::open(dir, config.limits).expect("store"));
-    let tenant = TenantId::default_tenant();
-    store.ensure_tenant(&tenant, DOMAIN).await.expect("tenant");
-    if store.signing_keys(&tenant).await.expect("keys").is_empty() {
-        let key = SigningKey::from_pem(key_pem()).expect("key");
-        store
-            .add_signing_key(
-                &tenant,
-                &StoredSigningKey {
-                    kid: key.kid().to_owned(),
-                    private_key_pem: key_pem().to_owned(),
-                    created_at_ms: 0,
-                },
-            )
-            .await
-            .expect("add key");
-    }
-    let bootstrap = BootstrapClient {
-        client_id: Some(CLIENT.into()),
-        client_secret: Some(SECRET.into()),
-    };
-    let (service, report) = AdminService::start(store, config, bootstrap)
-        .await
-        .expect("start");
-    assert!(!report.signing_key_created);
-    let token = token_for(&service, CLIENT, SECRET);
-    (service, token)
-}
-
-fn token_for(service: &AdminService, client: &str, secret: &str) -> String {
-    service
-        .authority()
-        .issue_client_credentials(&TokenRequest::client_credentials(client, secret, AUDIENCE))
-        .expect("token")
-        .access_token
-}
-
-/// A token of a client granted exactly `scopes`.
-fn scoped_token(service: &AdminService, name: &str, scopes: &[&str]) -> String {
-    let authority = service.authority();
-    let secret = format!("{name}-secret-long-enough-for-tests");
-    authority
-        .upsert_client(authority.management_client(
-            name,
-            hash_client_secret(&secret),
-            scopes.iter().copied(),
-        ))
-        .expect("client");
-    token_for(service, name, &secret)
-}
-
-async fn api_with(config: ServerConfig) -> Api {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (service, token) = start_in(dir.path(), config).await;
-    Api {
-        router: service.router(),
-        service,
-        token,
-        _dir: Some(dir),
-    }
-}
-
-async fn api() -> Api {
-    api_with(config()).await
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Value,
-    raw: Vec<u8>,
-}
-
 impl Api {
-    async fn call(&self, request: Request<Body>) -> Answer {
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("infallible");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let raw = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes()
-            .to_vec();
-        let body = if raw.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&raw).unwrap_or(Value::Null)
-        };
-        Answer {
-            status,
-            headers,
-            body,
-            raw,
-        }
-    }
-
-    async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Answer {
-        self.send_as(&self.token.clone(), method, uri, body).await
-    }
-
-    async fn send_as(&self, token: &str, method: Method, uri: &str, body: Option<Value>) -> Answer {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("authorization", format!("Bearer {token}"));
-        let body = match body {
-            Some(value) => {
-                builder = builder.header("content-type", "application/json");
-                Body::from(value.to_string())
-            }
-            None => Body::empty(),
-        };
-        self.call(builder.body(body).expect("request")).await
-    }
-
-    async fn raw(
-        &self,
-        method: Method,
-        uri: &str,
-        content_type: Option<&str>,
-        body: &str,
-    ) -> Answer {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("authorization", format!("Bearer {}", self.token));
-        if let Some(content_type) = content_type {
-            builder = builder.header("content-type", content_type);
-        }
-        self.call(builder.body(Body::from(body.to_owned())).expect("request"))
-            .await
-    }
-
     async fn create(&self, body: Value) -> Value {
         let answer = self
             .send(Method::POST, "/api/v2/network-acls", Some(body))
@@ -1161,23 +996,13 @@ async fn rules_and_engine_survive_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (created, listed) = {
         let (service, token) = start_in(dir.path(), config()).await;
-        let api = Api {
-            _dir: None,
-            router: service.router(),
-            service,
-            token,
-        };
+        let api = Api::new(service, token);
         let created = api.create(acl_body(10, "198.51.100.0/24")).await;
         api.create(acl_body(20, "203.0.113.0/24")).await;
         (created, api.list().await)
     };
     let (service, token) = start_in(dir.path(), config()).await;
-    let api = Api {
-        _dir: None,
-        router: service.router(),
-        service,
-        token,
-    };
+    let api = Api::new(service, token);
     assert_eq!(api.list().await, listed);
     let decided = api.dry_run(json!({"client_ip": "198.51.100.1"})).await;
     assert_eq!(decided["version"], json!(2));
@@ -1197,12 +1022,7 @@ async fn first_start_creates_a_key_and_a_bootstrap_client_once() {
     let secret = report.generated_secret.clone().expect("generated secret");
     assert!(!format!("{report:?}").contains(&secret));
     let token = token_for(&service, &client, &secret);
-    let api = Api {
-        _dir: None,
-        router: service.router(),
-        service,
-        token,
-    };
+    let api = Api::new(service, token);
     assert_eq!(api.list().await, json!([]));
     let jwks = api
         .call(

@@ -2,6 +2,8 @@
 //! mounts them: `token_router` at the root, and a guard in front of `/api/v2` that verifies
 //! the bearer token, rate-limits per client and checks the operation's scope.
 
+mod support;
+
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -11,7 +13,6 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use http_body_util::BodyExt as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use netacl_server::auth::{
     hash_client_secret, AuthError, AuthorityConfig, ClientRecord, Principal, SigningKey,
@@ -23,7 +24,7 @@ use rsa::pkcs8::{EncodePublicKey, LineEnding};
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tower::ServiceExt as _;
+use support::key_pem;
 
 const DOMAIN: &str = "localhost:8080";
 const ISSUER: &str = "https://localhost:8080/";
@@ -34,15 +35,6 @@ const CLIENT_SECRET: &str = "correct-horse-battery-staple-secret";
 // ---------------------------------------------------------------------------------------
 // Fixtures: one key pair per binary (2048-bit generation is slow), cheap per-test authority.
 
-fn our_key_pem() -> &'static str {
-    static PEM: OnceLock<String> = OnceLock::new();
-    PEM.get_or_init(|| {
-        SigningKey::generate()
-            .and_then(|k| k.to_pem().map(|p| p.to_string()))
-            .expect("generate our key")
-    })
-}
-
 fn other_rsa_key() -> &'static rsa::RsaPrivateKey {
     static KEY: OnceLock<rsa::RsaPrivateKey> = OnceLock::new();
     KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).expect("keygen"))
@@ -50,11 +42,11 @@ fn other_rsa_key() -> &'static rsa::RsaPrivateKey {
 
 fn our_rsa_key() -> rsa::RsaPrivateKey {
     use rsa::pkcs8::DecodePrivateKey;
-    rsa::RsaPrivateKey::from_pkcs8_pem(our_key_pem()).expect("parse our key")
+    rsa::RsaPrivateKey::from_pkcs8_pem(key_pem()).expect("parse our key")
 }
 
 fn authority() -> Arc<TenantAuthority> {
-    let key = SigningKey::from_pem(our_key_pem()).expect("load key");
+    let key = SigningKey::from_pem(key_pem()).expect("load key");
     let authority = TenantAuthority::new(AuthorityConfig::new(DOMAIN), key, []).expect("authority");
     let client = authority.management_client(
         CLIENT_ID,
@@ -174,29 +166,18 @@ struct Answer {
     body: Value,
 }
 
+/// The answer of `app`; a body that is not JSON is kept as text.
 async fn send(app: &Router, request: Request<Body>) -> Answer {
-    let response = app
-        .clone()
-        .oneshot(request)
-        .await
-        .expect("infallible router");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+    let answer = support::oneshot(app, request).await;
+    let body = match serde_json::from_slice::<Value>(&answer.raw) {
+        Err(_) if !answer.raw.is_empty() => {
+            Value::String(String::from_utf8_lossy(&answer.raw).into_owned())
+        }
+        _ => answer.body,
     };
     Answer {
-        status,
-        headers,
+        status: answer.status,
+        headers: answer.headers,
         body,
     }
 }
@@ -269,7 +250,7 @@ fn sign_with(key: &rsa::RsaPrivateKey, header: &Header, claims: &Value) -> Strin
 }
 
 fn our_kid() -> String {
-    SigningKey::from_pem(our_key_pem())
+    SigningKey::from_pem(key_pem())
         .expect("load")
         .kid()
         .to_owned()
@@ -1315,7 +1296,7 @@ fn verifier_refuses_each_attack_for_its_own_reason() {
 #[tokio::test]
 async fn all_scopes_token_on_a_long_domain_is_accepted() {
     let domain = "a-rather-long-tenant-name-for-testing.eu.identity-provider.example.com";
-    let key = SigningKey::from_pem(our_key_pem()).expect("load key");
+    let key = SigningKey::from_pem(key_pem()).expect("load key");
     let authority =
         Arc::new(TenantAuthority::new(AuthorityConfig::new(domain), key, []).expect("authority"));
     let record = authority.management_client(

@@ -7,23 +7,13 @@
 //!   through `POST` / `PATCH /api/v2/network-acls` must be accepted (201/200, stored as sent) or
 //!   refused with 400 `invalid_body` and exactly the expected message — the same cases the model
 //!   runs in `crates/model/tests`.
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use axum::body::Body;
-use axum::Router;
-use http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
-use netacl_server::auth::TokenRequest;
-use netacl_server::rate_limit::RateLimitConfig;
-use netacl_server::{AdminService, BootstrapClient, ServerConfig};
-use netacl_store::SqliteStore;
+use http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower::ServiceExt;
-
-const DOMAIN: &str = "cases.test";
-const CLIENT: &str = "cases-admin";
-const SECRET: &str = "cases-admin-secret-long-enough";
+use support::{api, Api};
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -34,62 +24,17 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-struct Api {
-    _dir: tempfile::TempDir,
-    router: Router,
-    token: String,
-}
-
-async fn api() -> Api {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled());
-    let store = Arc::new(SqliteStore::open(dir.path(), config.limits).expect("store"));
-    let bootstrap = BootstrapClient {
-        client_id: Some(CLIENT.into()),
-        client_secret: Some(SECRET.into()),
-    };
-    let (service, _) = AdminService::start(store, config, bootstrap)
-        .await
-        .expect("start");
-    let token = service
-        .authority()
-        .issue_client_credentials(&TokenRequest::client_credentials(
-            CLIENT,
-            SECRET,
-            format!("https://{DOMAIN}/api/v2/"),
-        ))
-        .expect("token")
-        .access_token;
-    Api {
-        router: service.router(),
-        token,
-        _dir: dir,
-    }
-}
-
 impl Api {
-    async fn call(&self, method: Method, uri: &str, body: &Value) -> (StatusCode, Value) {
-        let request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))
-            .expect("request");
-        let response = self.router.clone().oneshot(request).await.expect("answer");
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        let value = if bytes.is_empty() {
+    /// `method uri` with `body` as JSON; the answer's status and body, which must be JSON unless
+    /// empty.
+    async fn exchange(&self, method: Method, uri: &str, body: &Value) -> (StatusCode, Value) {
+        let answer = self.send(method, uri, Some(body.clone())).await;
+        let value = if answer.raw.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).expect("JSON answer")
+            serde_json::from_slice(&answer.raw).expect("JSON answer")
         };
-        (status, value)
+        (answer.status, value)
     }
 }
 
@@ -120,7 +65,7 @@ async fn evaluation_cases_through_the_dry_run_endpoint() {
         for case in case_file["cases"].as_array().expect("cases") {
             let name = case["name"].as_str().unwrap_or("?");
             let (status, body) = api
-                .call(
+                .exchange(
                     Method::POST,
                     "/_netacl/v1/dry-run",
                     &json!({"request": case["request"], "network_acls": rules}),
@@ -169,7 +114,7 @@ async fn validation_cases_through_create() {
     for case in cases {
         let name = case["name"].as_str().unwrap_or("?");
         let (status, answer) = api
-            .call(Method::POST, "/api/v2/network-acls", &case["body"])
+            .exchange(Method::POST, "/api/v2/network-acls", &case["body"])
             .await;
         match case["error"].as_str() {
             None => {
@@ -182,7 +127,7 @@ async fn validation_cases_through_create() {
                 // Free the priority for the next case.
                 let id = answer["id"].as_str().expect("id");
                 let (status, _) = api
-                    .call(
+                    .exchange(
                         Method::DELETE,
                         &format!("/api/v2/network-acls/{id}"),
                         &Value::Null,
@@ -205,7 +150,7 @@ async fn validation_cases_through_create() {
     );
     // Nothing refused was written, and every accepted rule was deleted again.
     let (status, list) = api
-        .call(Method::GET, "/api/v2/network-acls", &Value::Null)
+        .exchange(Method::GET, "/api/v2/network-acls", &Value::Null)
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(list, json!([]));
@@ -219,7 +164,9 @@ async fn validation_cases_through_patch() {
         "rule": {"action": {"block": true}, "scope": "tenant",
                  "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}
     });
-    let (status, created) = api.call(Method::POST, "/api/v2/network-acls", &base).await;
+    let (status, created) = api
+        .exchange(Method::POST, "/api/v2/network-acls", &base)
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let uri = format!(
         "/api/v2/network-acls/{}",
@@ -230,8 +177,8 @@ async fn validation_cases_through_patch() {
     assert!(!cases.is_empty());
     for case in cases {
         let name = case["name"].as_str().unwrap_or("?");
-        let (_, before) = api.call(Method::GET, &uri, &Value::Null).await;
-        let (status, answer) = api.call(Method::PATCH, &uri, &case["body"]).await;
+        let (_, before) = api.exchange(Method::GET, &uri, &Value::Null).await;
+        let (status, answer) = api.exchange(Method::PATCH, &uri, &case["body"]).await;
         match case["error"].as_str() {
             None => {
                 assert_eq!(status, StatusCode::OK, "{name}: {answer}");
@@ -247,7 +194,7 @@ async fn validation_cases_through_patch() {
                 assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
                 assert_eq!(answer["errorCode"], "invalid_body", "{name}");
                 assert_eq!(answer["message"], message, "{name}");
-                let (_, after) = api.call(Method::GET, &uri, &Value::Null).await;
+                let (_, after) = api.exchange(Method::GET, &uri, &Value::Null).await;
                 assert_eq!(after, before, "{name}: a refused patch changes nothing");
             }
         }

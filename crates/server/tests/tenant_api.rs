@@ -2,121 +2,23 @@
 //! user sessions, branding and the directory import — every constraint accepted and refused with
 //! its exact status and body, paging to the end (also while records are added), scopes, forms,
 //! persistence across a restart and the OpenAPI document.
+mod support;
+
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
-use axum::Router;
 use http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
-use netacl_server::auth::{hash_client_secret, SigningKey, TokenRequest};
 use netacl_server::rate_limit::RateLimitConfig;
-use netacl_server::{AdminService, BootstrapClient, ServerConfig};
-use netacl_store::{CredentialStore, SqliteStore, StoredSigningKey, TenantId, TenantStore};
+use netacl_server::ServerConfig;
 use serde_json::{json, Value};
+use support::{api, api_with, config, scoped_token, start_in, Answer, Api, DOMAIN};
 use tower::ServiceExt;
-
-const DOMAIN: &str = "tenant.test";
-const AUDIENCE: &str = "https://tenant.test/api/v2/";
-const CLIENT: &str = "test-admin";
-const SECRET: &str = "test-admin-secret-with-enough-length";
 
 const T: &str = "2026-02-03T04:05:06.789Z";
 const DB: &str = "con_Db00000000000001";
 const SAML: &str = "con_Saml000000000002";
 const GROUP: &str = "grp_2ZbGfPu9TCHmbkDc";
 const OTHER_GROUP: &str = "grp_3ZbGfPu9TCHmbkDcXy";
-
-/// One RSA key for the whole test binary (key generation is slow).
-fn key_pem() -> &'static str {
-    static PEM: OnceLock<String> = OnceLock::new();
-    PEM.get_or_init(|| {
-        SigningKey::generate()
-            .expect("keygen")
-            .to_pem()
-            .expect("pem")
-            .to_string()
-    })
-}
-
-struct Api {
-    dir: tempfile::TempDir,
-    service: AdminService,
-    router: Router,
-    token: String,
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: http::HeaderMap,
-    body: Value,
-    content_type: Option<String>,
-}
-
-async fn start_in(dir: &std::path::Path) -> (AdminService, String) {
-    start_with(
-        dir,
-        ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled()),
-    )
-    .await
-}
-
-async fn start_with(dir: &std::path::Path, config: ServerConfig) -> (AdminService, String) {
-    let store = Arc::new(SqliteStore::open(dir, config.limits).expect("store"));
-    let tenant = TenantId::default_tenant();
-    store.ensure_tenant(&tenant, DOMAIN).await.expect("tenant");
-    if store.signing_keys(&tenant).await.expect("keys").is_empty() {
-        let key = SigningKey::from_pem(key_pem()).expect("key");
-        let stored = StoredSigningKey {
-            kid: key.kid().to_owned(),
-            private_key_pem: key_pem().to_owned(),
-            created_at_ms: 0,
-        };
-        store.add_signing_key(&tenant, &stored).await.expect("key");
-    }
-    let bootstrap = BootstrapClient {
-        client_id: Some(CLIENT.into()),
-        client_secret: Some(SECRET.into()),
-    };
-    let (service, _) = AdminService::start(store, config, bootstrap)
-        .await
-        .expect("start");
-    let token = token_for(&service, CLIENT, SECRET);
-    (service, token)
-}
-
-fn token_for(service: &AdminService, client: &str, secret: &str) -> String {
-    service
-        .authority()
-        .issue_client_credentials(&TokenRequest::client_credentials(client, secret, AUDIENCE))
-        .expect("token")
-        .access_token
-}
-
-/// A token of a client granted exactly `scopes`.
-fn scoped_token(service: &AdminService, name: &str, scopes: &[&str]) -> String {
-    let authority = service.authority();
-    let secret = format!("{name}-secret-long-enough-for-tests");
-    authority
-        .upsert_client(authority.management_client(
-            name,
-            hash_client_secret(&secret),
-            scopes.iter().copied(),
-        ))
-        .expect("client");
-    token_for(service, name, &secret)
-}
-
-async fn api() -> Api {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (service, token) = start_in(dir.path()).await;
-    Api {
-        router: service.router(),
-        service,
-        token,
-        dir,
-    }
-}
 
 /// `api()` with the small directory of [`directory()`] imported.
 async fn api_with_directory() -> Api {
@@ -133,71 +35,6 @@ async fn api_with_directory() -> Api {
 }
 
 impl Api {
-    async fn call(&self, request: Request<Body>) -> Answer {
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("infallible");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let raw = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        Answer {
-            status,
-            headers,
-            body,
-            content_type,
-        }
-    }
-
-    async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Answer {
-        self.send_as(&self.token.clone(), method, uri, body).await
-    }
-
-    async fn send_as(&self, token: &str, method: Method, uri: &str, body: Option<Value>) -> Answer {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("authorization", format!("Bearer {token}"));
-        let body = match body {
-            Some(value) => {
-                builder = builder.header("content-type", "application/json");
-                Body::from(value.to_string())
-            }
-            None => Body::empty(),
-        };
-        self.call(builder.body(body).expect("request")).await
-    }
-
-    async fn form(&self, method: Method, uri: &str, form: &str) -> Answer {
-        let request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Body::from(form.to_owned()))
-            .expect("request");
-        self.call(request).await
-    }
-
-    async fn get_ok(&self, uri: &str) -> Value {
-        let answer = self.send(Method::GET, uri, None).await;
-        assert_eq!(answer.status, StatusCode::OK, "{uri}: {}", answer.body);
-        answer.body
-    }
-
     async fn import(&self, data: Value) -> Value {
         let answer = self
             .send(Method::POST, "/_netacl/v1/directory/import", Some(data))
@@ -1078,13 +915,8 @@ async fn branding_patches_merge_and_survive_a_restart() {
     assert_eq!(api.get_ok("/api/v2/branding").await, expected);
 
     // The same data directory after a restart.
-    let (service, token) = start_in(api.dir.path()).await;
-    let restarted = Api {
-        router: service.router(),
-        service,
-        token,
-        dir: tempfile::tempdir().expect("unused"),
-    };
+    let (service, token) = start_in(api.dir(), config()).await;
+    let restarted = Api::new(service, token);
     assert_eq!(restarted.get_ok("/api/v2/branding").await, expected);
 
     let reader = scoped_token(&api.service, "branding-reader", &["read:branding"]);
@@ -1295,18 +1127,11 @@ async fn the_openapi_document_covers_the_tenant_endpoints_with_closed_bodies() {
 
 #[tokio::test]
 async fn tenant_endpoints_carry_rate_limit_headers_and_answer_429_past_the_burst() {
-    let dir = tempfile::tempdir().expect("tempdir");
     let limited = ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig {
         burst: 9,
         per_second: 0.001,
     });
-    let (service, token) = start_with(dir.path(), limited).await;
-    let api = Api {
-        router: service.router(),
-        service,
-        token,
-        dir,
-    };
+    let api = api_with(limited).await;
     let answers = vec![
         api.send(
             Method::POST,
