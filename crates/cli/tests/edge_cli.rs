@@ -1,129 +1,36 @@
 //! `netacl edge` as a process: rule files (reload, bad file keeps the old rules), `--acl off`,
 //! and rules followed from a separate `netacl serve` process (and kept while it is down).
 //! Loopback only; every wait is bounded.
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod cluster_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_netacl");
+use cluster_support::{
+    edge_address, edge_status as status, free_port, http, spawn_edge, upstream, wait_for, Proc, BIN,
+};
 
-/// Kills the child when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A tiny HTTP/1.1 upstream answering `200 upstream` to everything (at most 10,000
-/// connections; the thread ends with the test process).
-fn upstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(10_000) {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\nconnection: close\r\n\r\nupstream",
-                );
-            });
-        }
-    });
-    addr
-}
-
-/// Sends one request; returns the status code and body (`None` when the connection failed).
-fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    let mut request = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).ok()?;
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text.split(' ').nth(1)?.parse().ok()?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Some((status, body))
-}
-
-fn status(addr: SocketAddr, path: &str) -> Option<u16> {
-    http(addr, "GET", path, &[], "").map(|(s, _)| s)
-}
-
-/// Waits (at most `limit`, polling every 50 ms) for `f` to hold; returns the time it took.
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
-    let start = Instant::now();
-    for _ in 0..10_000 {
-        if f() {
-            return Some(start.elapsed());
-        }
-        if start.elapsed() > limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
-}
+/// How often the tests poll while they wait.
+const POLL: Duration = Duration::from_millis(50);
 
 /// Starts `netacl edge` with `args` and returns it with its plain-HTTP and metrics addresses.
 fn start_edge(args: &[&str]) -> (Proc, SocketAddr, SocketAddr) {
-    let mut child = Command::new(BIN)
-        .arg("edge")
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn netacl edge");
-    let stdout = child.stdout.take().expect("stdout");
-    let child = Proc(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("edge printed its addresses");
-    let addr = |key: &str| -> SocketAddr {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(key))
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no {key} address in {line:?}"))
-    };
-    (child, addr("http="), addr("metrics="))
+    let (child, line) = spawn_edge(
+        Command::new(BIN)
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::null()),
+    );
+    (
+        child,
+        edge_address(&line, "http="),
+        edge_address(&line, "metrics="),
+    )
 }
 
 fn record(id: &str, priority: u64, action: &str, scope: &str, criteria: &str) -> String {
@@ -187,9 +94,11 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
         &rules,
         &format!("[{}]", record(ID2, 2, "block", "tenant", loopback)),
     );
-    assert!(wait_for(Duration::from_secs(20), || status(addr, "/login")
-        == Some(403))
-    .is_some());
+    assert!(
+        wait_for(Duration::from_secs(20), POLL, || status(addr, "/login")
+            == Some(403))
+        .is_some()
+    );
 
     // A broken file is refused; the last good rules stay in force.
     let source_errors = |n: u32| {
@@ -200,7 +109,7 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
         }
     };
     write_atomically(&rules, "[{\"id\": ");
-    assert!(wait_for(Duration::from_secs(20), source_errors(1)).is_some());
+    assert!(wait_for(Duration::from_secs(20), POLL, source_errors(1)).is_some());
     assert_eq!(status(addr, "/login"), Some(403));
     // An invalid rule (bad CIDR) too.
     write_atomically(
@@ -216,14 +125,16 @@ fn rule_file_is_enforced_reloaded_and_a_bad_file_keeps_the_old_rules() {
             )
         ),
     );
-    assert!(wait_for(Duration::from_secs(20), source_errors(2)).is_some());
+    assert!(wait_for(Duration::from_secs(20), POLL, source_errors(2)).is_some());
     assert_eq!(status(addr, "/login"), Some(403));
 
     // Fixed again: allowed.
     write_atomically(&rules, "[]");
-    assert!(wait_for(Duration::from_secs(20), || status(addr, "/login")
-        == Some(200))
-    .is_some());
+    assert!(
+        wait_for(Duration::from_secs(20), POLL, || status(addr, "/login")
+            == Some(200))
+        .is_some()
+    );
 }
 
 #[test]
@@ -275,13 +186,6 @@ fn startup_errors_are_reported() {
 // ---------------------------------------------------------------------------------------------
 // A separate `netacl serve`.
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 fn start_serve(port: u16, data: &Path) -> Proc {
     let child = Command::new(BIN)
         .arg("serve")
@@ -327,7 +231,7 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
     let serve = start_serve(port, data.path());
     let token = {
         let mut token = None;
-        wait_for(Duration::from_secs(60), || {
+        wait_for(Duration::from_secs(60), POLL, || {
             token = self::token(serve_addr);
             token.is_some()
         });
@@ -364,7 +268,7 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
         body,
     );
     assert_eq!(created.as_ref().map(|c| c.0), Some(201), "{created:?}");
-    let took = wait_for(Duration::from_secs(20), || {
+    let took = wait_for(Duration::from_secs(20), POLL, || {
         status(edge, "/login") == Some(403)
     })
     .expect("the edge enforces the new rule");
@@ -373,7 +277,7 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
     // The admin server goes away: the edge keeps enforcing the last rules.
     drop(serve);
     // Wait until the edge has noticed (a failed poll counts as a rule-source error).
-    let noticed = wait_for(Duration::from_secs(30), || {
+    let noticed = wait_for(Duration::from_secs(30), POLL, || {
         http(metrics, "GET", "/metrics", &[], "").is_some_and(|(_, text)| {
             !text.contains("netacl_edge_rule_source_errors_total 0\n")
                 && text.contains("netacl_edge_rule_source_errors_total ")
@@ -465,40 +369,23 @@ fn https_get(
 }
 
 fn start_tls_edge(upstream: SocketAddr, rules: &Path, pki: &Pki) -> (Proc, SocketAddr) {
-    let mut child = Command::new(BIN)
-        .arg("edge")
-        .args(["--upstream", &format!("http://{upstream}")])
-        .args(["--listen-tls", "127.0.0.1:0", "--metrics-listen", "off"])
-        .args([
-            "--tls-cert",
-            pki.dir.path().join("cert.pem").to_str().expect("path"),
-        ])
-        .args([
-            "--tls-key",
-            pki.dir.path().join("key.pem").to_str().expect("path"),
-        ])
-        .args(["--rules-file", rules.to_str().expect("path")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn netacl edge");
-    let stdout = child.stdout.take().expect("stdout");
-    let child = Proc(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("edge printed its addresses");
-    let tls = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("tls="))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no tls address in {line:?}"));
-    (child, tls)
+    let (child, line) = spawn_edge(
+        Command::new(BIN)
+            .arg("edge")
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--listen-tls", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args([
+                "--tls-cert",
+                pki.dir.path().join("cert.pem").to_str().expect("path"),
+            ])
+            .args([
+                "--tls-key",
+                pki.dir.path().join("key.pem").to_str().expect("path"),
+            ])
+            .args(["--rules-file", rules.to_str().expect("path")])
+            .stderr(Stdio::null()),
+    );
+    (child, edge_address(&line, "tls="))
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Several `netacl serve` nodes on one PostgreSQL database, `netacl edge` following one of them,
-//! and a minimal HTTP/1.1 client. Loopback only; every wait is bounded.
+//! a test upstream and a minimal HTTP/1.1 client (the last ones also used by `edge_cli`).
+//! Loopback only; every wait is bounded.
 //!
 //! The database server comes from `NETACL_TEST_DATABASE_URL` (see `.ci/postgres.sh`); each test
 //! gets a fresh database on it. Without that variable the tests print a notice and pass, except
@@ -148,16 +149,26 @@ pub fn start_node(database_url: &str) -> Node {
 /// Starts `netacl edge` following `node` and proxying to `upstream`; returns it with its
 /// plain-HTTP address.
 pub fn start_edge(node: SocketAddr, upstream: SocketAddr) -> (Proc, SocketAddr) {
-    let mut child = Command::new(BIN)
-        .arg("edge")
-        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
-        .args(["--upstream", &format!("http://{upstream}")])
-        .args(["--rules-url", &format!("http://{node}")])
-        .args(["--client-id", CLIENT_ID, "--client-secret", CLIENT_SECRET])
-        .args(["--audience", &format!("https://{DOMAIN}/api/v2/")])
-        .env("RUST_LOG", "warn")
+    let (child, line) = spawn_edge(
+        Command::new(BIN)
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--rules-url", &format!("http://{node}")])
+            .args(["--client-id", CLIENT_ID, "--client-secret", CLIENT_SECRET])
+            .args(["--audience", &format!("https://{DOMAIN}/api/v2/")])
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::inherit()),
+    );
+    let http = edge_address(&line, "http=");
+    (child, http)
+}
+
+/// Spawns `command` (a `netacl edge`) with its standard output piped and waits (at most 60 s)
+/// for the line in which it reports its addresses; returns the process and that line.
+pub fn spawn_edge(command: &mut Command) -> (Proc, String) {
+    let mut child = command
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn netacl edge");
     let stdout = child.stdout.take().expect("stdout");
@@ -171,12 +182,15 @@ pub fn start_edge(node: SocketAddr, upstream: SocketAddr) -> (Proc, SocketAddr) 
     let line = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("edge printed its addresses");
-    let http = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http="))
+    (child, line)
+}
+
+/// The address after `key` (`http=`, `tls=`, `metrics=`) in the edge's address line.
+pub fn edge_address(line: &str, key: &str) -> SocketAddr {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
         .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no http address in {line:?}"));
-    (child, http)
+        .unwrap_or_else(|| panic!("no {key} address in {line:?}"))
 }
 
 /// A tiny HTTP/1.1 upstream answering `200 upstream` to everything (at most 100,000
