@@ -181,12 +181,14 @@ struct Collected {
     hostname: Vec<(String, u8, u32)>,
 }
 
+/// The key of a network: its first address and the complement of its last (see [`ranges`]).
 fn v4_range(net: Ipv4Net) -> (u32, u32) {
-    (u32::from(net.network()), u32::from(net.broadcast()))
+    (u32::from(net.network()), !u32::from(net.broadcast()))
 }
 
+/// The key of a network: its first address and the complement of its last (see [`ranges`]).
 fn v6_range(net: Ipv6Net) -> (u128, u128) {
-    (u128::from(net.network()), u128::from(net.broadcast()))
+    (u128::from(net.network()), !u128::from(net.broadcast()))
 }
 
 impl Collected {
@@ -256,12 +258,20 @@ impl Collected {
 }
 
 /// Sorts `(key, list, rule)` triples and stores one posting per distinct key.
+/// One buffer holds the run of the current key (no allocation per key).
 fn group<K: Ord>(mut items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(K, u32)> {
     items.sort_unstable();
-    let mut out = Vec::new();
+    group_sorted(items, postings)
+}
+
+/// Stores one posting per distinct key of `(key, list, rule)` triples sorted by all three.
+fn group_sorted<K: Ord>(items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(K, u32)> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut run: Vec<(u8, u32)> = Vec::new();
     let mut items = items.into_iter().peekable();
     while let Some((key, list, rule)) = items.next() {
-        let mut run = vec![(list, rule)];
+        run.clear();
+        run.push((list, rule));
         while let Some((_, l, r)) = items.next_if(|(k, _, _)| *k == key) {
             run.push((l, r));
         }
@@ -270,14 +280,14 @@ fn group<K: Ord>(mut items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(
     out
 }
 
-fn ranges<A: crate::range::Address>(
-    items: Vec<((A, A), u8, u32)>,
-    postings: &mut Postings,
-) -> RangeTable<A> {
+/// Address entries are keyed `(first, !last)`: sorting them puts outer networks before inner
+/// ones that start at the same address, the order [`RangeTable::build`] needs, so it does not
+/// sort a second time.
+fn ranges<A: crate::range::Address>(grouped: Vec<((A, A), u32)>) -> RangeTable<A> {
     RangeTable::build(
-        group(items, postings)
+        grouped
             .into_iter()
-            .map(|((first, last), posting)| (first, last, posting))
+            .map(|((first, not_last), posting)| (first, !not_last, posting))
             .collect(),
     )
 }
@@ -450,10 +460,10 @@ impl CompiledPolicy {
         let mut postings = Postings::default();
         let c = collected;
         let indexes = Indexes {
-            client_v4: ranges(c.client_v4, &mut postings),
-            client_v6: ranges(c.client_v6, &mut postings),
-            connecting_v4: ranges(c.connecting_v4, &mut postings),
-            connecting_v6: ranges(c.connecting_v6, &mut postings),
+            client_v4: ranges(group(c.client_v4, &mut postings)),
+            client_v6: ranges(group(c.client_v6, &mut postings)),
+            connecting_v4: ranges(group(c.connecting_v4, &mut postings)),
+            connecting_v6: ranges(group(c.connecting_v6, &mut postings)),
             asn: fixed_map(seed, c.asn, &mut postings),
             country: fixed_map(seed, c.country, &mut postings),
             subdivision: byte_map(seed, c.subdivision, &mut postings),

@@ -17,7 +17,9 @@
 pub(crate) const NONE: u32 = u32::MAX;
 
 /// An address as an unsigned integer.
-pub(crate) trait Address: Copy + Ord + Default + std::fmt::Debug {
+pub(crate) trait Address:
+    Copy + Ord + Default + std::fmt::Debug + std::ops::Not<Output = Self>
+{
     /// Whether a direct table on the top 16 bits is worth building (IPv4).
     const DIRECT16: bool;
     fn successor(self) -> Option<Self>;
@@ -112,10 +114,17 @@ impl<A: Address> RangeTable<A> {
     /// Builds the table from distinct networks `(first address, last address, posting)`.
     /// Networks must be distinct and laminar (CIDR blocks always are).
     pub(crate) fn build(mut nets: Vec<(A, A, u32)>) -> Self {
-        // Outer networks first among those with the same start.
-        nets.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        let mut starts = vec![A::default()];
-        let mut innermost = vec![NONE];
+        // Outer networks first among those with the same start (the compiler passes them in
+        // that order already: checking is one pass, sorting would be a second sort).
+        let outer_first = |a: &(A, A, u32), b: &(A, A, u32)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
+        if !nets.is_sorted_by(|a, b| outer_first(a, b).is_le()) {
+            nets.sort_unstable_by(outer_first);
+        }
+        // A network opens at most one interval and closes at most one.
+        let mut starts = Vec::with_capacity(2 * nets.len() + 1);
+        starts.push(A::default());
+        let mut innermost = Vec::with_capacity(2 * nets.len() + 1);
+        innermost.push(NONE);
         let mut nodes = Vec::with_capacity(nets.len());
         let mut stack: Vec<(A, u32)> = Vec::new();
 
