@@ -117,6 +117,68 @@ impl FixedKey for u128 {
     }
 }
 
+/// Tables whose slots take fewer bytes than this get no [`Filter`]: they stay in cache anyway.
+const FILTER_MIN_BYTES: usize = 16 * 1024;
+
+/// A membership filter in front of a large table: one bit array of about 8 bits a key (a few
+/// KB where the table takes hundreds), in which each key sets two bits of one 64-bit word. A
+/// request value whose two bits are not both set is definitely absent, and the probe ends
+/// without touching the table (most request values are absent: a miss then costs a read from
+/// a small, cache-resident array instead of a cache miss in the table). False positives
+/// (about 5%) go on to the table as before.
+#[derive(Debug, Clone)]
+struct Filter {
+    words: Vec<u64>,
+    mask: usize,
+}
+
+impl Filter {
+    /// A filter for `keys` keys, or `None` when the table is small (`slot_bytes` in all).
+    fn for_table(keys: usize, slot_bytes: usize) -> Option<Filter> {
+        if slot_bytes < FILTER_MIN_BYTES {
+            return None;
+        }
+        // 8 bits a key: `keys / 8` words, a power of two.
+        let words = (keys / 8).max(1).next_power_of_two();
+        Some(Filter {
+            words: vec![0; words],
+            mask: words - 1,
+        })
+    }
+
+    /// The word and the two bits of a hash (the table uses its low bits for the slot and its
+    /// high half as a tag; the filter takes the word from the high half and the bits from
+    /// its top, so its answers are independent of the slot).
+    #[inline]
+    fn position(&self, h: u64) -> (usize, u64) {
+        let word = (h >> 32) as usize & self.mask;
+        let bits = (1u64 << ((h >> 58) & 63)) | (1u64 << ((h >> 52) & 63));
+        (word, bits)
+    }
+
+    fn insert(&mut self, h: u64) {
+        let (word, bits) = self.position(h);
+        self.words[word] |= bits;
+    }
+
+    /// Whether a key with hash `h` may be in the table.
+    #[inline]
+    fn may_contain(&self, h: u64) -> bool {
+        let (word, bits) = self.position(h);
+        self.words[word] & bits == bits
+    }
+
+    fn bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
+/// Whether a key with hash `h` may be in a table behind `filter` (always, without one).
+#[inline]
+fn admits(filter: &Option<Filter>, h: u64) -> bool {
+    filter.as_ref().is_none_or(|f| f.may_contain(h))
+}
+
 #[inline]
 fn capacity_for(len: usize) -> usize {
     (len * 2).max(8).next_power_of_two()
@@ -129,6 +191,7 @@ pub(crate) struct FixedMap<K> {
     mask: usize,
     slots: Vec<(K, u32)>,
     len: usize,
+    filter: Option<Filter>,
 }
 
 impl<K: FixedKey> FixedMap<K> {
@@ -140,14 +203,21 @@ impl<K: FixedKey> FixedMap<K> {
                 mask: 0,
                 slots: Vec::new(),
                 len: 0,
+                filter: None,
             };
         }
         let capacity = capacity_for(entries.len());
         let mask = capacity - 1;
         let mut slots = vec![(K::default(), EMPTY); capacity];
+        let mut filter =
+            Filter::for_table(entries.len(), capacity * std::mem::size_of::<(K, u32)>());
         let mut len = 0;
         for &(key, value) in entries {
-            let mut at = key.hash(seed) as usize & mask;
+            let h = key.hash(seed);
+            if let Some(filter) = &mut filter {
+                filter.insert(h);
+            }
+            let mut at = h as usize & mask;
             loop {
                 let slot = &mut slots[at];
                 if slot.1 == EMPTY {
@@ -166,6 +236,7 @@ impl<K: FixedKey> FixedMap<K> {
             mask,
             slots,
             len,
+            filter,
         }
     }
 
@@ -175,7 +246,11 @@ impl<K: FixedKey> FixedMap<K> {
         if self.len == 0 {
             return None;
         }
-        let mut at = key.hash(self.seed) as usize & self.mask;
+        let h = key.hash(self.seed);
+        if !admits(&self.filter, h) {
+            return None;
+        }
+        let mut at = h as usize & self.mask;
         loop {
             let (k, v) = self.slots[at];
             if v == EMPTY {
@@ -194,6 +269,12 @@ impl<K: FixedKey> FixedMap<K> {
 
     pub(crate) fn bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<(K, u32)>()
+            + self.filter.as_ref().map_or(0, Filter::bytes)
+    }
+
+    #[cfg(test)]
+    fn has_filter(&self) -> bool {
+        self.filter.is_some()
     }
 }
 
@@ -207,6 +288,7 @@ pub(crate) struct ByteMap {
     entries: Vec<ByteEntry>,
     arena: Vec<u8>,
     max_len: usize,
+    filter: Option<Filter>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -232,9 +314,13 @@ impl ByteMap {
             entries: Vec::with_capacity(entries.len()),
             arena: Vec::with_capacity(entries.iter().map(|(k, _)| k.len()).sum()),
             max_len: 0,
+            filter: Filter::for_table(entries.len(), capacity * 8),
         };
         for (key, value) in entries {
             let h = hash_bytes(seed, key);
+            if let Some(filter) = &mut map.filter {
+                filter.insert(h);
+            }
             let tag = (h >> 32) as u32;
             let mut at = h as usize & map.mask;
             loop {
@@ -272,6 +358,9 @@ impl ByteMap {
             return None;
         }
         let h = hash_bytes(self.seed, key);
+        if !admits(&self.filter, h) {
+            return None;
+        }
         let tag = (h >> 32) as u32;
         let mut at = h as usize & self.mask;
         loop {
@@ -294,6 +383,9 @@ impl ByteMap {
             return None;
         }
         let h = hash_bytes_folded(self.seed, key);
+        if !admits(&self.filter, h) {
+            return None;
+        }
         let tag = (h >> 32) as u32;
         let mut at = h as usize & self.mask;
         loop {
@@ -321,6 +413,7 @@ impl ByteMap {
         self.slots.capacity() * 8
             + self.entries.capacity() * std::mem::size_of::<ByteEntry>()
             + self.arena.capacity()
+            + self.filter.as_ref().map_or(0, Filter::bytes)
     }
 }
 
@@ -343,6 +436,51 @@ mod tests {
         assert_eq!(wide.get(0), Some(2));
         assert_eq!(wide.get(1u128 << 64), Some(3));
         assert_eq!(wide.get(1), None);
+    }
+
+    #[test]
+    fn large_tables_filter_out_absent_keys_and_keep_present_ones() {
+        let seed = random_seed();
+        let entries: Vec<(u32, u32)> = (0..20_000u32).map(|k| (k * 2 + 1, k)).collect();
+        let map = FixedMap::build(seed, &entries);
+        assert!(map.has_filter());
+        assert!(!FixedMap::build(seed, &entries[..100]).has_filter());
+        for &(k, v) in &entries {
+            assert_eq!(map.get(k), Some(v), "{k}");
+        }
+        // Absent keys: none found, and most stopped by the filter.
+        let filter = map.filter.as_ref().expect("a filter");
+        let mut passed = 0;
+        for k in 0..20_000u32 {
+            let absent = k * 2;
+            assert_eq!(map.get(absent), None);
+            passed += usize::from(filter.may_contain(absent.hash(seed)));
+        }
+        assert!(
+            passed < 2_000,
+            "{passed} of 20000 absent keys pass the filter"
+        );
+
+        let keys: Vec<String> = (0..5_000).map(|i| format!("host{i}.example.com")).collect();
+        let bytes = ByteMap::build(
+            seed,
+            keys.iter()
+                .enumerate()
+                .map(|(i, k)| (k.as_bytes(), i as u32)),
+        );
+        assert!(bytes.filter.is_some());
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(bytes.get(k.as_bytes()), Some(i as u32));
+            assert_eq!(
+                bytes.get_caseless(k.to_ascii_uppercase().as_bytes()),
+                Some(i as u32)
+            );
+        }
+        for i in 5_000..10_000 {
+            let absent = format!("host{i}.example.com");
+            assert_eq!(bytes.get(absent.as_bytes()), None);
+            assert_eq!(bytes.get_caseless(absent.as_bytes()), None);
+        }
     }
 
     #[test]

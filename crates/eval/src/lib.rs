@@ -58,8 +58,10 @@
 //!   networks of a signal cut the address space into elementary intervals; each interval record
 //!   holds its start, the posting of its innermost network and that network's enclosing network
 //!   (further enclosing networks follow through parent links). The interval is found by binary
-//!   search behind a first level: a direct table on the top 16 bits for IPv4, a fence array of
-//!   every 32nd interval start for IPv6. A network listed by many rules is stored once.
+//!   search behind a first level: a direct table on the top 16 to 22 bits for IPv4 (a block
+//!   that no network touches is marked in its entry, so an address there is answered by the
+//!   table alone), a fence array of every 32nd interval start for IPv6. A network listed by
+//!   many rules is stored once.
 //! - ASNs, countries, JA3 (as 16 bytes): open-addressing hash tables with fixed-size keys.
 //! - Subdivisions, JA4, hostnames: hash tables over the lowercase bytes; the request's value is
 //!   lowercased on the stack while probing.
@@ -67,6 +69,10 @@
 //!   tries walked from either end, which stop at the first byte no literal continues with),
 //!   otherwise by an inner literal (a Teddy SIMD searcher for up to 64 literals, an Aho-Corasick
 //!   DFA beyond), then verified in linear time.
+//!
+//! A hash table larger than 16 KB has a membership filter in front (about 8 bits a key, two
+//! bits of one word per key): most request values are in no rule, and the filter tells so
+//! from a small, cache-resident array without touching the table.
 //!
 //! Each rule with a `match` is *anchored* on one of its signals: the one a random request is
 //! least likely to hit, estimated from the entries (prefix lengths of CIDRs, number of values

@@ -79,6 +79,10 @@ struct Interval<A> {
 
 /// Intervals smaller than this are searched without a first level.
 const FIRST_LEVEL_MIN: usize = 512;
+/// In a direct-table entry: the whole block lies in an interval no network covers.
+const UNCOVERED: u32 = 1 << 31;
+/// In a direct-table entry: the interval index.
+const INTERVAL: u32 = UNCOVERED - 1;
 /// One fence every this many intervals.
 const FENCE_STRIDE: usize = 32;
 
@@ -87,7 +91,9 @@ enum FirstLevel<A> {
     None,
     /// `table[h]` = the interval holding the first address whose top `bits` bits are `h`;
     /// `table[1 << bits]` = the last interval. `bits` grows with the table (16 to 22) so that a
-    /// block holds about one interval and the search reads one cache line.
+    /// block holds about one interval and the search reads one cache line. An entry with
+    /// [`UNCOVERED`] set marks a block that lies inside one interval no network covers: the
+    /// lookup answers from the table alone, without reading an interval.
     Direct {
         bits: u32,
         table: Vec<u32>,
@@ -174,7 +180,7 @@ impl<A: Address> RangeTable<A> {
 
         let first = if starts.len() < FIRST_LEVEL_MIN {
             FirstLevel::None
-        } else if A::DIRECT16 {
+        } else if A::DIRECT16 && starts.len() <= INTERVAL as usize {
             let bits = (usize::BITS - starts.len().leading_zeros()).clamp(16, 22);
             let blocks = 1usize << bits;
             let mut table = Vec::with_capacity(blocks + 1);
@@ -187,6 +193,14 @@ impl<A: Address> RangeTable<A> {
                 table.push(at as u32);
             }
             table.push((starts.len() - 1) as u32);
+            // A block lies inside interval `table[h]` when the next block starts in it too
+            // (the last block: when that interval is the last one).
+            for high in 0..blocks {
+                let at = table[high];
+                if at == table[high + 1] && innermost[at as usize] == NONE {
+                    table[high] |= UNCOVERED;
+                }
+            }
             FirstLevel::Direct { bits, table }
         } else {
             FirstLevel::Fences(starts.iter().step_by(FENCE_STRIDE).copied().collect())
@@ -223,7 +237,11 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::None => (0, self.intervals.len() - 1),
             FirstLevel::Direct { bits, table } => {
                 let high = address.top(*bits);
-                (table[high] as usize, table[high + 1] as usize)
+                let entry = table[high];
+                if entry & UNCOVERED != 0 {
+                    return (NONE, NONE);
+                }
+                (entry as usize, (table[high + 1] & INTERVAL) as usize)
             }
             FirstLevel::Fences(fences) => {
                 let j = fences.partition_point(|&f| f <= address).saturating_sub(1);
@@ -345,6 +363,53 @@ mod tests {
         for (&first, &p) in nets.iter().take(5_000) {
             assert_eq!(chain(&table, first), vec![p]);
             assert_eq!(chain(&table, first | 0xff), vec![p]);
+        }
+    }
+
+    #[test]
+    fn uncovered_blocks_answer_from_the_direct_table() {
+        // 600 /24 networks in 1.0.0.0/8 and one /12 at the top: most /16 blocks are empty,
+        // the blocks inside the /12 are covered, the last block is uncovered.
+        let mut nets: Vec<(u32, u32, u32)> = (0..600u32)
+            .map(|i| {
+                let first = v4([1, 0, 0, 0]) + (i << 8) * 7;
+                (first, first | 0xff, i)
+            })
+            .collect();
+        nets.push((v4([200, 0, 0, 0]), v4([200, 15, 255, 255]), 600));
+        let table = RangeTable::build(nets.clone());
+        let FirstLevel::Direct {
+            bits,
+            table: direct,
+        } = &table.first
+        else {
+            panic!("expected a direct table");
+        };
+        let flagged = direct.iter().filter(|&&e| e & UNCOVERED != 0).count();
+        // Blocks 1.0 to 1.16 hold networks, 200.0 to 200.15 lie in the /12.
+        assert!(flagged > (1 << bits) - 40, "{flagged} uncovered blocks");
+        assert_eq!(direct[v4([200, 3, 0, 0]).top(*bits)] & UNCOVERED, 0);
+        assert_eq!(direct[v4([1, 0, 0, 0]).top(*bits)] & UNCOVERED, 0);
+        for probe in [
+            0,
+            u32::MAX,
+            v4([1, 0, 0, 5]),
+            v4([1, 0, 1, 5]),
+            v4([1, 0, 7, 0]),
+            v4([1, 0, 7, 255]),
+            v4([1, 0, 8, 0]),
+            v4([1, 16, 0, 0]),
+            v4([199, 255, 255, 255]),
+            v4([200, 0, 0, 0]),
+            v4([200, 15, 255, 255]),
+            v4([200, 16, 0, 0]),
+        ] {
+            let expected: Vec<u32> = nets
+                .iter()
+                .filter(|n| n.0 <= probe && probe <= n.1)
+                .map(|n| n.2)
+                .collect();
+            assert_eq!(chain(&table, probe), expected, "{probe:#x}");
         }
     }
 
