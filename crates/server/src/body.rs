@@ -22,6 +22,8 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::query::Query;
+use crate::AppState;
 
 /// How a resource's form bodies map to JSON (property paths use `.` and `[]` for array items).
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +104,19 @@ pub(crate) async fn read_json_body(
                 .map_err(|err| ApiError::malformed_body(format!("Invalid JSON: {err}")))
         }
     }
+}
+
+/// The body of a write endpoint that takes no query parameters: refuses any query parameter
+/// first, then reads the body within the configured limit (see [`read_json_body`]).
+pub(crate) async fn read_write_body(
+    state: &AppState,
+    raw_query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+    form: Option<&FormShape>,
+) -> Result<Value, ApiError> {
+    Query::parse(raw_query, &[])?;
+    read_json_body(headers, body, state.inner.config.body_limit, form).await
 }
 
 enum Kind {

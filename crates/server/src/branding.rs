@@ -5,7 +5,7 @@ use axum::response::Response;
 use http::{HeaderMap, StatusCode};
 use netacl_model::BrandingPatch;
 
-use crate::body::{read_json_body, FormShape};
+use crate::body::{read_write_body, FormShape};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadBranding, UpdateBranding};
 use crate::query::Query;
@@ -41,9 +41,8 @@ pub(crate) async fn update(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
-    let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, Some(&BRANDING_FORM)).await?;
+    let value =
+        read_write_body(&state, raw.as_deref(), &headers, body, Some(&BRANDING_FORM)).await?;
     let patch = BrandingPatch::from_json(&value)?;
     let tenant = &state.inner.tenant;
     let settings = tenant.store().update_branding(&tenant.id, &patch).await?;

@@ -8,10 +8,9 @@ use http::{HeaderMap, StatusCode};
 use netacl_model::DirectoryData;
 use netacl_store::StoreError;
 
-use crate::body::read_json_body;
+use crate::body::read_write_body;
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, CreateUsers};
-use crate::query::Query;
 use crate::AppState;
 
 /// `POST /_netacl/v1/directory/import`.
@@ -22,9 +21,7 @@ pub(crate) async fn import(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
-    let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, None).await?;
+    let value = read_write_body(&state, raw.as_deref(), &headers, body, None).await?;
     let data = DirectoryData::from_json(&value)?;
     let tenant = &state.inner.tenant;
     let report = tenant

@@ -10,7 +10,7 @@ use http::{HeaderMap, StatusCode};
 use netacl_model::{AclId, NetworkAcl, NetworkAclSpec, RuleSet, Timestamp, ValidationError};
 use serde_json::{json, Value};
 
-use crate::body::read_json_body;
+use crate::body::read_write_body;
 use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
 use crate::error::{json_response, ApiError, JSON_UTF8};
 use crate::guard::{Authorized, ReadNetworkAcls};
@@ -27,9 +27,8 @@ pub(crate) async fn dry_run(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
+    let value = read_write_body(&state, raw.as_deref(), &headers, body, None).await?;
     let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, None).await?;
     let Value::Object(mut fields) = value else {
         return Err(ValidationError::new("", "Expected type object").into());
     };

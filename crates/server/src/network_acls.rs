@@ -8,13 +8,13 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use netacl_model::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Timestamp};
 use rand::RngCore;
 
-use crate::body::{read_json_body, NETWORK_ACL_FORM};
+use crate::body::{read_write_body, NETWORK_ACL_FORM};
 use crate::error::{ApiError, JSON_UTF8};
 use crate::guard::{
     Authorized, CreateNetworkAcls, DeleteNetworkAcls, ReadNetworkAcls, UpdateNetworkAcls,
 };
 use crate::query::Query;
-use crate::tenant::{Change, StoredAcl};
+use crate::tenant::{Applied, Change, StoredAcl};
 use crate::AppState;
 
 /// Default and largest `per_page`.
@@ -94,9 +94,8 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
+    let value = acl_body(&state, raw, &headers, body).await?;
     let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, Some(&NETWORK_ACL_FORM)).await?;
     let spec = NetworkAclSpec::from_json(&value, &config.limits)?;
     let now = Timestamp::now();
     let acl = NetworkAcl {
@@ -110,10 +109,7 @@ pub(crate) async fn create(
         .tenant
         .apply(Change::Create(Box::new(acl)))
         .await?;
-    match applied.record {
-        Some(stored) => Ok(record_response(StatusCode::CREATED, &stored)),
-        None => Err(ApiError::internal()),
-    }
+    applied_response(StatusCode::CREATED, applied)
 }
 
 /// `GET /network-acls/{id}`.
@@ -140,9 +136,8 @@ pub(crate) async fn replace(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
+    let value = acl_body(&state, raw, &headers, body).await?;
     let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, Some(&NETWORK_ACL_FORM)).await?;
     let spec = NetworkAclSpec::from_json(&value, &config.limits)?;
     let build = Box::new(move |old: &NetworkAcl| NetworkAcl {
         id: old.id.clone(),
@@ -162,9 +157,8 @@ pub(crate) async fn update(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
+    let value = acl_body(&state, raw, &headers, body).await?;
     let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, Some(&NETWORK_ACL_FORM)).await?;
     let patch = NetworkAclPatch::from_json(&value, &config.limits)?;
     let build = Box::new(move |old: &NetworkAcl| NetworkAcl {
         id: old.id.clone(),
@@ -185,8 +179,30 @@ async fn updated(
         .tenant
         .apply(Change::Replace { id, build })
         .await?;
+    applied_response(StatusCode::OK, applied)
+}
+
+/// A create, replace or update body (JSON or form); the endpoints take no query parameters.
+async fn acl_body(
+    state: &AppState,
+    raw_query: Option<String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<serde_json::Value, ApiError> {
+    read_write_body(
+        state,
+        raw_query.as_deref(),
+        headers,
+        body,
+        Some(&NETWORK_ACL_FORM),
+    )
+    .await
+}
+
+/// The record a create or replace stored, with `status`.
+fn applied_response(status: StatusCode, applied: Applied) -> Result<Response, ApiError> {
     match applied.record {
-        Some(stored) => Ok(record_response(StatusCode::OK, &stored)),
+        Some(stored) => Ok(record_response(status, &stored)),
         None => Err(ApiError::internal()),
     }
 }

@@ -12,10 +12,9 @@ use netacl_store::StoreError;
 use rand::RngCore;
 
 use crate::auth::Principal;
-use crate::body::{read_json_body, FormShape};
+use crate::body::{read_write_body, FormShape};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, CreateOrganizations};
-use crate::query::Query;
 use crate::AppState;
 
 /// The extra scope a create that enables connections needs.
@@ -49,9 +48,14 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    Query::parse(raw.as_deref(), &[])?;
-    let config = &state.inner.config;
-    let value = read_json_body(&headers, body, config.body_limit, Some(&ORGANIZATION_FORM)).await?;
+    let value = read_write_body(
+        &state,
+        raw.as_deref(),
+        &headers,
+        body,
+        Some(&ORGANIZATION_FORM),
+    )
+    .await?;
     let spec = OrganizationSpec::from_json(&value)?;
     if spec
         .enabled_connections
