@@ -392,6 +392,7 @@ impl CompiledPolicy {
         let mut unanchored: [Vec<u32>; REQUEST_SCOPES] = Default::default();
         let mut needed = SignalSet::EMPTY;
         let mut anchor_counts = [0usize; 9];
+        let mut anchored = [0u16; REQUEST_SCOPES];
         let mut entries = 0usize;
 
         for (ordinal, acl) in order.iter().enumerate() {
@@ -411,6 +412,9 @@ impl CompiledPolicy {
                 }
                 if let Some(anchor) = anchor {
                     anchor_counts[anchor as usize] += 1;
+                    for &s in &scopes {
+                        anchored[usize::from(s)] |= bit(anchor);
+                    }
                 }
                 collected.add(criteria, ordinal, &|signal| {
                     if Some(signal) == anchor {
@@ -448,6 +452,7 @@ impl CompiledPolicy {
                 ),
             };
             meta.push(RuleMeta {
+                ordinal,
                 check,
                 exclude,
                 action,
@@ -491,6 +496,7 @@ impl CompiledPolicy {
             indexes,
             needed,
             indexed: needed,
+            anchored,
             stats: PolicyStats {
                 version: rules.version,
                 rules: rules.acls.len(),

@@ -84,13 +84,16 @@
 //! stored at all: the index holds the rule's ordinal and role inline, so a hit on it reads no
 //! posting memory.
 //!
-//! Evaluating a request: probe each index once for the request's value (only the signals some
-//! rule names), then merge the anchor lists of the hit postings and the unanchored list in
-//! ordinal order. Each candidate is checked for its other `match` signals by membership in the
+//! Evaluating a request: probe each index that anchors some rule of the request's scope once
+//! for the request's value, then merge the anchor lists of the hit postings and the unanchored
+//! list in ordinal order. The other signals cannot bring candidates: each is probed only when
+//! the first candidate that needs it (to check a `match` or a `not_match`) comes up, so most
+//! requests touch a few indexes, not all nine. Each candidate is checked for its other `match` signals by membership in the
 //! hit members lists and for its `not_match` signals by absence from the hit excluded lists, with
 //! monotone galloping cursors (candidates arrive in increasing order). A matching `log` rule is
 //! recorded and the walk continues; the first matching terminal rule ends it. The work is one
-//! probe per signal plus the candidates the request actually hits, not the size of the rule set.
+//! probe per needed signal plus the candidates the request actually hits, not the size of the
+//! rule set.
 //! No allocation (inline buffers, heap only for pathological requests hitting more than 16
 //! postings or more than 4 log rules), no lock, no parsing, each string hashed once.
 //!

@@ -331,6 +331,8 @@ pub(crate) enum ActionCode {
 /// The per-rule data the evaluation loop reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RuleMeta {
+    /// The rule's own ordinal: an inline posting's one-element list borrows it from here.
+    pub(crate) ordinal: u32,
     /// `match` signals other than the anchor: each must hold by membership.
     pub(crate) check: u16,
     /// `not_match` signals: the rule must be absent from each one's excluded list.
@@ -370,6 +372,9 @@ pub struct CompiledPolicy {
     pub(crate) needed: SignalSet,
     /// Signals that have a non-empty index.
     pub(crate) indexed: SignalSet,
+    /// Per request scope: the signals some rule covering it is anchored on. Only these are
+    /// probed up front; the others are probed when a candidate needs them.
+    pub(crate) anchored: [u16; REQUEST_SCOPES],
     pub(crate) stats: PolicyStats,
 }
 
@@ -384,11 +389,17 @@ struct HitLists<'a> {
     excluded_at: usize,
 }
 
-/// The postings one request hits, grouped by signal.
-struct Hits {
-    postings: SmallVec<[u32; HITS]>,
-    /// `start[s]..start[s + 1]` is the range of signal `s`.
-    start: [u32; 10],
+/// What one evaluation has found so far: the hit postings' lists, grouped by signal, and the
+/// candidate streams.
+struct Hits<'a> {
+    /// Per hit posting: its member and excluded lists with monotone cursors.
+    lists: SmallVec<[HitLists<'a>; HITS]>,
+    /// `range[s]` = the hit lists of signal `s` (from, to).
+    range: [(u32, u32); 9],
+    /// Signals already probed (or known to have nothing to probe).
+    probed: u16,
+    /// The anchor lists of the hit postings for the request's scope, and the unanchored rules.
+    streams: SmallVec<[&'a [u32]; HITS]>,
 }
 
 pub(crate) fn scope_index(scope: RequestScope) -> usize {
@@ -490,145 +501,169 @@ impl CompiledPolicy {
         if self.meta.is_empty() {
             return decision;
         }
-        let mut hits = Hits {
-            postings: SmallVec::new(),
-            start: [0; 10],
-        };
-        self.gather(request, &mut hits);
-        self.walk(scope_index(request.scope()), &hits, &mut decision);
+        self.walk(request, &mut decision);
         decision
     }
 
-    fn push_chain<A: crate::range::Address>(
+    /// The postings of the networks holding `address`, innermost first.
+    #[inline]
+    fn chain<A: crate::range::Address>(
         table: &RangeTable<A>,
         address: A,
-        out: &mut SmallVec<[u32; HITS]>,
+        add: &mut impl FnMut(u32),
     ) {
         let (posting, mut node) = table.innermost(address);
         if posting != NONE {
-            out.push(posting);
+            add(posting);
         }
         while node != NONE {
             let n = table.node(node);
-            out.push(n.posting);
+            add(n.posting);
             node = n.parent;
         }
     }
 
-    fn push_address(
+    #[inline]
+    fn address(
         v4: &RangeTable<u32>,
         v6: &RangeTable<u128>,
         ip: Option<IpAddr>,
-        out: &mut SmallVec<[u32; HITS]>,
+        add: &mut impl FnMut(u32),
     ) {
         match ip {
-            Some(IpAddr::V4(a)) => Self::push_chain(v4, v4_bits(a), out),
-            Some(IpAddr::V6(a)) => Self::push_chain(v6, u128::from(a), out),
+            Some(IpAddr::V4(a)) => Self::chain(v4, v4_bits(a), add),
+            Some(IpAddr::V6(a)) => Self::chain(v6, u128::from(a), add),
             None => {}
         }
     }
 
-    /// Looks up every indexed signal the request carries (straight-line: one probe a signal).
+    /// Looks up the request's value of `signal` (nothing when the request lacks it or no
+    /// rule names the signal) and passes each posting it hits to `add`.
     #[inline]
-    fn gather(&self, request: &Request<'_>, hits: &mut Hits) {
+    fn probe(&self, request: &Request<'_>, signal: Signal, add: &mut impl FnMut(u32)) {
         let ix = &self.indexes;
-        let Hits { postings, start } = hits;
-        let indexed = self.indexed;
-        let mut mark = |postings: &SmallVec<[u32; HITS]>, signal: Signal| {
-            start[signal as usize + 1] = postings.len() as u32;
+        let found = match signal {
+            Signal::ClientIp => {
+                Self::address(&ix.client_v4, &ix.client_v6, request.client_ip(), add);
+                None
+            }
+            Signal::ConnectingIp => {
+                Self::address(
+                    &ix.connecting_v4,
+                    &ix.connecting_v6,
+                    request.connecting_ip(),
+                    add,
+                );
+                None
+            }
+            Signal::Asn => match (&ix.asn, request.asn()) {
+                (Some(map), Some(asn)) => map.get(asn),
+                _ => None,
+            },
+            Signal::Country => match (&ix.country, request.country_code()) {
+                (Some(map), Some(code)) => map.get(u16::from_le_bytes(code)),
+                _ => None,
+            },
+            Signal::Subdivision => match (&ix.subdivision, request.subdivision()) {
+                (Some(map), Some(code)) => map.get_caseless(code.as_bytes()),
+                _ => None,
+            },
+            Signal::Ja3 => match (&ix.ja3, request.ja3()) {
+                (Some(map), Some(ja3)) => map.get(u128::from_le_bytes(ja3)),
+                _ => None,
+            },
+            Signal::Ja4 => match (&ix.ja4, request.ja4()) {
+                (Some(map), Some(ja4)) => map.get_caseless(ja4.as_bytes()),
+                _ => None,
+            },
+            Signal::UserAgent => {
+                if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
+                    let mut found: SmallVec<[u32; HITS]> = SmallVec::new();
+                    index.lookup(ua, &mut found);
+                    found.into_iter().for_each(&mut *add);
+                }
+                None
+            }
+            Signal::Hostname => match (&ix.hostname, request.hostname()) {
+                (Some(map), Some(host)) => map.get_caseless(host.as_bytes()),
+                _ => None,
+            },
         };
-        if indexed.contains(Signal::ClientIp) {
-            Self::push_address(&ix.client_v4, &ix.client_v6, request.client_ip(), postings);
+        if let Some(posting) = found {
+            add(posting);
         }
-        mark(postings, Signal::ClientIp);
-        if indexed.contains(Signal::ConnectingIp) {
-            Self::push_address(
-                &ix.connecting_v4,
-                &ix.connecting_v6,
-                request.connecting_ip(),
-                postings,
-            );
+    }
+
+    /// Probes the signals in `signals` (a bit set) and records their postings' lists; with
+    /// `candidates`, the anchor lists for `scope` become candidate streams (signals probed
+    /// lazily have none for the scope).
+    fn gather<'a>(
+        &'a self,
+        request: &Request<'_>,
+        scope: usize,
+        signals: u16,
+        candidates: bool,
+        hits: &mut Hits<'a>,
+    ) {
+        let mut rest = signals;
+        while rest != 0 {
+            let s = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let from = hits.lists.len() as u32;
+            self.probe(request, Signal::ALL[s], &mut |reference| {
+                let single = Postings::inline_rule(reference) as usize;
+                // An inline posting's rule comes from this policy: it is in range.
+                let single = self.meta.get(single).map_or(&NONE, |m| &m.ordinal);
+                let (anchors, members, excluded) = self.postings.lists(reference, single, scope);
+                if candidates && !anchors.is_empty() {
+                    hits.streams.push(anchors);
+                }
+                debug_assert!(candidates || anchors.is_empty(), "anchors on a lazy signal");
+                hits.lists.push(HitLists {
+                    members,
+                    excluded,
+                    member_at: 0,
+                    excluded_at: 0,
+                });
+            });
+            hits.range[s] = (from, hits.lists.len() as u32);
         }
-        mark(postings, Signal::ConnectingIp);
-        if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
-            postings.extend(map.get(asn));
-        }
-        mark(postings, Signal::Asn);
-        if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
-            postings.extend(map.get(u16::from_le_bytes(code)));
-        }
-        mark(postings, Signal::Country);
-        if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
-            postings.extend(map.get_caseless(code.as_bytes()));
-        }
-        mark(postings, Signal::Subdivision);
-        if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
-            postings.extend(map.get(u128::from_le_bytes(ja3)));
-        }
-        mark(postings, Signal::Ja3);
-        if let (Some(map), Some(ja4)) = (&ix.ja4, request.ja4()) {
-            postings.extend(map.get_caseless(ja4.as_bytes()));
-        }
-        mark(postings, Signal::Ja4);
-        if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
-            index.lookup(ua, postings);
-        }
-        mark(postings, Signal::UserAgent);
-        if let (Some(map), Some(host)) = (&ix.hostname, request.hostname()) {
-            postings.extend(map.get_caseless(host.as_bytes()));
-        }
-        mark(postings, Signal::Hostname);
+        hits.probed |= signals;
     }
 
     /// Walks the candidates in rule order and fills in the decision.
     #[inline]
-    fn walk(&self, scope: usize, hits: &Hits, decision: &mut Decision) {
-        let range = |s: usize| (hits.start[s] as usize, hits.start[s + 1] as usize);
-        // Candidate streams: every hit posting's anchors for this scope, and the rules without
-        // `match`. Inline postings carry their rule in the reference; `singles` keeps it where
-        // slices can borrow it.
-        let mut singles = [0u32; HITS];
-        let spilled: Vec<u32>;
-        let singles: &[u32] = if hits.postings.len() <= HITS {
-            for (single, &r) in singles.iter_mut().zip(&hits.postings) {
-                *single = Postings::inline_rule(r);
-            }
-            &singles[..hits.postings.len()]
-        } else {
-            spilled = hits
-                .postings
-                .iter()
-                .map(|&r| Postings::inline_rule(r))
-                .collect();
-            &spilled
+    fn walk(&self, request: &Request<'_>, decision: &mut Decision) {
+        let scope = scope_index(request.scope());
+        let indexed = self.indexed.0;
+        let mut hits = Hits {
+            lists: SmallVec::new(),
+            range: [(0, 0); 9],
+            // Signals no rule names have nothing to probe.
+            probed: !indexed,
+            streams: SmallVec::new(),
         };
-        let mut streams: SmallVec<[&[u32]; HITS]> = SmallVec::new();
-        // Per hit posting: its member and excluded lists with monotone cursors.
-        let mut lists: SmallVec<[HitLists<'_>; HITS]> = SmallVec::new();
-        for (reference, single) in hits.postings.iter().zip(singles) {
-            let (anchors, members, excluded) = self.postings.lists(*reference, single, scope);
-            if !anchors.is_empty() {
-                streams.push(anchors);
-            }
-            lists.push(HitLists {
-                members,
-                excluded,
-                member_at: 0,
-                excluded_at: 0,
-            });
-        }
+        // Candidates come only from the signals rules of this scope are anchored on (and the
+        // rules without `match`): probe those now, the others when a candidate needs them.
+        self.gather(
+            request,
+            scope,
+            self.anchored[scope] & indexed,
+            true,
+            &mut hits,
+        );
         let unanchored = &self.unanchored[scope];
         if !unanchored.is_empty() {
-            streams.push(unanchored);
+            hits.streams.push(unanchored);
         }
-        if streams.is_empty() {
+        if hits.streams.is_empty() {
             return;
         }
 
         loop {
             // The smallest head among the streams is the next candidate.
             let mut candidate = u32::MAX;
-            for stream in &streams {
+            for stream in &hits.streams {
                 if let Some(&head) = stream.first() {
                     candidate = candidate.min(head);
                 }
@@ -636,19 +671,28 @@ impl CompiledPolicy {
             if candidate == u32::MAX {
                 return;
             }
-            for stream in streams.iter_mut() {
+            for stream in hits.streams.iter_mut() {
                 if stream.first() == Some(&candidate) {
                     *stream = &stream[1..];
                 }
             }
             let meta = self.meta[candidate as usize];
+            let unprobed = (meta.check | meta.exclude) & !hits.probed;
+            if unprobed != 0 {
+                // A signal no rule of this scope is anchored on: probed once, at the first
+                // candidate that needs it. Its postings hold no anchors for this scope, so the
+                // streams do not change; cursors start at 0 and stay monotone.
+                self.gather(request, scope, unprobed, false, &mut hits);
+            }
+            let lists = &mut hits.lists;
+            let range = &hits.range;
             let mut holds = true;
             let mut check = meta.check;
             while check != 0 && holds {
                 let s = check.trailing_zeros() as usize;
                 check &= check - 1;
-                let (from, to) = range(s);
-                holds = lists[from..to]
+                let (from, to) = range[s];
+                holds = lists[from as usize..to as usize]
                     .iter_mut()
                     .any(|l| seek(l.members, &mut l.member_at, candidate));
             }
@@ -656,8 +700,8 @@ impl CompiledPolicy {
             while exclude != 0 && holds {
                 let s = exclude.trailing_zeros() as usize;
                 exclude &= exclude - 1;
-                let (from, to) = range(s);
-                holds = !lists[from..to]
+                let (from, to) = range[s];
+                holds = !lists[from as usize..to as usize]
                     .iter_mut()
                     .any(|l| seek(l.excluded, &mut l.excluded_at, candidate));
             }

@@ -253,3 +253,98 @@ fn empty_policy_decides_nothing() {
     assert_eq!(d.verdict(), Verdict::None);
     assert!(d.monitored().is_empty());
 }
+
+/// Signals that anchor no rule of the request's scope are looked up only when a candidate
+/// needs them: the decisions must not change, whichever candidate probes them first, and a
+/// lazily probed signal's lists must be walked from the start.
+#[test]
+fn signals_probed_on_demand_decide_like_the_reference() {
+    let rules = rule_set(
+        vec![
+            // Management rules are anchored on the hostname; authentication rules never are.
+            record(
+                "mgmt",
+                1,
+                true,
+                json!({"action": {"block": true}, "scope": "management",
+                       "match": {"hostnames": ["admin.example.com"]}}),
+            ),
+            // Anchored on the ASN, hostname checked by membership.
+            record(
+                "member",
+                2,
+                true,
+                json!({"action": {"allow": true}, "scope": "authentication",
+                       "match": {"asns": [64500], "hostnames": ["other.example.com"]}}),
+            ),
+            // A log rule that needs the country (not an anchor in this scope) before the
+            // rule that needs the hostname's excluded list.
+            record(
+                "watcher",
+                3,
+                true,
+                json!({"action": {"log": true}, "scope": "authentication",
+                       "match": {"asns": [64500, 64501]},
+                       "not_match": {"geo_country_codes": ["US"]}}),
+            ),
+            record(
+                "exempt",
+                4,
+                true,
+                json!({"action": {"block": true}, "scope": "authentication",
+                       "match": {"asns": [64500, 64501]},
+                       "not_match": {"hostnames": ["login.example.com"], "geo_country_codes": ["CA"]}}),
+            ),
+            // Only `not_match`: a candidate of every management request.
+            record(
+                "shutdown",
+                5,
+                true,
+                json!({"action": {"block": true}, "scope": "management",
+                       "not_match": {"asns": [64999]}}),
+            ),
+        ],
+        3,
+    );
+    let policy = CompiledPolicy::compile(&rules).expect("compiles");
+    let mut verdicts = std::collections::HashSet::new();
+    for scope in [RequestScope::Authentication, RequestScope::Management] {
+        for asn in [None, Some(64500), Some(64501), Some(64999)] {
+            for host in [
+                None,
+                Some("admin.example.com"),
+                Some("other.example.com"),
+                Some("LOGIN.example.com"),
+            ] {
+                for country in [None, Some("US"), Some("ca"), Some("FR")] {
+                    let mut request = Request::new(scope);
+                    if let Some(asn) = asn {
+                        request = request.with_asn(asn);
+                    }
+                    if let Some(host) = host {
+                        request = request.with_hostname(host);
+                    }
+                    if let Some(country) = country {
+                        request = request.with_country(country);
+                    }
+                    let expected = reference::evaluate(&rules, &request);
+                    let got = policy.outcome(&policy.evaluate(&request));
+                    assert_eq!(got, expected, "{request:?}");
+                    verdicts.insert((got.rule_id, got.monitored));
+                }
+            }
+        }
+    }
+    // Every rule decides some request, and the log rule shows up with a later decision.
+    for tag in ["mgmt", "member", "exempt", "shutdown"] {
+        assert!(
+            verdicts
+                .iter()
+                .any(|(rule, _)| rule.as_deref() == Some(id(tag).as_str())),
+            "{tag} never decides"
+        );
+    }
+    assert!(verdicts.iter().any(|(rule, monitored)| {
+        rule.as_deref() == Some(id("exempt").as_str()) && monitored == &vec![id("watcher")]
+    }));
+}
