@@ -2,9 +2,9 @@ use async_trait::async_trait;
 use netacl_model::{Connection, DirectoryData, GroupId};
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{GenericClient, IsolationLevel};
+use tokio_postgres::GenericClient;
 
-use super::{to_version, unique_violation, PostgresStore};
+use super::{read_snapshot, to_version, unique_violation, PostgresStore};
 use crate::{DirectoryStore, ImportReport, Page, StoreError, TenantId};
 
 /// The first key of the two-key advisory lock that serialises a tenant's imports: sequence
@@ -267,12 +267,7 @@ impl DirectoryStore for PostgresStore {
         limit: u32,
     ) -> Result<Option<Page>, StoreError> {
         self.call(|mut client| async move {
-            let tx = client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
+            let tx = read_snapshot(&mut client).await?;
             let exists = tx
                 .query_opt(
                     "SELECT 1 FROM directory_groups WHERE tenant_id = $1 AND id = $2",
@@ -308,12 +303,7 @@ impl DirectoryStore for PostgresStore {
         with_total: bool,
     ) -> Result<Option<Page>, StoreError> {
         self.call(|mut client| async move {
-            let tx = client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
+            let tx = read_snapshot(&mut client).await?;
             let exists = tx
                 .query_opt(
                     "SELECT 1 FROM directory_users WHERE tenant_id = $1 AND user_id = $2",

@@ -165,6 +165,19 @@ impl PostgresStore {
     }
 }
 
+/// A read-only transaction on one snapshot (repeatable read), for reads that must agree with
+/// each other (a version and its records, an owner and its page).
+async fn read_snapshot(
+    client: &mut deadpool_postgres::ClientWrapper,
+) -> Result<deadpool_postgres::Transaction<'_>, tokio_postgres::Error> {
+    client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+}
+
 /// A pool error in words (without connection details).
 fn pool_error(err: &PoolError) -> String {
     match err {

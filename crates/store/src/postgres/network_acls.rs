@@ -1,10 +1,10 @@
 use async_trait::async_trait;
 use netacl_model::{AclId, Limits, NetworkAcl, RuleSet};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{GenericClient, IsolationLevel};
+use tokio_postgres::GenericClient;
 
 use super::tenants::{acl_version, bump_acl_version};
-use super::{to_version, unique_violation, PostgresStore};
+use super::{read_snapshot, to_version, unique_violation, PostgresStore};
 use crate::{AclPage, NetworkAclStore, StoreError, TenantId};
 
 #[async_trait]
@@ -13,12 +13,7 @@ impl NetworkAclStore for PostgresStore {
         let limits = self.limits;
         self.call(|mut client| async move {
             // One snapshot for the version and the records.
-            let tx = client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
+            let tx = read_snapshot(&mut client).await?;
             let version = acl_version(&*tx, tenant).await?;
             let acls = query_acls(
                 &*tx,
@@ -45,12 +40,7 @@ impl NetworkAclStore for PostgresStore {
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.call(|mut client| async move {
-            let tx = client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
+            let tx = read_snapshot(&mut client).await?;
             let version = acl_version(&*tx, tenant).await?;
             let total: i64 = tx
                 .query_one(
