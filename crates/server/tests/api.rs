@@ -56,6 +56,14 @@ fn acl_body(priority: u64, cidr: &str) -> Value {
     })
 }
 
+/// The URI of a stored network ACL.
+fn acl_uri(record: &Value) -> String {
+    format!(
+        "/api/v2/network-acls/{}",
+        record["id"].as_str().expect("id")
+    )
+}
+
 fn assert_error(answer: &Answer, status: u16, code: Option<&str>) {
     assert_eq!(answer.status.as_u16(), status, "{}", answer.body);
     assert_eq!(
@@ -422,10 +430,7 @@ async fn put_replaces_and_keeps_created_at() {
 async fn patch_merges_top_level_fields() {
     let api = api().await;
     let created = api.create(acl_body(10, "198.51.100.0/24")).await;
-    let uri = format!(
-        "/api/v2/network-acls/{}",
-        created["id"].as_str().expect("id")
-    );
+    let uri = acl_uri(&created);
 
     let answer = api
         .send(Method::PATCH, &uri, Some(json!({"description": "renamed"})))
@@ -468,10 +473,7 @@ async fn patch_merges_top_level_fields() {
 async fn delete_is_204_then_404() {
     let api = api().await;
     let created = api.create(acl_body(10, "198.51.100.0/24")).await;
-    let uri = format!(
-        "/api/v2/network-acls/{}",
-        created["id"].as_str().expect("id")
-    );
+    let uri = acl_uri(&created);
     let answer = api.send(Method::DELETE, &uri, None).await;
     assert_eq!(answer.status, StatusCode::NO_CONTENT);
     assert!(answer.raw.is_empty());
@@ -728,10 +730,7 @@ async fn every_api_response_carries_rate_limit_headers() {
     });
     let api = api_with(limited).await;
     let created = api.create(acl_body(10, "192.0.2.1")).await;
-    let one = format!(
-        "/api/v2/network-acls/{}",
-        created["id"].as_str().expect("id")
-    );
+    let one = acl_uri(&created);
     let reader = scoped_token(&api.service, "reader", &["read:network_acls"]);
     let answers = vec![
         api.send(Method::GET, "/api/v2/network-acls", None).await,
@@ -770,17 +769,7 @@ async fn every_api_response_carries_rate_limit_headers() {
         vec![200, 200, 400, 404, 409, 400, 400, 404, 405, 403, 401, 200, 204]
     );
     for answer in &answers {
-        for header in [
-            "x-ratelimit-limit",
-            "x-ratelimit-remaining",
-            "x-ratelimit-reset",
-        ] {
-            assert!(
-                answer.headers.contains_key(header),
-                "{header} missing on {}",
-                answer.status
-            );
-        }
+        answer.assert_rate_limit_headers();
         if answer.status.is_client_error() {
             assert_error(
                 answer,
@@ -804,10 +793,7 @@ async fn a_201_is_sent_only_after_the_engine_decides_with_the_new_rule() {
         assert_eq!(after["version"], json!(2 * round + 1));
         assert_eq!(after["outcome"]["action"], json!("block"));
         assert_eq!(after["outcome"]["rule_id"], created["id"]);
-        let uri = format!(
-            "/api/v2/network-acls/{}",
-            created["id"].as_str().expect("id")
-        );
+        let uri = acl_uri(&created);
         assert_eq!(
             api.send(Method::DELETE, &uri, None).await.status,
             StatusCode::NO_CONTENT

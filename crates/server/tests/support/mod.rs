@@ -124,6 +124,23 @@ pub struct Answer {
     pub raw: Vec<u8>,
 }
 
+impl Answer {
+    /// The answer carries the three `x-ratelimit-*` headers.
+    pub fn assert_rate_limit_headers(&self) {
+        for header in [
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+        ] {
+            assert!(
+                self.headers.contains_key(header),
+                "{header} missing on {}",
+                self.status
+            );
+        }
+    }
+}
+
 /// Sends `request` through `router` and collects the whole answer.
 pub async fn oneshot(router: &Router, request: Request<Body>) -> Answer {
     let response = router.clone().oneshot(request).await.expect("infallible");
