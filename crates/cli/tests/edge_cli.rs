@@ -2,6 +2,7 @@
 //! and rules followed from a separate `netacl serve` process (and kept while it is down).
 //! Loopback only; every wait is bounded.
 mod cluster_support;
+mod serve_support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -12,6 +13,7 @@ use std::time::Duration;
 use cluster_support::{
     edge_address, edge_status as status, free_port, http, spawn_edge, upstream, wait_for, Proc, BIN,
 };
+use serve_support::{Server, CLIENT_ID, CLIENT_SECRET};
 
 /// How often the tests poll while they wait.
 const POLL: Duration = Duration::from_millis(50);
@@ -186,57 +188,14 @@ fn startup_errors_are_reported() {
 // ---------------------------------------------------------------------------------------------
 // A separate `netacl serve`.
 
-fn start_serve(port: u16, data: &Path) -> Proc {
-    let child = Command::new(BIN)
-        .arg("serve")
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--data-dir", data.to_str().expect("path")])
-        .args(["--tenant-domain", &format!("127.0.0.1:{port}")])
-        .args(["--bootstrap-client-id", "edge-test-client"])
-        .args([
-            "--bootstrap-client-secret",
-            "edge-test-secret-0123456789abcdef",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn netacl serve");
-    Proc(child)
-}
-
-fn token(serve: SocketAddr) -> Option<String> {
-    let body = format!(
-        r#"{{"grant_type":"client_credentials","client_id":"edge-test-client","client_secret":"edge-test-secret-0123456789abcdef","audience":"https://{serve}/api/v2/"}}"#
-    );
-    let (status, body) = http(
-        serve,
-        "POST",
-        "/oauth/token",
-        &[("content-type", "application/json")],
-        &body,
-    )?;
-    if status != 200 {
-        return None;
-    }
-    let json: serde_json::Value = serde_json::from_str(&body).ok()?;
-    json.get("access_token")?.as_str().map(str::to_owned)
-}
-
 #[test]
 fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
     let upstream = upstream();
     let data = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
-    let serve_addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-    let serve = start_serve(port, data.path());
-    let token = {
-        let mut token = None;
-        wait_for(Duration::from_secs(60), POLL, || {
-            token = self::token(serve_addr);
-            token.is_some()
-        });
-        token.expect("netacl serve issues a token")
-    };
+    let domain = format!("127.0.0.1:{}", free_port());
+    let serve = Server::start(data.path(), &domain, &domain, &[]);
+    let serve_addr = serve.addr;
+    let token = serve.token();
 
     let upstream_url = format!("http://{upstream}");
     let rules_url = format!("http://{serve_addr}");
@@ -246,9 +205,9 @@ fn rules_from_a_separate_serve_process_are_enforced_and_outlive_it() {
         "--rules-url",
         &rules_url,
         "--client-id",
-        "edge-test-client",
+        CLIENT_ID,
         "--client-secret",
-        "edge-test-secret-0123456789abcdef",
+        CLIENT_SECRET,
     ]);
     assert_eq!(status(edge, "/login"), Some(200));
     // Give the edge its first long poll (it starts with the empty policy).
