@@ -578,9 +578,7 @@ impl CompiledPolicy {
             },
             Signal::UserAgent => {
                 if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
-                    let mut found: SmallVec<[u32; HITS]> = SmallVec::new();
-                    index.lookup(ua, &mut found);
-                    found.into_iter().for_each(&mut *add);
+                    index.each_match(ua, add);
                 }
                 None
             }

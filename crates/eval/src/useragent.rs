@@ -436,39 +436,45 @@ impl UserAgentIndex {
         }
     }
 
-    fn verify_group<const N: usize>(&self, group: u32, ua: &[u8], out: &mut SmallVec<[u32; N]>) {
+    fn verify_group(&self, group: u32, ua: &[u8], found: &mut impl FnMut(u32)) {
         let (s, e) = self.ranges[group as usize];
         for &id in &self.anchored[s as usize..e as usize] {
             let pattern = &self.patterns[id as usize];
             if pattern.matches(ua) {
-                out.push(pattern.posting);
+                found(pattern.posting);
             }
         }
     }
 
     /// Appends the posting of every pattern `ua` matches.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn lookup<const N: usize>(&self, ua: &str, out: &mut SmallVec<[u32; N]>) {
+        self.each_match(ua, &mut |posting| out.push(posting));
+    }
+
+    /// Calls `found` with the posting of every pattern `ua` matches.
+    #[inline]
+    pub(crate) fn each_match(&self, ua: &str, found: &mut impl FnMut(u32)) {
         let ua = ua.as_bytes();
         if let Some(posting) = self.exact.get(ua) {
-            out.push(posting);
+            found(posting);
         }
         if self.patterns.is_empty() {
             return;
         }
         self.prefixes.walk(ua.iter().copied(), |group| {
-            self.verify_group(group, ua, out)
+            self.verify_group(group, ua, found)
         });
         self.suffixes.walk(ua.iter().rev().copied(), |group| {
-            self.verify_group(group, ua, out)
+            self.verify_group(group, ua, found)
         });
         self.inner.each_literal(ua, |literal| {
-            self.verify_group(self.inner_groups[literal as usize], ua, out)
+            self.verify_group(self.inner_groups[literal as usize], ua, found)
         });
         for &id in &self.match_all {
             let pattern = &self.patterns[id as usize];
             if pattern.matches(ua) {
-                out.push(pattern.posting);
+                found(pattern.posting);
             }
         }
     }
