@@ -91,6 +91,27 @@ pub(crate) fn hash_bytes_folded(seed: u64, bytes: &[u8]) -> u64 {
     fold_mul(fold_mul(h ^ lower8(rest), K1) ^ K3, K2)
 }
 
+/// Whether `key` folded to ASCII lowercase equals `stored` (already lowercase): eight bytes
+/// at a time, the same answer as `stored.eq_ignore_ascii_case(key)` for a lowercase `stored`.
+#[inline]
+fn eq_folded(stored: &[u8], key: &[u8]) -> bool {
+    if stored.len() != key.len() {
+        return false;
+    }
+    let mut a = stored.chunks_exact(8);
+    let mut b = key.chunks_exact(8);
+    for (x, y) in (&mut a).zip(&mut b) {
+        let mut xw = [0u8; 8];
+        let mut yw = [0u8; 8];
+        xw.copy_from_slice(x);
+        yw.copy_from_slice(y);
+        if u64::from_le_bytes(xw) != lower8(u64::from_le_bytes(yw)) {
+            return false;
+        }
+    }
+    tail_word(a.remainder()) == lower8(tail_word(b.remainder()))
+}
+
 /// A key of fixed size that hashes to one word.
 pub(crate) trait FixedKey: Copy + Eq + Default {
     fn hash(self, seed: u64) -> u64;
@@ -393,7 +414,7 @@ impl ByteMap {
             if index == EMPTY {
                 return None;
             }
-            if slot_tag == tag && self.key(index as usize).eq_ignore_ascii_case(key) {
+            if slot_tag == tag && eq_folded(self.key(index as usize), key) {
                 return Some(self.entries[index as usize].value);
             }
             at = (at + 1) & self.mask;
@@ -420,6 +441,27 @@ impl ByteMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eq_folded_agrees_with_eq_ignore_ascii_case_on_lowercase_keys() {
+        // Every byte value at every position of keys of lengths 0..=19 (chunk and tail paths).
+        for len in 0..20usize {
+            let stored: Vec<u8> = (0..len).map(|i| b"abcdefghij0123-._xyz"[i]).collect();
+            assert!(eq_folded(&stored, &stored.to_ascii_uppercase()));
+            assert!(!eq_folded(&stored, &[stored.as_slice(), b"a"].concat()));
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    let mut key = stored.clone();
+                    key[at] = byte;
+                    assert_eq!(
+                        eq_folded(&stored, &key),
+                        stored.eq_ignore_ascii_case(&key),
+                        "len {len} at {at} byte {byte:#x}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn fixed_map_finds_every_key_and_nothing_else() {
