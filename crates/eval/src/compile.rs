@@ -308,7 +308,7 @@ fn byte_map(seed: u64, items: Vec<(String, u8, u32)>, postings: &mut Postings) -
         return None;
     }
     let grouped = group(items, postings);
-    Some(ByteMap::build(
+    Some(ByteMap::build_caseless(
         seed,
         grouped.iter().map(|(k, p)| (k.as_bytes(), *p)),
     ))

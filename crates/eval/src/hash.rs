@@ -54,14 +54,31 @@ pub(crate) fn hash_word(seed: u64, word: u64) -> u64 {
 /// Hashes a byte string.
 #[inline]
 pub(crate) fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
+    hash_words::<0>(seed, bytes)
+}
+
+/// Bit 5 of every byte: ASCII upper and lower case differ only there.
+const CASE_BITS: u64 = 0x2020_2020_2020_2020;
+
+/// A case-insensitive hash: the hash of the bytes with bit 5 set in each, so that `A` and `a`
+/// hash alike (and so do a few pairs of other bytes, such as `@` and `` ` ``, which the key
+/// comparison then tells apart). One `or` a word instead of a lowercase conversion.
+#[inline]
+pub(crate) fn hash_bytes_caseless(seed: u64, bytes: &[u8]) -> u64 {
+    hash_words::<CASE_BITS>(seed, bytes)
+}
+
+/// Hashes a byte string eight bytes at a time, each word OR-ed with `BLUR` first.
+#[inline]
+fn hash_words<const BLUR: u64>(seed: u64, bytes: &[u8]) -> u64 {
     let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K2);
     let mut chunks = bytes.chunks_exact(8);
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        h = fold_mul(h ^ u64::from_le_bytes(word), K0);
+        h = fold_mul(h ^ (u64::from_le_bytes(word) | BLUR), K0);
     }
-    let rest = tail_word(chunks.remainder());
+    let rest = tail_word(chunks.remainder()) | BLUR;
     fold_mul(fold_mul(h ^ rest, K1) ^ K3, K2)
 }
 
@@ -76,24 +93,11 @@ fn lower8(x: u64) -> u64 {
     x | ((at_least_a & !above_z & ascii) >> 2)
 }
 
-/// Hashes the ASCII-lowercase form of a byte string, without copying it: equal to
-/// `hash_bytes(seed, &bytes.to_ascii_lowercase())`.
-#[inline]
-pub(crate) fn hash_bytes_folded(seed: u64, bytes: &[u8]) -> u64 {
-    let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K2);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        h = fold_mul(h ^ lower8(u64::from_le_bytes(word)), K0);
-    }
-    let rest = tail_word(chunks.remainder());
-    fold_mul(fold_mul(h ^ lower8(rest), K1) ^ K3, K2)
-}
-
 /// Whether `key` folded to ASCII lowercase equals `stored` (already lowercase): eight bytes
 /// at a time, the same answer as `stored.eq_ignore_ascii_case(key)` for a lowercase `stored`.
-#[inline]
+/// Out of line: it runs only on a tag match, and inlined its set-up would be hoisted into
+/// every probe.
+#[inline(never)]
 fn eq_folded(stored: &[u8], key: &[u8]) -> bool {
     if stored.len() != key.len() {
         return false;
@@ -304,6 +308,8 @@ impl<K: FixedKey> FixedMap<K> {
 #[derive(Debug, Clone)]
 pub(crate) struct ByteMap {
     seed: u64,
+    /// Keys are lowercase and hashed case-insensitively ([`ByteMap::build_caseless`]).
+    caseless: bool,
     mask: usize,
     slots: Vec<(u32, u32)>,
     entries: Vec<ByteEntry>,
@@ -320,8 +326,35 @@ struct ByteEntry {
 }
 
 impl ByteMap {
-    /// Builds the map from byte-string keys; a later duplicate key is ignored.
+    /// Builds the map from byte-string keys, compared exactly; a later duplicate key is
+    /// ignored.
     pub(crate) fn build<'k>(seed: u64, entries: impl IntoIterator<Item = (&'k [u8], u32)>) -> Self {
+        Self::build_with(seed, false, entries)
+    }
+
+    /// Builds the map from ASCII-lowercase keys, for [`ByteMap::get_caseless`] (and exact
+    /// [`ByteMap::get`]).
+    pub(crate) fn build_caseless<'k>(
+        seed: u64,
+        entries: impl IntoIterator<Item = (&'k [u8], u32)>,
+    ) -> Self {
+        Self::build_with(seed, true, entries)
+    }
+
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        if self.caseless {
+            hash_bytes_caseless(self.seed, key)
+        } else {
+            hash_bytes(self.seed, key)
+        }
+    }
+
+    fn build_with<'k>(
+        seed: u64,
+        caseless: bool,
+        entries: impl IntoIterator<Item = (&'k [u8], u32)>,
+    ) -> Self {
         let entries: Vec<(&[u8], u32)> = entries.into_iter().collect();
         let capacity = if entries.is_empty() {
             0
@@ -330,6 +363,7 @@ impl ByteMap {
         };
         let mut map = Self {
             seed,
+            caseless,
             mask: capacity.saturating_sub(1),
             slots: vec![(0, EMPTY); capacity],
             entries: Vec::with_capacity(entries.len()),
@@ -338,7 +372,8 @@ impl ByteMap {
             filter: Filter::for_table(entries.len(), capacity * 8),
         };
         for (key, value) in entries {
-            let h = hash_bytes(seed, key);
+            debug_assert!(!caseless || !key.iter().any(u8::is_ascii_uppercase));
+            let h = map.hash(key);
             if let Some(filter) = &mut map.filter {
                 filter.insert(h);
             }
@@ -378,7 +413,7 @@ impl ByteMap {
         if key.len() > self.max_len || self.entries.is_empty() {
             return None;
         }
-        let h = hash_bytes(self.seed, key);
+        let h = self.hash(key);
         if !admits(&self.filter, h) {
             return None;
         }
@@ -403,7 +438,8 @@ impl ByteMap {
         if key.len() > self.max_len || self.entries.is_empty() {
             return None;
         }
-        let h = hash_bytes_folded(self.seed, key);
+        debug_assert!(self.caseless, "get_caseless on a case-sensitive map");
+        let h = hash_bytes_caseless(self.seed, key);
         if !admits(&self.filter, h) {
             return None;
         }
@@ -504,7 +540,7 @@ mod tests {
         );
 
         let keys: Vec<String> = (0..5_000).map(|i| format!("host{i}.example.com")).collect();
-        let bytes = ByteMap::build(
+        let bytes = ByteMap::build_caseless(
             seed,
             keys.iter()
                 .enumerate()
@@ -527,8 +563,15 @@ mod tests {
 
     #[test]
     fn byte_map_exact_and_caseless() {
-        let keys = ["login.example.com", "a", "", "x".repeat(300).leak()];
-        let map = ByteMap::build(
+        let keys = [
+            "login.example.com",
+            "a",
+            "",
+            "x".repeat(300).leak(),
+            "@[",
+            "`{",
+        ];
+        let map = ByteMap::build_caseless(
             random_seed(),
             keys.iter()
                 .enumerate()
@@ -541,12 +584,26 @@ mod tests {
         assert_eq!(map.get_caseless(b"LOGIN.Example.COM"), Some(0));
         assert_eq!(map.get(b"LOGIN.Example.COM"), None);
         assert_eq!(map.get_caseless("X".repeat(300).as_bytes()), Some(3));
+        assert_eq!(
+            map.get_caseless(b"@["),
+            Some(4),
+            "same case-insensitive hash"
+        );
+        assert_eq!(
+            map.get_caseless(b"`{"),
+            Some(5),
+            "same case-insensitive hash"
+        );
+        assert_eq!(map.get_caseless(b"@{"), None);
         assert_eq!(map.max_len(), 300);
+        let exact = ByteMap::build(2, [(&b"Agent/1.0"[..], 7)]);
+        assert_eq!(exact.get(b"Agent/1.0"), Some(7));
+        assert_eq!(exact.get(b"agent/1.0"), None);
         assert_eq!(ByteMap::build(1, []).get(b""), None);
     }
 
     #[test]
-    fn folded_hash_equals_hash_of_the_lowercase_form() {
+    fn caseless_hash_equals_hash_of_the_lowercase_form() {
         let samples: [&[u8]; 6] = [
             b"",
             b"A",
@@ -557,11 +614,20 @@ mod tests {
         ];
         for s in samples {
             assert_eq!(
-                hash_bytes_folded(5, s),
-                hash_bytes(5, &s.to_ascii_lowercase()),
+                hash_bytes_caseless(5, s),
+                hash_bytes_caseless(5, &s.to_ascii_lowercase()),
+                "{s:?}"
+            );
+            assert_eq!(
+                hash_bytes_caseless(5, s),
+                hash_bytes_caseless(5, &s.to_ascii_uppercase()),
                 "{s:?}"
             );
         }
+        assert_ne!(
+            hash_bytes_caseless(5, b"abc"),
+            hash_bytes_caseless(5, b"abd")
+        );
         for b in 0u8..=255 {
             let word = u64::from_le_bytes([b; 8]);
             assert_eq!(

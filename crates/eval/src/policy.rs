@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
 use crate::hash::{ByteMap, FixedMap};
-use crate::postings::{seek, Postings, REQUEST_SCOPES};
+use crate::postings::{Postings, REQUEST_SCOPES};
 use crate::range::{RangeTable, NONE};
 use crate::request::{v4_bits, Request};
 use crate::useragent::UserAgentIndex;
@@ -379,27 +379,97 @@ pub struct CompiledPolicy {
 }
 
 /// Inline capacity for the postings a request hits.
-const HITS: usize = 16;
+const HITS: usize = 48;
 
-/// The member and excluded lists of one hit posting, with monotone cursors.
-struct HitLists<'a> {
-    members: &'a [u32],
-    excluded: &'a [u32],
-    member_at: usize,
-    excluded_at: usize,
+/// Candidates collected, sorted and walked from a buffer on the stack when there are at most
+/// this many (otherwise the anchor lists are merged as they are walked).
+const SORTED_CANDIDATES: usize = 32;
+
+/// Where an evaluation keeps the references of the postings it hits.
+trait RefBuffer {
+    fn push(&mut self, reference: u32);
+    fn len(&self) -> usize;
+    fn as_slice(&self) -> &[u32];
+    /// Whether references were dropped (the evaluation must start over with a larger buffer).
+    fn overflowed(&self) -> bool;
 }
 
-/// What one evaluation has found so far: the hit postings' lists, grouped by signal, and the
-/// candidate streams.
-struct Hits<'a> {
-    /// Per hit posting: its member and excluded lists with monotone cursors.
-    lists: SmallVec<[HitLists<'a>; HITS]>,
-    /// `range[s]` = the hit lists of signal `s` (from, to).
+/// The references on the stack: no allocation, no capacity branch beyond one compare. A
+/// request hitting more postings than fit (deeply nested networks, many user-agent patterns)
+/// marks it overflowed and is evaluated again with a `Vec`.
+struct StackRefs {
+    refs: [u32; HITS],
+    len: usize,
+}
+
+impl RefBuffer for StackRefs {
+    #[inline]
+    fn push(&mut self, reference: u32) {
+        if let Some(slot) = self.refs.get_mut(self.len) {
+            *slot = reference;
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u32] {
+        &self.refs[..self.len.min(HITS)]
+    }
+
+    #[inline]
+    fn overflowed(&self) -> bool {
+        self.len > HITS
+    }
+}
+
+impl RefBuffer for Vec<u32> {
+    fn push(&mut self, reference: u32) {
+        Vec::push(self, reference);
+    }
+
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        self
+    }
+
+    fn overflowed(&self) -> bool {
+        false
+    }
+}
+
+/// A request hit more postings than the stack buffer holds.
+struct Overflowed;
+
+/// Candidate streams merged on the stack (more go to the heap).
+const STREAMS: usize = 16;
+
+/// The postings one evaluation has hit, grouped by signal.
+struct Hits<B> {
+    /// Posting references, signal by signal.
+    refs: B,
+    /// `range[s]` = the references of signal `s` (from, to).
     range: [(u32, u32); 9],
     /// Signals already probed (or known to have nothing to probe).
     probed: u16,
-    /// The anchor lists of the hit postings for the request's scope, and the unanchored rules.
-    streams: SmallVec<[&'a [u32]; HITS]>,
+}
+
+impl<B: RefBuffer> Hits<B> {
+    #[inline]
+    fn of(&self, signal: usize) -> &[u32] {
+        let (from, to) = self.range[signal];
+        self.refs
+            .as_slice()
+            .get(from as usize..to as usize)
+            .unwrap_or(&[])
+    }
 }
 
 pub(crate) fn scope_index(scope: RequestScope) -> usize {
@@ -501,7 +571,18 @@ impl CompiledPolicy {
         if self.meta.is_empty() {
             return decision;
         }
-        self.walk(request, &mut decision);
+        let stack = StackRefs {
+            refs: [0; HITS],
+            len: 0,
+        };
+        if self.walk(request, stack, &mut decision).is_err() {
+            // More postings than the stack buffer holds: start over on the heap.
+            decision.monitored.clear();
+            decision.verdict = Verdict::None;
+            decision.rule = None;
+            let complete = self.walk(request, Vec::new(), &mut decision);
+            debug_assert!(complete.is_ok(), "a Vec never overflows");
+        }
         decision
     }
 
@@ -510,15 +591,15 @@ impl CompiledPolicy {
     fn chain<A: crate::range::Address>(
         table: &RangeTable<A>,
         address: A,
-        add: &mut impl FnMut(u32),
+        refs: &mut impl RefBuffer,
     ) {
         let (posting, mut node) = table.innermost(address);
         if posting != NONE {
-            add(posting);
+            refs.push(posting);
         }
         while node != NONE {
             let n = table.node(node);
-            add(n.posting);
+            refs.push(n.posting);
             node = n.parent;
         }
     }
@@ -528,196 +609,297 @@ impl CompiledPolicy {
         v4: &RangeTable<u32>,
         v6: &RangeTable<u128>,
         ip: Option<IpAddr>,
-        add: &mut impl FnMut(u32),
+        refs: &mut impl RefBuffer,
     ) {
         match ip {
-            Some(IpAddr::V4(a)) => Self::chain(v4, v4_bits(a), add),
-            Some(IpAddr::V6(a)) => Self::chain(v6, u128::from(a), add),
+            Some(IpAddr::V4(a)) => Self::chain(v4, v4_bits(a), refs),
+            Some(IpAddr::V6(a)) => Self::chain(v6, u128::from(a), refs),
             None => {}
         }
     }
 
-    /// Looks up the request's value of `signal` (nothing when the request lacks it or no
-    /// rule names the signal) and passes each posting it hits to `add`.
+    /// Looks up the request's value of every signal in `signals` (a bit set; nothing for a
+    /// signal the request lacks or no rule names) and records the postings hit, signal by
+    /// signal. Straight-line code: one predictable branch per signal.
     #[inline]
-    fn probe(&self, request: &Request<'_>, signal: Signal, add: &mut impl FnMut(u32)) {
+    fn probe<B: RefBuffer>(&self, request: &Request<'_>, signals: u16, hits: &mut Hits<B>) {
         let ix = &self.indexes;
-        let found = match signal {
-            Signal::ClientIp => {
-                Self::address(&ix.client_v4, &ix.client_v6, request.client_ip(), add);
-                None
-            }
-            Signal::ConnectingIp => {
-                Self::address(
-                    &ix.connecting_v4,
-                    &ix.connecting_v6,
-                    request.connecting_ip(),
-                    add,
-                );
-                None
-            }
-            Signal::Asn => match (&ix.asn, request.asn()) {
-                (Some(map), Some(asn)) => map.get(asn),
-                _ => None,
-            },
-            Signal::Country => match (&ix.country, request.country_code()) {
-                (Some(map), Some(code)) => map.get(u16::from_le_bytes(code)),
-                _ => None,
-            },
-            Signal::Subdivision => match (&ix.subdivision, request.subdivision()) {
-                (Some(map), Some(code)) => map.get_caseless(code.as_bytes()),
-                _ => None,
-            },
-            Signal::Ja3 => match (&ix.ja3, request.ja3()) {
-                (Some(map), Some(ja3)) => map.get(u128::from_le_bytes(ja3)),
-                _ => None,
-            },
-            Signal::Ja4 => match (&ix.ja4, request.ja4()) {
-                (Some(map), Some(ja4)) => map.get_caseless(ja4.as_bytes()),
-                _ => None,
-            },
-            Signal::UserAgent => {
-                if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
-                    index.each_match(ua, add);
-                }
-                None
-            }
-            Signal::Hostname => match (&ix.hostname, request.hostname()) {
-                (Some(map), Some(host)) => map.get_caseless(host.as_bytes()),
-                _ => None,
-            },
+        let refs = &mut hits.refs;
+        let mut mark = |s: Signal, refs: &B, from: usize| {
+            hits.range[s as usize] = (from as u32, refs.len() as u32);
         };
-        if let Some(posting) = found {
-            add(posting);
+        let wants = |s: Signal| signals & bit(s) != 0;
+        if wants(Signal::ClientIp) {
+            let from = refs.len();
+            Self::address(&ix.client_v4, &ix.client_v6, request.client_ip(), refs);
+            mark(Signal::ClientIp, refs, from);
         }
-    }
-
-    /// Probes the signals in `signals` (a bit set) and records their postings' lists; with
-    /// `candidates`, the anchor lists for `scope` become candidate streams (signals probed
-    /// lazily have none for the scope).
-    fn gather<'a>(
-        &'a self,
-        request: &Request<'_>,
-        scope: usize,
-        signals: u16,
-        candidates: bool,
-        hits: &mut Hits<'a>,
-    ) {
-        let mut rest = signals;
-        while rest != 0 {
-            let s = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            let from = hits.lists.len() as u32;
-            self.probe(request, Signal::ALL[s], &mut |reference| {
-                let single = Postings::inline_rule(reference) as usize;
-                // An inline posting's rule comes from this policy: it is in range.
-                let single = self.meta.get(single).map_or(&NONE, |m| &m.ordinal);
-                let (anchors, members, excluded) = self.postings.lists(reference, single, scope);
-                if candidates && !anchors.is_empty() {
-                    hits.streams.push(anchors);
+        if wants(Signal::ConnectingIp) {
+            let from = refs.len();
+            Self::address(
+                &ix.connecting_v4,
+                &ix.connecting_v6,
+                request.connecting_ip(),
+                refs,
+            );
+            mark(Signal::ConnectingIp, refs, from);
+        }
+        if wants(Signal::Asn) {
+            let from = refs.len();
+            if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
+                if let Some(posting) = map.get(asn) {
+                    refs.push(posting);
                 }
-                debug_assert!(candidates || anchors.is_empty(), "anchors on a lazy signal");
-                hits.lists.push(HitLists {
-                    members,
-                    excluded,
-                    member_at: 0,
-                    excluded_at: 0,
-                });
-            });
-            hits.range[s] = (from, hits.lists.len() as u32);
+            }
+            mark(Signal::Asn, refs, from);
+        }
+        if wants(Signal::Country) {
+            let from = refs.len();
+            if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
+                if let Some(posting) = map.get(u16::from_le_bytes(code)) {
+                    refs.push(posting);
+                }
+            }
+            mark(Signal::Country, refs, from);
+        }
+        if wants(Signal::Subdivision) {
+            let from = refs.len();
+            if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
+                if let Some(posting) = map.get_caseless(code.as_bytes()) {
+                    refs.push(posting);
+                }
+            }
+            mark(Signal::Subdivision, refs, from);
+        }
+        if wants(Signal::Ja3) {
+            let from = refs.len();
+            if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
+                if let Some(posting) = map.get(u128::from_le_bytes(ja3)) {
+                    refs.push(posting);
+                }
+            }
+            mark(Signal::Ja3, refs, from);
+        }
+        if wants(Signal::Ja4) {
+            let from = refs.len();
+            if let (Some(map), Some(ja4)) = (&ix.ja4, request.ja4()) {
+                if let Some(posting) = map.get_caseless(ja4.as_bytes()) {
+                    refs.push(posting);
+                }
+            }
+            mark(Signal::Ja4, refs, from);
+        }
+        if wants(Signal::UserAgent) {
+            let from = refs.len();
+            if let (Some(index), Some(ua)) = (&ix.user_agent, request.user_agent()) {
+                index.each_match(ua, &mut |posting| refs.push(posting));
+            }
+            mark(Signal::UserAgent, refs, from);
+        }
+        if wants(Signal::Hostname) {
+            let from = refs.len();
+            if let (Some(map), Some(host)) = (&ix.hostname, request.hostname()) {
+                if let Some(posting) = map.get_caseless(host.as_bytes()) {
+                    refs.push(posting);
+                }
+            }
+            mark(Signal::Hostname, refs, from);
         }
         hits.probed |= signals;
     }
 
+    /// The rules anchored on the posting `reference` for request scope `scope`.
+    #[inline]
+    fn anchors(&self, reference: u32, scope: usize) -> &[u32] {
+        let single = Postings::inline_rule(reference) as usize;
+        // An inline posting's rule comes from this policy: it is in range.
+        let single = self.meta.get(single).map_or(&NONE, |m| &m.ordinal);
+        self.postings.anchors(reference, single, scope)
+    }
+
+    /// Checks the candidate `rule` (its anchor holds) and records it: `true` when it decides.
+    #[inline]
+    fn try_candidate<B: RefBuffer>(
+        &self,
+        request: &Request<'_>,
+        rule: u32,
+        hits: &mut Hits<B>,
+        decision: &mut Decision,
+    ) -> Result<bool, Overflowed> {
+        let meta = self.meta[rule as usize];
+        let unprobed = (meta.check | meta.exclude) & !hits.probed;
+        if unprobed != 0 {
+            self.probe_lazily(request, unprobed, hits)?;
+        }
+        let mut check = meta.check;
+        while check != 0 {
+            let s = check.trailing_zeros() as usize;
+            check &= check - 1;
+            if !hits.of(s).iter().any(|&r| self.postings.is_member(r, rule)) {
+                return Ok(false);
+            }
+        }
+        let mut exclude = meta.exclude;
+        while exclude != 0 {
+            let s = exclude.trailing_zeros() as usize;
+            exclude &= exclude - 1;
+            if hits
+                .of(s)
+                .iter()
+                .any(|&r| self.postings.is_excluded(r, rule))
+            {
+                return Ok(false);
+            }
+        }
+        let index = RuleIndex(rule);
+        decision.verdict = match meta.action {
+            ActionCode::Log => {
+                decision.monitored.push(index);
+                return Ok(false);
+            }
+            ActionCode::Block => Verdict::Block,
+            ActionCode::Allow => Verdict::Allow,
+            ActionCode::Redirect => Verdict::Redirect,
+        };
+        decision.rule = Some(index);
+        Ok(true)
+    }
+
+    /// Probes signals no rule of the request's scope is anchored on, at the first candidate
+    /// that needs them (their postings hold no anchors for the scope, so the candidates do not
+    /// change).
+    #[cold]
+    #[inline(never)]
+    fn probe_lazily<B: RefBuffer>(
+        &self,
+        request: &Request<'_>,
+        signals: u16,
+        hits: &mut Hits<B>,
+    ) -> Result<(), Overflowed> {
+        let from = hits.refs.len();
+        self.probe(request, signals, hits);
+        if hits.refs.overflowed() {
+            return Err(Overflowed);
+        }
+        debug_assert!(
+            hits.refs.as_slice()[from..]
+                .iter()
+                .all(|&r| self.anchors(r, scope_index(request.scope())).is_empty()),
+            "anchors on a lazy signal"
+        );
+        Ok(())
+    }
+
     /// Walks the candidates in rule order and fills in the decision.
     #[inline]
-    fn walk(&self, request: &Request<'_>, decision: &mut Decision) {
+    fn walk<B: RefBuffer>(
+        &self,
+        request: &Request<'_>,
+        refs: B,
+        decision: &mut Decision,
+    ) -> Result<(), Overflowed> {
         let scope = scope_index(request.scope());
         let indexed = self.indexed.0;
         let mut hits = Hits {
-            lists: SmallVec::new(),
+            refs,
             range: [(0, 0); 9],
             // Signals no rule names have nothing to probe.
             probed: !indexed,
-            streams: SmallVec::new(),
         };
         // Candidates come only from the signals rules of this scope are anchored on (and the
         // rules without `match`): probe those now, the others when a candidate needs them.
-        self.gather(
-            request,
-            scope,
-            self.anchored[scope] & indexed,
-            true,
-            &mut hits,
-        );
-        let unanchored = &self.unanchored[scope];
-        if !unanchored.is_empty() {
-            hits.streams.push(unanchored);
-        }
-        if hits.streams.is_empty() {
-            return;
+        self.probe(request, self.anchored[scope] & indexed, &mut hits);
+        if hits.refs.overflowed() {
+            return Err(Overflowed);
         }
 
-        loop {
-            // The smallest head among the streams is the next candidate.
-            let mut candidate = u32::MAX;
-            for stream in &hits.streams {
-                if let Some(&head) = stream.first() {
-                    candidate = candidate.min(head);
-                }
-            }
-            if candidate == u32::MAX {
-                return;
-            }
-            for stream in hits.streams.iter_mut() {
-                if stream.first() == Some(&candidate) {
-                    *stream = &stream[1..];
-                }
-            }
-            let meta = self.meta[candidate as usize];
-            let unprobed = (meta.check | meta.exclude) & !hits.probed;
-            if unprobed != 0 {
-                // A signal no rule of this scope is anchored on: probed once, at the first
-                // candidate that needs it. Its postings hold no anchors for this scope, so the
-                // streams do not change; cursors start at 0 and stay monotone.
-                self.gather(request, scope, unprobed, false, &mut hits);
-            }
-            let lists = &mut hits.lists;
-            let range = &hits.range;
-            let mut holds = true;
-            let mut check = meta.check;
-            while check != 0 && holds {
-                let s = check.trailing_zeros() as usize;
-                check &= check - 1;
-                let (from, to) = range[s];
-                holds = lists[from as usize..to as usize]
-                    .iter_mut()
-                    .any(|l| seek(l.members, &mut l.member_at, candidate));
-            }
-            let mut exclude = meta.exclude;
-            while exclude != 0 && holds {
-                let s = exclude.trailing_zeros() as usize;
-                exclude &= exclude - 1;
-                let (from, to) = range[s];
-                holds = !lists[from as usize..to as usize]
-                    .iter_mut()
-                    .any(|l| seek(l.excluded, &mut l.excluded_at, candidate));
-            }
-            if !holds {
-                continue;
-            }
-            let rule = RuleIndex(candidate);
-            decision.verdict = match meta.action {
-                ActionCode::Log => {
-                    decision.monitored.push(rule);
-                    continue;
-                }
-                ActionCode::Block => Verdict::Block,
-                ActionCode::Allow => Verdict::Allow,
-                ActionCode::Redirect => Verdict::Redirect,
-            };
-            decision.rule = Some(rule);
-            return;
+        let unanchored: &[u32] = &self.unanchored[scope];
+        let mut total = unanchored.len();
+        for &r in hits.refs.as_slice() {
+            total += self.anchors(r, scope).len();
         }
+        if total == 0 {
+            return Ok(());
+        }
+        if total > SORTED_CANDIDATES {
+            return self.merge_walk(request, scope, &mut hits, decision);
+        }
+        // The usual case: a few candidates, sorted on the stack.
+        let mut buffer = [0u32; SORTED_CANDIDATES];
+        let mut n = unanchored.len();
+        buffer[..n].copy_from_slice(unanchored);
+        for &r in hits.refs.as_slice() {
+            let anchors = self.anchors(r, scope);
+            buffer[n..n + anchors.len()].copy_from_slice(anchors);
+            n += anchors.len();
+        }
+        let candidates = &mut buffer[..n];
+        candidates.sort_unstable();
+        let mut previous = u32::MAX;
+        for &rule in candidates.iter() {
+            if rule != previous {
+                previous = rule;
+                if self.try_candidate(request, rule, &mut hits, decision)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The walk over many candidates: the anchor lists are merged as they are walked (the
+    /// first deciding rule usually comes long before their end).
+    #[inline(never)]
+    fn merge_walk<B: RefBuffer>(
+        &self,
+        request: &Request<'_>,
+        scope: usize,
+        hits: &mut Hits<B>,
+        decision: &mut Decision,
+    ) -> Result<(), Overflowed> {
+        // One stream per hit posting with anchors for the scope, and the unanchored rules:
+        // on the stack unless a `Vec`-backed evaluation hit more postings than that holds.
+        let mut inline: [&[u32]; STREAMS] = [&[]; STREAMS];
+        let mut heap: Vec<&[u32]> = Vec::new();
+        let streams: &mut [&[u32]] = if hits.refs.len() < STREAMS {
+            &mut inline
+        } else {
+            heap.resize(hits.refs.len() + 1, &[]);
+            &mut heap
+        };
+        let mut n = 0;
+        let unanchored: &[u32] = &self.unanchored[scope];
+        if !unanchored.is_empty() {
+            streams[n] = unanchored;
+            n += 1;
+        }
+        for &r in hits.refs.as_slice() {
+            let anchors = self.anchors(r, scope);
+            if !anchors.is_empty() {
+                streams[n] = anchors;
+                n += 1;
+            }
+        }
+        // Every stream in `streams[..n]` is non-empty; an exhausted one is swapped out.
+        while n > 0 {
+            // The smallest head among the streams is the next candidate.
+            let candidate = streams[..n].iter().fold(u32::MAX, |m, s| m.min(s[0]));
+            let mut i = 0;
+            while i < n {
+                if streams[i][0] == candidate {
+                    streams[i] = &streams[i][1..];
+                    if streams[i].is_empty() {
+                        n -= 1;
+                        streams.swap(i, n);
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+            if self.try_candidate(request, candidate, hits, decision)? {
+                break;
+            }
+        }
+        Ok(())
     }
 }

@@ -94,9 +94,56 @@ impl Postings {
         reference & ORDINAL
     }
 
+    /// The rules anchored on the posting `reference` for request scope `scope`, in order.
+    /// `single` must hold `inline_rule(reference)` (an inline anchor borrows it).
+    #[inline]
+    pub(crate) fn anchors<'a>(
+        &'a self,
+        reference: u32,
+        single: &'a u32,
+        scope: usize,
+    ) -> &'a [u32] {
+        if reference & INLINE == 0 {
+            return self.list(reference, scope);
+        }
+        if (reference >> KIND_SHIFT) & 0b11 == KIND_ANCHOR
+            && (reference >> MASK_SHIFT) & (1 << scope) != 0
+        {
+            std::slice::from_ref(single)
+        } else {
+            &[]
+        }
+    }
+
+    /// Whether `rule` lists the value of the posting `reference` in a `match` it is not
+    /// anchored on.
+    #[inline]
+    pub(crate) fn is_member(&self, reference: u32, rule: u32) -> bool {
+        self.in_list(reference, KIND_MEMBER, MEMBERS, rule)
+    }
+
+    /// Whether `rule` lists the value of the posting `reference` in its `not_match`.
+    #[inline]
+    pub(crate) fn is_excluded(&self, reference: u32, rule: u32) -> bool {
+        self.in_list(reference, KIND_EXCLUDED, EXCLUDED, rule)
+    }
+
+    #[inline]
+    fn in_list(&self, reference: u32, inline_kind: u32, which: usize, rule: u32) -> bool {
+        if reference & INLINE != 0 {
+            return (reference >> KIND_SHIFT) & 0b11 == inline_kind && reference & ORDINAL == rule;
+        }
+        let list = self.list(reference, which);
+        if list.len() <= 8 {
+            list.contains(&rule)
+        } else {
+            list.binary_search(&rule).is_ok()
+        }
+    }
+
     /// The lists of the posting `reference` for request scope `scope`: anchors, members,
     /// excluded. `single` must hold `inline_rule(reference)`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn lists<'a>(
         &'a self,
         reference: u32,
@@ -133,32 +180,6 @@ impl Postings {
     pub(crate) fn bytes(&self) -> usize {
         self.arena.capacity() * 4 + self.bounds.capacity() * std::mem::size_of::<[u32; LISTS + 1]>()
     }
-}
-
-/// Advances `*pos` over `list` to the first item `>= target` (galloping, so a walk over
-/// increasing targets costs O(log gap) a step) and tells whether that item is `target`.
-#[inline]
-pub(crate) fn seek(list: &[u32], pos: &mut usize, target: u32) -> bool {
-    let mut lo = *pos;
-    if lo >= list.len() {
-        return false;
-    }
-    if list[lo] >= target {
-        return list[lo] == target;
-    }
-    // list[lo] < target: gallop.
-    let mut step = 1;
-    let mut hi = lo + 1;
-    while hi < list.len() && list[hi] < target {
-        lo = hi;
-        step *= 2;
-        hi = lo + step;
-    }
-    let hi = hi.min(list.len());
-    // list[lo] < target; the answer lies in (lo, hi].
-    let at = lo + 1 + list[lo + 1..hi].partition_point(|&x| x < target);
-    *pos = at;
-    at < list.len() && list[at] == target
 }
 
 #[cfg(test)]
@@ -209,24 +230,26 @@ mod tests {
     }
 
     #[test]
-    fn seek_agrees_with_binary_search_over_increasing_targets() {
-        let list: Vec<u32> = (0..500u32).map(|i| i * 3 + (i % 7)).collect();
-        let mut list = list;
-        list.sort_unstable();
-        list.dedup();
-        for stride in [1u32, 2, 5, 17, 400] {
-            let mut pos = 0;
-            let mut target = 0;
-            while target < 1600 {
-                assert_eq!(
-                    seek(&list, &mut pos, target),
-                    list.binary_search(&target).is_ok(),
-                    "target {target} stride {stride}"
-                );
-                target += stride;
+    fn membership_agrees_with_the_lists() {
+        let mut postings = Postings::default();
+        let long: Vec<(u8, u32)> = (0..20).map(|r| (3, r * 3)).collect();
+        let refs = [
+            postings.add_sorted(&[(0, 1), (0, 3), (2, 2), (3, 4), (3, 9), (4, 7)]),
+            postings.add_sorted(&long),
+            postings.add_sorted(&[(0, 5), (1, 5)]),
+            postings.add_sorted(&[(3, 6)]),
+            postings.add_sorted(&[(4, 8)]),
+        ];
+        for &r in &refs {
+            let single = Postings::inline_rule(r);
+            for scope in 0..REQUEST_SCOPES {
+                let (anchors, members, excluded) = postings.lists(r, &single, scope);
+                assert_eq!(postings.anchors(r, &single, scope), anchors);
+                for rule in 0..70 {
+                    assert_eq!(postings.is_member(r, rule), members.contains(&rule));
+                    assert_eq!(postings.is_excluded(r, rule), excluded.contains(&rule));
+                }
             }
         }
-        let mut pos = 0;
-        assert!(!seek(&[], &mut pos, 1));
     }
 }
