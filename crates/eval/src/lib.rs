@@ -63,12 +63,15 @@
 //!   table alone), a fence array of every 32nd interval start for IPv6. A network listed by
 //!   many rules is stored once.
 //! - ASNs, countries, JA3 (as 16 bytes): open-addressing hash tables with fixed-size keys.
-//! - Subdivisions, JA4, hostnames: hash tables over the lowercase bytes; the request's value is
-//!   lowercased on the stack while probing.
+//! - Subdivisions, JA4, hostnames: hash tables over the lowercase bytes, hashed
+//!   case-insensitively (each word OR-ed with bit 5 of every byte, one instruction); a key is
+//!   compared folded, eight bytes at a time, only when its 32-bit tag matches.
 //! - User agents: exact values by hash; wildcard patterns by their literal prefix or suffix (byte
 //!   tries walked from either end, which stop at the first byte no literal continues with),
-//!   otherwise by an inner literal (a Teddy SIMD searcher for up to 64 literals, an Aho-Corasick
-//!   DFA beyond), then verified in linear time.
+//!   otherwise by an inner literal (a Teddy SIMD searcher for up to 64 literals; beyond, Teddy
+//!   over their distinct prefixes of up to four bytes, when there are at most 64, with one hash
+//!   probe per literal length at each prefix occurrence; an Aho-Corasick DFA otherwise), then
+//!   verified in linear time.
 //!
 //! A hash table larger than 16 KB has a membership filter in front (about 8 bits a key, two
 //! bits of one word per key): most request values are in no rule, and the filter tells so
@@ -85,17 +88,21 @@
 //! posting memory.
 //!
 //! Evaluating a request: probe each index that anchors some rule of the request's scope once
-//! for the request's value, then merge the anchor lists of the hit postings and the unanchored
-//! list in ordinal order. The other signals cannot bring candidates: each is probed only when
-//! the first candidate that needs it (to check a `match` or a `not_match`) comes up, so most
-//! requests touch a few indexes, not all nine. Each candidate is checked for its other `match` signals by membership in the
-//! hit members lists and for its `not_match` signals by absence from the hit excluded lists, with
-//! monotone galloping cursors (candidates arrive in increasing order). A matching `log` rule is
-//! recorded and the walk continues; the first matching terminal rule ends it. The work is one
-//! probe per needed signal plus the candidates the request actually hits, not the size of the
-//! rule set.
-//! No allocation (inline buffers, heap only for pathological requests hitting more than 16
-//! postings or more than 4 log rules), no lock, no parsing, each string hashed once.
+//! for the request's value (straight-line code, the posting references hit go to a buffer on
+//! the stack), then take the candidates in ordinal order: when the anchor lists of the hit
+//! postings and the unanchored list hold at most 32 rules (the usual case) they are copied and
+//! sorted on the stack, otherwise the lists are merged as they are walked. The other signals
+//! cannot bring candidates: each is probed only when the first candidate that needs it (to
+//! check a `match` or a `not_match`) comes up, so most requests touch a few indexes, not all
+//! nine. Each candidate is checked for its other `match` signals by membership in the hit
+//! postings' member lists and for its `not_match` signals by absence from their excluded lists
+//! (an inline posting is one compare, a stored one a short scan or a binary search). A matching
+//! `log` rule is recorded and the walk continues; the first matching terminal rule ends it. The
+//! work is one probe per needed signal plus the candidates the request actually hits, not the
+//! size of the rule set.
+//! No allocation (stack buffers; a pathological request hitting more than 32 postings is
+//! evaluated again with a heap buffer, and more than 4 matching log rules spill the decision's
+//! list), no lock, no parsing, each string hashed once.
 //!
 //! # Semantics
 //!

@@ -379,7 +379,7 @@ pub struct CompiledPolicy {
 }
 
 /// Inline capacity for the postings a request hits.
-const HITS: usize = 48;
+const HITS: usize = 32;
 
 /// Candidates collected, sorted and walked from a buffer on the stack when there are at most
 /// this many (otherwise the anchor lists are merged as they are walked).
@@ -449,7 +449,7 @@ impl RefBuffer for Vec<u32> {
 struct Overflowed;
 
 /// Candidate streams merged on the stack (more go to the heap).
-const STREAMS: usize = 16;
+const STREAMS: usize = 8;
 
 /// The postings one evaluation has hit, grouped by signal.
 struct Hits<B> {

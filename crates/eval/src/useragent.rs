@@ -189,9 +189,87 @@ enum InnerFinder {
     /// there is the shortest, and every other literal starting there extends it, so checking
     /// its precomputed extensions finds them all.
     Packed(Box<PackedChunk>),
+    /// More literals than one packed searcher takes, but few distinct prefixes: a packed
+    /// searcher finds the prefixes, and the literals starting at each occurrence are looked up.
+    Prefixed(Box<PrefixedLiterals>),
     /// Overlapping Aho-Corasick (a DFA where it can be built): every occurrence of every
     /// literal in one pass.
     Automaton(AhoCorasick),
+}
+
+/// Many literals found through their first `width` bytes (the shortest literal's length, at
+/// most four). The prefixes all have that width, so at most one occurs at a position and a
+/// leftmost-first search restarted one byte after each occurrence visits every occurrence; at
+/// each, one hash probe per distinct length of the literals with that prefix finds them.
+/// Real lists (`*bot*`, `*crawl*`, `*python*`, ...) share a handful of prefixes, and a user
+/// agent holding none of them costs one SIMD pass.
+#[derive(Debug, Clone)]
+struct PrefixedLiterals {
+    searcher: packed::Searcher,
+    width: usize,
+    /// Per prefix (the searcher's pattern id): the distinct lengths of its literals, ascending.
+    lengths: Vec<Box<[u32]>>,
+    /// Literal bytes → literal id.
+    literals: ByteMap,
+}
+
+impl PrefixedLiterals {
+    fn build(seed: u64, literals: &[Vec<u8>]) -> Option<Self> {
+        let width = literals.iter().map(Vec::len).min()?.clamp(1, 4);
+        let mut prefixes: std::collections::BTreeMap<&[u8], std::collections::BTreeSet<u32>> =
+            Default::default();
+        for literal in literals {
+            prefixes
+                .entry(&literal[..width])
+                .or_default()
+                .insert(literal.len() as u32);
+        }
+        if prefixes.len() > PACKED_MAX {
+            return None;
+        }
+        let mut builder = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder();
+        for prefix in prefixes.keys() {
+            builder.add(prefix);
+        }
+        let searcher = builder.build()?;
+        Some(Self {
+            searcher,
+            width,
+            lengths: prefixes
+                .into_values()
+                .map(|lengths| lengths.into_iter().collect())
+                .collect(),
+            literals: ByteMap::build(
+                seed,
+                literals
+                    .iter()
+                    .enumerate()
+                    .map(|(id, literal)| (literal.as_slice(), id as u32)),
+            ),
+        })
+    }
+
+    #[inline]
+    fn each_literal(&self, text: &[u8], report: &mut impl FnMut(u32)) {
+        let mut at = 0;
+        while at + self.width <= text.len() {
+            let Some(m) = self.searcher.find_in(text, Span::from(at..text.len())) else {
+                break;
+            };
+            let start = m.start();
+            for &len in self.lengths[m.pattern().as_usize()].iter() {
+                let Some(candidate) = text.get(start..start + len as usize) else {
+                    break;
+                };
+                if let Some(id) = self.literals.get(candidate) {
+                    report(id);
+                }
+            }
+            at = start + 1;
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -205,7 +283,7 @@ struct PackedChunk {
 }
 
 impl InnerFinder {
-    fn build(literals: &[Vec<u8>]) -> Option<Self> {
+    fn build(seed: u64, literals: &[Vec<u8>]) -> Option<Self> {
         if literals.is_empty() {
             return Some(InnerFinder::None);
         }
@@ -240,6 +318,11 @@ impl InnerFinder {
                     literals: chunk,
                     extensions,
                 })));
+            }
+        }
+        if literals.len() > PACKED_MAX {
+            if let Some(prefixed) = PrefixedLiterals::build(seed, literals) {
+                return Some(InnerFinder::Prefixed(Box::new(prefixed)));
             }
         }
         AhoCorasick::builder()
@@ -279,6 +362,7 @@ impl InnerFinder {
                     at = start + 1;
                 }
             }
+            InnerFinder::Prefixed(prefixed) => prefixed.each_literal(text, &mut report),
             InnerFinder::Automaton(automaton) => {
                 for m in automaton.find_overlapping_iter(text) {
                     report(m.pattern().as_u32());
@@ -295,6 +379,11 @@ impl InnerFinder {
                     + c.literals.iter().map(|l| l.len() + 16).sum::<usize>()
                     + c.extensions.iter().map(|e| e.len() * 4 + 24).sum::<usize>()
                     + c.literal_ids.len() * 4
+            }
+            InnerFinder::Prefixed(p) => {
+                p.searcher.memory_usage()
+                    + p.lengths.iter().map(|l| l.len() * 4 + 16).sum::<usize>()
+                    + p.literals.bytes()
             }
             InnerFinder::Automaton(automaton) => automaton.memory_usage(),
         }
@@ -409,7 +498,7 @@ impl UserAgentIndex {
                 }
             }
         }
-        let inner = match InnerFinder::build(&inner_literals) {
+        let inner = match InnerFinder::build(seed, &inner_literals) {
             Some(inner) => inner,
             None => {
                 // No searcher could be built (cannot happen for literal bytes of this size);
@@ -585,12 +674,24 @@ mod tests {
         assert_eq!(hits(&idx, "a bot"), vec![0, 1, 2, 3]);
         assert_eq!(hits(&idx, "bobo"), vec![0]);
         assert_eq!(hits(&idx, "xxzzz"), vec![4]);
-        // Many literals: the automaton.
+        // Many literals with few prefixes ("k0" to "k9"): found through their prefixes.
         let owned: Vec<String> = (0..350).map(|n| format!("*k{n}*")).collect();
         let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
         let idx = index(&refs);
+        assert!(matches!(idx.inner, InnerFinder::Prefixed(_)));
         assert_eq!(hits(&idx, "xk349x"), vec![3, 34, 349]);
         assert_eq!(hits(&idx, "k1"), vec![1]);
+        assert_eq!(hits(&idx, "k"), Vec::<u32>::new());
+        assert_eq!(hits(&idx, "k34k3"), vec![3, 34]);
+        // Many literals with many prefixes: the automaton, same answers.
+        let owned: Vec<String> = (0..350)
+            .map(|n| format!("*{}{n}*", char::from(b'A' + (n % 26) as u8)))
+            .collect();
+        let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let idx = index(&refs);
+        assert!(matches!(idx.inner, InnerFinder::Automaton(_)));
+        assert_eq!(hits(&idx, "xX49x"), vec![49]);
+        assert_eq!(hits(&idx, "B1B27"), vec![1, 27]);
     }
 
     #[test]

@@ -348,3 +348,79 @@ fn signals_probed_on_demand_decide_like_the_reference() {
         rule.as_deref() == Some(id("exempt").as_str()) && monitored == &vec![id("watcher")]
     }));
 }
+
+/// A request that hits more postings than the evaluator keeps on the stack (25 nested networks
+/// and 40 user-agent patterns), and more candidates than it sorts on the stack: it starts over
+/// with a heap buffer and must decide exactly like the reference.
+#[test]
+fn requests_hitting_many_postings_decide_like_the_reference() {
+    // Rule ids are base58: no 0.
+    let tag = |prefix: &str, n: usize| {
+        const DIGITS: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+        format!(
+            "{prefix}{}{}",
+            char::from(DIGITS[n / 58]),
+            char::from(DIGITS[n % 58])
+        )
+    };
+    let ua = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut records = Vec::new();
+    for i in 0..40usize {
+        let literal = &ua[i..i + 3];
+        let pattern = match i % 3 {
+            0 => format!("*{literal}*"),
+            1 => format!("{}*{literal}*", &ua[..2]),
+            _ => format!("*{literal}*{}", &ua[ua.len() - 2..]),
+        };
+        records.push(record(
+            &tag("ua", i),
+            1 + i as u64,
+            true,
+            json!({"action": {"log": true}, "scope": "tenant",
+                   "match": {"user_agents": [pattern]}}),
+        ));
+    }
+    for len in 8..=32u32 {
+        let network = format!("10.1.2.3/{len}");
+        records.push(record(
+            &tag("net", len as usize),
+            50 + u64::from(len),
+            true,
+            json!({"action": {"log": true}, "scope": "tenant",
+                   "match": {"ipv4_cidrs": [network]}}),
+        ));
+    }
+    records.push(record(
+        "decider",
+        100,
+        true,
+        json!({"action": {"block": true}, "scope": "tenant",
+               "match": {"ipv4_cidrs": ["10.0.0.0/8"], "user_agents": ["*xyz*"]}}),
+    ));
+    let rules = rule_set(records, 1);
+    let policy = CompiledPolicy::compile(&rules).expect("compiles");
+    for (address, agent) in [
+        ("10.1.2.3", ua),
+        ("10.1.2.4", ua),
+        ("10.1.3.3", "xyz"),
+        ("10.200.0.1", &ua[10..]),
+        ("192.0.2.1", ua),
+    ] {
+        let request = Request::new(RequestScope::Authentication)
+            .with_client_ip(address.parse().unwrap())
+            .with_user_agent(agent);
+        let expected = reference::evaluate(&rules, &request);
+        assert_eq!(
+            policy.outcome(&policy.evaluate(&request)),
+            expected,
+            "{address} {agent}"
+        );
+    }
+    let request = Request::new(RequestScope::Authentication)
+        .with_client_ip("10.1.2.3".parse().unwrap())
+        .with_user_agent(ua);
+    let decision = policy.evaluate(&request);
+    assert_eq!(decision.verdict(), Verdict::Block);
+    // Every log rule but `ab*bcd*` (its `bcd` would overlap the prefix).
+    assert_eq!(decision.monitored().len(), 39 + 25);
+}
