@@ -7,7 +7,7 @@ use netacl_model::{
     Action, Criteria, Limits, NetworkAcl, RequestScope, RuleScope, RuleSet, Signal,
 };
 
-use crate::hash::{random_seed, ByteMap, FixedMap};
+use crate::hash::{random_seed, short_key_caseless, ByteMap, FixedMap};
 use crate::policy::{
     bit, signal_name, ActionCode, CompiledPolicy, IndexKind, IndexStats, Indexes, PolicyStats,
     RuleMeta, SignalSet,
@@ -174,7 +174,7 @@ struct Collected {
     connecting_v6: Vec<((u128, u128), u8, u32)>,
     asn: Vec<(u32, u8, u32)>,
     country: Vec<(u16, u8, u32)>,
-    subdivision: Vec<(String, u8, u32)>,
+    subdivision: Vec<(u64, u8, u32)>,
     ja3: Vec<(u128, u8, u32)>,
     ja4: Vec<(String, u8, u32)>,
     user_agent: Vec<(String, u8, u32)>,
@@ -227,8 +227,10 @@ impl Collected {
                     }
                     Signal::Subdivision => {
                         for c in criteria.geo_subdivision_codes().unwrap_or(&[]) {
-                            self.subdivision
-                                .push((c.text().to_ascii_lowercase(), list, rule));
+                            // A valid code has at most six bytes (`CC-XXX`).
+                            if let Some(key) = short_key_caseless(c.text().as_bytes()) {
+                                self.subdivision.push((key, list, rule));
+                            }
                         }
                     }
                     Signal::Ja3 => {
@@ -471,7 +473,7 @@ impl CompiledPolicy {
             connecting_v6: ranges(group(c.connecting_v6, &mut postings)),
             asn: fixed_map(seed, c.asn, &mut postings),
             country: fixed_map(seed, c.country, &mut postings),
-            subdivision: byte_map(seed, c.subdivision, &mut postings),
+            subdivision: fixed_map(seed, c.subdivision, &mut postings),
             ja3: fixed_map(seed, c.ja3, &mut postings),
             ja4: byte_map(seed, c.ja4, &mut postings),
             user_agent: if c.user_agent.is_empty() {

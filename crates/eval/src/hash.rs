@@ -128,6 +128,24 @@ impl FixedKey for u32 {
     }
 }
 
+impl FixedKey for u64 {
+    #[inline]
+    fn hash(self, seed: u64) -> u64 {
+        hash_word(seed, self)
+    }
+}
+
+/// A short string (at most seven bytes, such as an ISO 3166-2 subdivision code) as one word:
+/// its ASCII-lowercase bytes, little-endian, and its length in the top byte. `None` for a
+/// longer string, which no such key equals.
+#[inline]
+pub(crate) fn short_key_caseless(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() > 7 {
+        return None;
+    }
+    Some(lower8(tail_word(bytes)) | ((bytes.len() as u64) << 56))
+}
+
 impl FixedKey for u16 {
     #[inline]
     fn hash(self, seed: u64) -> u64 {
@@ -636,6 +654,20 @@ mod tests {
                 "{b}"
             );
         }
+    }
+
+    #[test]
+    fn short_keys_fold_case_and_keep_the_length() {
+        assert_eq!(short_key_caseless(b"US-NY"), short_key_caseless(b"us-ny"));
+        assert_eq!(short_key_caseless(b"Fr-75c"), short_key_caseless(b"FR-75C"));
+        assert_ne!(short_key_caseless(b"US-N"), short_key_caseless(b"US-N\0"));
+        assert_ne!(short_key_caseless(b"US-NY"), short_key_caseless(b"US-NZ"));
+        assert_ne!(short_key_caseless(b""), None);
+        assert_eq!(
+            short_key_caseless(b"GB-ENGX"),
+            short_key_caseless(b"gb-engx")
+        );
+        assert_eq!(short_key_caseless(b"GB-ENGXX"), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
-use crate::hash::{ByteMap, FixedMap};
+use crate::hash::{short_key_caseless, ByteMap, FixedMap};
 use crate::postings::{Postings, REQUEST_SCOPES};
 use crate::range::{RangeTable, NONE};
 use crate::request::{v4_bits, Request};
@@ -349,7 +349,7 @@ pub(crate) struct Indexes {
     pub(crate) connecting_v6: RangeTable<u128>,
     pub(crate) asn: Option<FixedMap<u32>>,
     pub(crate) country: Option<FixedMap<u16>>,
-    pub(crate) subdivision: Option<ByteMap>,
+    pub(crate) subdivision: Option<FixedMap<u64>>,
     pub(crate) ja3: Option<FixedMap<u128>>,
     pub(crate) ja4: Option<ByteMap>,
     pub(crate) user_agent: Option<UserAgentIndex>,
@@ -665,7 +665,8 @@ impl CompiledPolicy {
         if wants(Signal::Subdivision) {
             let from = refs.len();
             if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
-                if let Some(posting) = map.get_caseless(code.as_bytes()) {
+                if let Some(posting) = short_key_caseless(code.as_bytes()).and_then(|k| map.get(k))
+                {
                     refs.push(posting);
                 }
             }
