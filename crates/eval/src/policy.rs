@@ -814,27 +814,45 @@ impl CompiledPolicy {
             return Err(Overflowed);
         }
 
+        // One stream of candidates per hit posting with anchors for the scope, and the
+        // unanchored rules: on the stack unless there are more than it holds.
+        let mut inline: [&[u32]; STREAMS] = [&[]; STREAMS];
+        let mut n = 0;
+        let mut total = 0;
         let unanchored: &[u32] = &self.unanchored[scope];
-        let mut total = unanchored.len();
-        for &r in hits.refs.as_slice() {
-            total += self.anchors(r, scope).len();
+        for stream in std::iter::once(unanchored)
+            .chain(hits.refs.as_slice().iter().map(|&r| self.anchors(r, scope)))
+        {
+            if !stream.is_empty() {
+                if let Some(slot) = inline.get_mut(n) {
+                    *slot = stream;
+                }
+                n += 1;
+                total += stream.len();
+            }
         }
         if total == 0 {
             return Ok(());
         }
+        if n > STREAMS {
+            let mut streams: Vec<&[u32]> = std::iter::once(unanchored)
+                .chain(hits.refs.as_slice().iter().map(|&r| self.anchors(r, scope)))
+                .filter(|s| !s.is_empty())
+                .collect();
+            return self.merge_walk(request, &mut streams, &mut hits, decision);
+        }
+        let streams = &mut inline[..n];
         if total > SORTED_CANDIDATES {
-            return self.merge_walk(request, scope, &mut hits, decision);
+            return self.merge_walk(request, streams, &mut hits, decision);
         }
         // The usual case: a few candidates, sorted on the stack.
         let mut buffer = [0u32; SORTED_CANDIDATES];
-        let mut n = unanchored.len();
-        buffer[..n].copy_from_slice(unanchored);
-        for &r in hits.refs.as_slice() {
-            let anchors = self.anchors(r, scope);
-            buffer[n..n + anchors.len()].copy_from_slice(anchors);
-            n += anchors.len();
+        let mut len = 0;
+        for stream in streams.iter() {
+            buffer[len..len + stream.len()].copy_from_slice(stream);
+            len += stream.len();
         }
-        let candidates = &mut buffer[..n];
+        let candidates = &mut buffer[..len];
         candidates.sort_unstable();
         let mut previous = u32::MAX;
         for &rule in candidates.iter() {
@@ -848,40 +866,18 @@ impl CompiledPolicy {
         Ok(())
     }
 
-    /// The walk over many candidates: the anchor lists are merged as they are walked (the
-    /// first deciding rule usually comes long before their end).
+    /// The walk over many candidates: the candidate streams (each sorted, none empty) are
+    /// merged as they are walked (the first deciding rule usually comes long before their end).
     #[inline(never)]
     fn merge_walk<B: RefBuffer>(
         &self,
         request: &Request<'_>,
-        scope: usize,
+        streams: &mut [&[u32]],
         hits: &mut Hits<B>,
         decision: &mut Decision,
     ) -> Result<(), Overflowed> {
-        // One stream per hit posting with anchors for the scope, and the unanchored rules:
-        // on the stack unless a `Vec`-backed evaluation hit more postings than that holds.
-        let mut inline: [&[u32]; STREAMS] = [&[]; STREAMS];
-        let mut heap: Vec<&[u32]> = Vec::new();
-        let streams: &mut [&[u32]] = if hits.refs.len() < STREAMS {
-            &mut inline
-        } else {
-            heap.resize(hits.refs.len() + 1, &[]);
-            &mut heap
-        };
-        let mut n = 0;
-        let unanchored: &[u32] = &self.unanchored[scope];
-        if !unanchored.is_empty() {
-            streams[n] = unanchored;
-            n += 1;
-        }
-        for &r in hits.refs.as_slice() {
-            let anchors = self.anchors(r, scope);
-            if !anchors.is_empty() {
-                streams[n] = anchors;
-                n += 1;
-            }
-        }
         // Every stream in `streams[..n]` is non-empty; an exhausted one is swapped out.
+        let mut n = streams.len();
         while n > 0 {
             // The smallest head among the streams is the next candidate.
             let candidate = streams[..n].iter().fold(u32::MAX, |m, s| m.min(s[0]));
