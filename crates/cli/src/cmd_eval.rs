@@ -165,9 +165,7 @@ pub fn evaluate_lines(
         // One UTF-8 check of the whole line, then string slices borrow from it unchecked.
         let parsed = std::str::from_utf8(&line)
             .map_err(|e| format!("not UTF-8: {e}"))
-            .and_then(|text| {
-                serde_json::from_str::<RequestInputRef<'_>>(text).map_err(|e| e.to_string())
-            })
+            .and_then(|text| RequestInputRef::from_json_line(text).map_err(|e| e.to_string()))
             .and_then(|input| {
                 input
                     .to_request()

@@ -542,6 +542,142 @@ impl RequestInput {
     }
 }
 
+/// The position of the first byte of `bytes` that ends a plain JSON string: a quote, a
+/// backslash or a control character. Eight bytes at a time: a word's matches are found with
+/// the classic zero-byte test, whose lowest set bit is always exact.
+#[inline]
+fn special_byte(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let found = zero_byte(x ^ (ONES * u64::from(b'"')))
+            | zero_byte(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
+        if found != 0 {
+            return Some(offset + found.trailing_zeros() as usize / 8);
+        }
+        offset += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|at| offset + at)
+}
+
+impl<'a> RequestInputRef<'a> {
+    /// Parses one request line (a JSON object) exactly as `serde_json::from_str` would.
+    ///
+    /// Lines of the usual shape (known keys once each, values that are `null`, strings without
+    /// escapes or control characters, and plain non-negative integers) are read by a scanner
+    /// made for this flat object, several times faster than the generic deserializer; any other
+    /// line, valid or not, goes to `serde_json`, so the result and the error messages are the
+    /// same either way.
+    pub fn from_json_line(line: &'a str) -> Result<Self, serde_json::Error> {
+        match Self::scan(line.as_bytes(), line) {
+            Some(input) => Ok(input),
+            None => serde_json::from_str(line),
+        }
+    }
+
+    /// The flat-object scanner: `None` for anything outside the usual shape.
+    fn scan(bytes: &[u8], text: &'a str) -> Option<Self> {
+        #[inline]
+        fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+                at += 1;
+            }
+            at
+        }
+        /// A string without escapes or control characters starting at the quote at `at`:
+        /// its content's range and the position after the closing quote.
+        #[inline]
+        fn string(bytes: &[u8], at: usize) -> Option<(usize, usize, usize)> {
+            if bytes.get(at) != Some(&b'"') {
+                return None;
+            }
+            let start = at + 1;
+            let end = start + special_byte(&bytes[start..])?;
+            (bytes[end] == b'"').then_some((start, end, end + 1))
+        }
+        let mut input = RequestInputRef::default();
+        let mut seen = 0u16;
+        let mut at = skip_ws(bytes, 0);
+        if bytes.get(at) != Some(&b'{') {
+            return None;
+        }
+        at = skip_ws(bytes, at + 1);
+        if bytes.get(at) == Some(&b'}') {
+            at += 1;
+        } else {
+            loop {
+                let (key_start, key_end, after) = string(bytes, at)?;
+                at = skip_ws(bytes, after);
+                if bytes.get(at) != Some(&b':') {
+                    return None;
+                }
+                at = skip_ws(bytes, at + 1);
+                let key = &bytes[key_start..key_end];
+                let (field, bit): (Option<&mut Option<Cow<'a, str>>>, u16) = match key {
+                    b"scope" => (Some(&mut input.scope), 1),
+                    b"path" => (Some(&mut input.path), 1 << 1),
+                    b"client_ip" => (Some(&mut input.client_ip), 1 << 2),
+                    b"connecting_ip" => (Some(&mut input.connecting_ip), 1 << 3),
+                    b"asn" => (None, 1 << 4),
+                    b"country" => (Some(&mut input.country), 1 << 5),
+                    b"subdivision" => (Some(&mut input.subdivision), 1 << 6),
+                    b"ja3" => (Some(&mut input.ja3), 1 << 7),
+                    b"ja4" => (Some(&mut input.ja4), 1 << 8),
+                    b"user_agent" => (Some(&mut input.user_agent), 1 << 9),
+                    b"hostname" => (Some(&mut input.hostname), 1 << 10),
+                    _ => return None,
+                };
+                if seen & bit != 0 {
+                    return None;
+                }
+                seen |= bit;
+                if bytes[at..].starts_with(b"null") {
+                    at += 4;
+                } else if let Some(field) = field {
+                    let (start, end, after) = string(bytes, at)?;
+                    *field = Some(Cow::Borrowed(text.get(start..end)?));
+                    at = after;
+                } else {
+                    // `asn`: a JSON integer without sign, fraction or exponent, in range.
+                    let digits = bytes[at..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_digit())
+                        .count();
+                    if digits == 0 || (digits > 1 && bytes[at] == b'0') {
+                        return None;
+                    }
+                    if let Some(b'.' | b'e' | b'E') = bytes.get(at + digits) {
+                        return None;
+                    }
+                    input.asn = Some(text.get(at..at + digits)?.parse().ok()?);
+                    at += digits;
+                }
+                at = skip_ws(bytes, at);
+                match bytes.get(at) {
+                    Some(b',') => at = skip_ws(bytes, at + 1),
+                    Some(b'}') => {
+                        at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        (skip_ws(bytes, at) == bytes.len()).then_some(input)
+    }
+}
+
 impl RequestInputRef<'_> {
     /// The request these keys describe.
     pub fn to_request(&self) -> Result<Request<'_>, RequestError> {
@@ -571,6 +707,57 @@ pub(crate) fn v4_bits(ip: Ipv4Addr) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn special_bytes_are_found_at_every_position() {
+        for len in 0..40 {
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                    let mut text = vec![b'a'; len];
+                    // Bytes that sit next to the special ones in value: no false hits.
+                    for (i, b) in text.iter_mut().enumerate() {
+                        *b = [b'a', b' ', b'!', b'#', b'[', b']', 0x7f, 0xff, 0x80][i % 9];
+                    }
+                    text[at] = special;
+                    if at + 1 < len {
+                        text[at + 1] = b'"';
+                    }
+                    assert_eq!(special_byte(&text), Some(at), "{len} {at} {special}");
+                }
+            }
+            let plain: Vec<u8> = (0..len).map(|i| b" !#[]az\x7f\xff"[i % 9]).collect();
+            assert_eq!(special_byte(&plain), None, "{len}");
+        }
+    }
+
+    #[test]
+    fn usual_lines_take_the_scanner_and_others_serde_json() {
+        fn scanned(text: &str) -> Option<RequestInputRef<'_>> {
+            RequestInputRef::scan(text.as_bytes(), text)
+        }
+        let usual = r#"{"path":"/authorize","client_ip":"192.0.2.7","asn":64500,"country":"FR","user_agent":"Mozilla/5.0 (X11)","hostname":"login.example.com","ja3":null}"#;
+        let input = scanned(usual).expect("the scanner reads the usual line");
+        assert_eq!(input.asn, Some(64500));
+        assert_eq!(input.user_agent.as_deref(), Some("Mozilla/5.0 (X11)"));
+        assert_eq!(input.ja3, None);
+        assert_eq!(input, serde_json::from_str(usual).unwrap());
+        assert!(scanned(" { } \n").is_some());
+        for other in [
+            r#"{"user_agent":"a\"b"}"#,
+            r#"{"asn":01}"#,
+            r#"{"asn":-1}"#,
+            r#"{"asn":4294967296}"#,
+            r#"{"asn":1.5}"#,
+            r#"{"asn":"1"}"#,
+            r#"{"path":"/a","path":"/b"}"#,
+            r#"{"other":1}"#,
+            r#"{"path":"/a"} x"#,
+            r#"{"path":"/a",}"#,
+            "[]",
+        ] {
+            assert!(scanned(other).is_none(), "{other}");
+        }
+    }
 
     #[test]
     fn canonicalises_addresses_countries_and_hostnames() {

@@ -5,4 +5,5 @@ mod cases;
 mod compiled;
 mod differential;
 mod engine;
+mod request_lines;
 mod support;
