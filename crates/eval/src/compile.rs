@@ -259,27 +259,58 @@ impl Collected {
     }
 }
 
-/// Sorts `(key, list, rule)` triples and stores one posting per distinct key.
-/// One buffer holds the run of the current key (no allocation per key).
-fn group<K: Ord>(mut items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(K, u32)> {
-    items.sort_unstable();
-    group_sorted(items, postings)
+/// Stores postings, dropping the anchors no request can reach (see [`Grouper::cut`]).
+struct Grouper {
+    postings: Postings,
+    /// Per rule ordinal: the rule decides whenever its anchor holds (a terminal action, no
+    /// other `match` signal, no `not_match`).
+    decides_alone: Vec<bool>,
 }
 
-/// Stores one posting per distinct key of `(key, list, rule)` triples sorted by all three.
-fn group_sorted<K: Ord>(items: Vec<(K, u8, u32)>, postings: &mut Postings) -> Vec<(K, u32)> {
-    let mut out = Vec::with_capacity(items.len());
-    let mut run: Vec<(u8, u32)> = Vec::new();
-    let mut items = items.into_iter().peekable();
-    while let Some((key, list, rule)) = items.next() {
-        run.clear();
-        run.push((list, rule));
-        while let Some((_, l, r)) = items.next_if(|(k, _, _)| *k == key) {
-            run.push((l, r));
-        }
-        out.push((key, postings.add_sorted(&run)));
+impl Grouper {
+    /// Sorts `(key, list, rule)` triples and stores one posting per distinct key.
+    fn group<K: Ord>(&mut self, mut items: Vec<(K, u8, u32)>) -> Vec<(K, u32)> {
+        items.sort_unstable();
+        self.group_sorted(items)
     }
-    out
+
+    /// Stores one posting per distinct key of `(key, list, rule)` triples sorted by all three.
+    /// One buffer holds the run of the current key (no allocation per key).
+    fn group_sorted<K: Ord>(&mut self, items: Vec<(K, u8, u32)>) -> Vec<(K, u32)> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut run: Vec<(u8, u32)> = Vec::new();
+        let mut items = items.into_iter().peekable();
+        while let Some((key, list, rule)) = items.next() {
+            run.clear();
+            run.push((list, rule));
+            while let Some((_, l, r)) = items.next_if(|(k, _, _)| *k == key) {
+                run.push((l, r));
+            }
+            self.cut(&mut run);
+            out.push((key, self.postings.add_sorted(&run)));
+        }
+        out
+    }
+
+    /// Drops, from each anchor list of a run sorted by list then rule, the rules after the
+    /// first one that decides alone: a request reaching that list is decided by that rule, or
+    /// by an earlier one, so the later rules of the list could never be tried. Member and
+    /// excluded lists are kept whole (they answer for rules anchored elsewhere).
+    fn cut(&self, run: &mut Vec<(u8, u32)>) {
+        let mut cut_list = None;
+        run.retain(|&(list, rule)| {
+            if usize::from(list) >= REQUEST_SCOPES {
+                return true;
+            }
+            if cut_list == Some(list) {
+                return false;
+            }
+            if self.decides_alone[rule as usize] {
+                cut_list = Some(list);
+            }
+            true
+        });
+    }
 }
 
 /// Address entries are keyed `(first, !last)`: sorting them puts outer networks before inner
@@ -297,19 +328,19 @@ fn ranges<A: crate::range::Address>(grouped: Vec<((A, A), u32)>) -> RangeTable<A
 fn fixed_map<K: crate::hash::FixedKey + Ord>(
     seed: u64,
     items: Vec<(K, u8, u32)>,
-    postings: &mut Postings,
+    grouper: &mut Grouper,
 ) -> Option<FixedMap<K>> {
     if items.is_empty() {
         return None;
     }
-    Some(FixedMap::build(seed, &group(items, postings)))
+    Some(FixedMap::build(seed, &grouper.group(items)))
 }
 
-fn byte_map(seed: u64, items: Vec<(String, u8, u32)>, postings: &mut Postings) -> Option<ByteMap> {
+fn byte_map(seed: u64, items: Vec<(String, u8, u32)>, grouper: &mut Grouper) -> Option<ByteMap> {
     if items.is_empty() {
         return None;
     }
-    let grouped = group(items, postings);
+    let grouped = grouper.group(items);
     Some(ByteMap::build_caseless(
         seed,
         grouped.iter().map(|(k, p)| (k.as_bytes(), *p)),
@@ -454,7 +485,6 @@ impl CompiledPolicy {
                 ),
             };
             meta.push(RuleMeta {
-                ordinal,
                 check,
                 exclude,
                 action,
@@ -464,28 +494,40 @@ impl CompiledPolicy {
         }
 
         let seed = random_seed();
-        let mut postings = Postings::default();
+        let decides_alone: Vec<bool> = meta
+            .iter()
+            .map(|m| m.action != ActionCode::Log && m.check == 0 && m.exclude == 0)
+            .collect();
+        // An unanchored rule that decides alone decides every request of its scopes.
+        for list in &mut unanchored {
+            if let Some(at) = list.iter().position(|&r| decides_alone[r as usize]) {
+                list.truncate(at + 1);
+            }
+        }
+        let mut grouper = Grouper {
+            postings: Postings::default(),
+            decides_alone,
+        };
+        let g = &mut grouper;
         let c = collected;
         let indexes = Indexes {
-            client_v4: ranges(group(c.client_v4, &mut postings)),
-            client_v6: ranges(group(c.client_v6, &mut postings)),
-            connecting_v4: ranges(group(c.connecting_v4, &mut postings)),
-            connecting_v6: ranges(group(c.connecting_v6, &mut postings)),
-            asn: fixed_map(seed, c.asn, &mut postings),
-            country: fixed_map(seed, c.country, &mut postings),
-            subdivision: fixed_map(seed, c.subdivision, &mut postings),
-            ja3: fixed_map(seed, c.ja3, &mut postings),
-            ja4: byte_map(seed, c.ja4, &mut postings),
+            client_v4: ranges(g.group(c.client_v4)),
+            client_v6: ranges(g.group(c.client_v6)),
+            connecting_v4: ranges(g.group(c.connecting_v4)),
+            connecting_v6: ranges(g.group(c.connecting_v6)),
+            asn: fixed_map(seed, c.asn, g),
+            country: fixed_map(seed, c.country, g),
+            subdivision: fixed_map(seed, c.subdivision, g),
+            ja3: fixed_map(seed, c.ja3, g),
+            ja4: byte_map(seed, c.ja4, g),
             user_agent: if c.user_agent.is_empty() {
                 None
             } else {
-                Some(UserAgentIndex::build(
-                    seed,
-                    group(c.user_agent, &mut postings),
-                ))
+                Some(UserAgentIndex::build(seed, g.group(c.user_agent)))
             },
-            hostname: byte_map(seed, c.hostname, &mut postings),
+            hostname: byte_map(seed, c.hostname, g),
         };
+        let mut postings = grouper.postings;
         postings.shrink();
 
         let mut policy = CompiledPolicy {

@@ -89,9 +89,13 @@
 //!
 //! Evaluating a request: probe each index that anchors some rule of the request's scope once
 //! for the request's value (straight-line code, the posting references hit go to a buffer on
-//! the stack), then take the candidates in ordinal order: when the anchor lists of the hit
-//! postings and the unanchored list hold at most 32 rules (the usual case) they are copied and
-//! sorted on the stack, otherwise the lists are merged as they are walked. The other signals
+//! the stack), then take the candidates in ordinal order, merging the anchor lists of the hit
+//! postings and the unanchored list as they are walked (each list is a head and the rest; the
+//! next candidate is the smallest head; an inline posting's list is its rule alone, read from
+//! the reference). A list is cut at compile time after its first rule that decides alone (a
+//! terminal action, no other `match` signal, no `not_match`): a request reaching that rule
+//! through the list is decided there or earlier, so the rules after it could never be tried.
+//! The other signals
 //! cannot bring candidates: each is probed only when the first candidate that needs it (to
 //! check a `match` or a `not_match`) comes up, so most requests touch a few indexes, not all
 //! nine. Each candidate is checked for its other `match` signals by membership in the hit

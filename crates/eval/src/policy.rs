@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
 use crate::hash::{short_key_caseless, ByteMap, FixedMap};
-use crate::postings::{Postings, REQUEST_SCOPES};
+use crate::postings::{Postings, NO_RULE, REQUEST_SCOPES};
 use crate::range::{RangeTable, NONE};
 use crate::request::{v4_bits, Request};
 use crate::useragent::UserAgentIndex;
@@ -331,8 +331,6 @@ pub(crate) enum ActionCode {
 /// The per-rule data the evaluation loop reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RuleMeta {
-    /// The rule's own ordinal: an inline posting's one-element list borrows it from here.
-    pub(crate) ordinal: u32,
     /// `match` signals other than the anchor: each must hold by membership.
     pub(crate) check: u16,
     /// `not_match` signals: the rule must be absent from each one's excluded list.
@@ -380,10 +378,6 @@ pub struct CompiledPolicy {
 
 /// Inline capacity for the postings a request hits.
 const HITS: usize = 32;
-
-/// Candidates collected, sorted and walked from a buffer on the stack when there are at most
-/// this many (otherwise the anchor lists are merged as they are walked).
-const SORTED_CANDIDATES: usize = 32;
 
 /// Where an evaluation keeps the references of the postings it hits.
 trait RefBuffer {
@@ -709,15 +703,6 @@ impl CompiledPolicy {
         hits.probed |= signals;
     }
 
-    /// The rules anchored on the posting `reference` for request scope `scope`.
-    #[inline]
-    fn anchors(&self, reference: u32, scope: usize) -> &[u32] {
-        let single = Postings::inline_rule(reference) as usize;
-        // An inline posting's rule comes from this policy: it is in range.
-        let single = self.meta.get(single).map_or(&NONE, |m| &m.ordinal);
-        self.postings.anchors(reference, single, scope)
-    }
-
     /// Checks the candidate `rule` (its anchor holds) and records it: `true` when it decides.
     #[inline]
     fn try_candidate<B: RefBuffer>(
@@ -783,9 +768,11 @@ impl CompiledPolicy {
             return Err(Overflowed);
         }
         debug_assert!(
-            hits.refs.as_slice()[from..]
-                .iter()
-                .all(|&r| self.anchors(r, scope_index(request.scope())).is_empty()),
+            hits.refs.as_slice()[from..].iter().all(|&r| self
+                .postings
+                .anchor_stream(r, scope_index(request.scope()))
+                .0
+                == NO_RULE),
             "anchors on a lazy signal"
         );
         Ok(())
@@ -816,87 +803,81 @@ impl CompiledPolicy {
 
         // One stream of candidates per hit posting with anchors for the scope, and the
         // unanchored rules: on the stack unless there are more than it holds.
-        let mut inline: [&[u32]; STREAMS] = [&[]; STREAMS];
+        let mut heads = [NO_RULE; STREAMS];
+        let mut rests: [&[u32]; STREAMS] = [&[]; STREAMS];
         let mut n = 0;
-        let mut total = 0;
         let unanchored: &[u32] = &self.unanchored[scope];
-        for stream in std::iter::once(unanchored)
-            .chain(hits.refs.as_slice().iter().map(|&r| self.anchors(r, scope)))
-        {
-            if !stream.is_empty() {
-                if let Some(slot) = inline.get_mut(n) {
-                    *slot = stream;
+        let streams = std::iter::once(match unanchored.split_first() {
+            Some((&head, rest)) => (head, rest),
+            None => (NO_RULE, &[][..]),
+        })
+        .chain(
+            hits.refs
+                .as_slice()
+                .iter()
+                .map(|&r| self.postings.anchor_stream(r, scope)),
+        );
+        for (head, rest) in streams.clone() {
+            if head != NO_RULE {
+                if n < STREAMS {
+                    heads[n] = head;
+                    rests[n] = rest;
                 }
                 n += 1;
-                total += stream.len();
             }
         }
-        if total == 0 {
-            return Ok(());
-        }
-        if n > STREAMS {
-            let mut streams: Vec<&[u32]> = std::iter::once(unanchored)
-                .chain(hits.refs.as_slice().iter().map(|&r| self.anchors(r, scope)))
-                .filter(|s| !s.is_empty())
-                .collect();
-            return self.merge_walk(request, &mut streams, &mut hits, decision);
-        }
-        let streams = &mut inline[..n];
-        if total > SORTED_CANDIDATES {
-            return self.merge_walk(request, streams, &mut hits, decision);
-        }
-        // The usual case: a few candidates, sorted on the stack.
-        let mut buffer = [0u32; SORTED_CANDIDATES];
-        let mut len = 0;
-        for stream in streams.iter() {
-            buffer[len..len + stream.len()].copy_from_slice(stream);
-            len += stream.len();
-        }
-        let candidates = &mut buffer[..len];
-        candidates.sort_unstable();
-        let mut previous = u32::MAX;
-        for &rule in candidates.iter() {
-            if rule != previous {
-                previous = rule;
-                if self.try_candidate(request, rule, &mut hits, decision)? {
-                    break;
+        match n {
+            0 => return Ok(()),
+            1 => {
+                // One stream: its rules in order.
+                for rule in std::iter::once(heads[0]).chain(rests[0].iter().copied()) {
+                    if self.try_candidate(request, rule, &mut hits, decision)? {
+                        break;
+                    }
                 }
+                return Ok(());
             }
+            n if n <= STREAMS => {
+                let (heads, rests) = (&mut heads[..n], &mut rests[..n]);
+                return self.merge_walk(request, heads, rests, &mut hits, decision);
+            }
+            _ => {}
         }
-        Ok(())
+        let (mut heads, mut rests): (Vec<u32>, Vec<&[u32]>) =
+            streams.filter(|&(head, _)| head != NO_RULE).unzip();
+        self.merge_walk(request, &mut heads, &mut rests, &mut hits, decision)
     }
 
-    /// The walk over many candidates: the candidate streams (each sorted, none empty) are
-    /// merged as they are walked (the first deciding rule usually comes long before their end).
-    #[inline(never)]
+    /// Tries the candidates of several sorted streams in rule order, merging them as they are
+    /// walked: the first deciding rule usually comes after one or two candidates, long before
+    /// the streams end, so nothing is copied or sorted up front. Stream `i` is `heads[i]`
+    /// followed by `rests[i]`; an exhausted stream's head is [`NO_RULE`], above every rule, so
+    /// the next candidate is the minimum of all heads (a branch-free scan).
+    #[inline]
     fn merge_walk<B: RefBuffer>(
         &self,
         request: &Request<'_>,
-        streams: &mut [&[u32]],
+        heads: &mut [u32],
+        rests: &mut [&[u32]],
         hits: &mut Hits<B>,
         decision: &mut Decision,
     ) -> Result<(), Overflowed> {
-        // Every stream in `streams[..n]` is non-empty; an exhausted one is swapped out.
-        let mut n = streams.len();
-        while n > 0 {
-            // The smallest head among the streams is the next candidate.
-            let candidate = streams[..n].iter().fold(u32::MAX, |m, s| m.min(s[0]));
-            let mut i = 0;
-            while i < n {
-                if streams[i][0] == candidate {
-                    streams[i] = &streams[i][1..];
-                    if streams[i].is_empty() {
-                        n -= 1;
-                        streams.swap(i, n);
-                        continue;
-                    }
+        loop {
+            let candidate = heads.iter().fold(NO_RULE, |m, &h| m.min(h));
+            if candidate == NO_RULE {
+                return Ok(());
+            }
+            for (head, rest) in heads.iter_mut().zip(rests.iter_mut()) {
+                if *head == candidate {
+                    (*head, *rest) = match rest.split_first() {
+                        Some((&next, more)) => (next, more),
+                        None => (NO_RULE, &[][..]),
+                    };
                 }
-                i += 1;
             }
             if self.try_candidate(request, candidate, hits, decision)? {
-                break;
+                return Ok(());
             }
         }
-        Ok(())
     }
 }

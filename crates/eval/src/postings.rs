@@ -22,6 +22,9 @@ pub(crate) const MEMBERS_LIST: u8 = MEMBERS as u8;
 /// The list code of excluded rules in [`Postings::add_sorted`].
 pub(crate) const EXCLUDED_LIST: u8 = EXCLUDED as u8;
 
+/// No rule: an empty stream's head, above every ordinal.
+pub(crate) const NO_RULE: u32 = u32::MAX;
+
 /// A reference with this bit is an inline single-rule posting.
 const INLINE: u32 = 1 << 31;
 const KIND_SHIFT: u32 = 29;
@@ -89,29 +92,28 @@ impl Postings {
     }
 
     /// The ordinal an inline reference carries (the caller keeps it somewhere to borrow from).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn inline_rule(reference: u32) -> u32 {
         reference & ORDINAL
     }
 
-    /// The rules anchored on the posting `reference` for request scope `scope`, in order.
-    /// `single` must hold `inline_rule(reference)` (an inline anchor borrows it).
+    /// The rules anchored on the posting `reference` for request scope `scope`, in order, as
+    /// the first one ([`NO_RULE`] when there is none) and the others. An inline posting
+    /// answers from the reference alone.
     #[inline]
-    pub(crate) fn anchors<'a>(
-        &'a self,
-        reference: u32,
-        single: &'a u32,
-        scope: usize,
-    ) -> &'a [u32] {
+    pub(crate) fn anchor_stream(&self, reference: u32, scope: usize) -> (u32, &[u32]) {
         if reference & INLINE == 0 {
-            return self.list(reference, scope);
+            return match self.list(reference, scope).split_first() {
+                Some((&head, rest)) => (head, rest),
+                None => (NO_RULE, &[]),
+            };
         }
         if (reference >> KIND_SHIFT) & 0b11 == KIND_ANCHOR
             && (reference >> MASK_SHIFT) & (1 << scope) != 0
         {
-            std::slice::from_ref(single)
+            (reference & ORDINAL, &[])
         } else {
-            &[]
+            (NO_RULE, &[])
         }
     }
 
@@ -244,7 +246,12 @@ mod tests {
             let single = Postings::inline_rule(r);
             for scope in 0..REQUEST_SCOPES {
                 let (anchors, members, excluded) = postings.lists(r, &single, scope);
-                assert_eq!(postings.anchors(r, &single, scope), anchors);
+                let (head, rest) = postings.anchor_stream(r, scope);
+                let stream: Vec<u32> = std::iter::once(head)
+                    .filter(|&h| h != NO_RULE)
+                    .chain(rest.iter().copied())
+                    .collect();
+                assert_eq!(stream, anchors);
                 for rule in 0..70 {
                     assert_eq!(postings.is_member(r, rule), members.contains(&rule));
                     assert_eq!(postings.is_excluded(r, rule), excluded.contains(&rule));
