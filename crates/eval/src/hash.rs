@@ -6,14 +6,16 @@
 //! keys to collide by knowing the hash function.
 
 use std::hash::BuildHasher;
+use std::hint::select_unpredictable;
 
 const K0: u64 = 0x243f_6a88_85a3_08d3;
 const K1: u64 = 0x1319_8a2e_0370_7344;
 const K2: u64 = 0xa409_3822_299f_31d0;
 const K3: u64 = 0x082e_fa98_ec4e_6c89;
 
-/// Marks an empty slot.
-const EMPTY: u32 = u32::MAX;
+/// Marks an empty slot, and the answer "absent" (the same value as [`crate::range::NONE`],
+/// "no posting").
+pub(crate) const EMPTY: u32 = crate::range::NONE;
 
 #[inline]
 fn fold_mul(a: u64, b: u64) -> u64 {
@@ -117,7 +119,7 @@ fn eq_folded(stored: &[u8], key: &[u8]) -> bool {
 }
 
 /// A key of fixed size that hashes to one word.
-pub(crate) trait FixedKey: Copy + Eq + Default {
+pub(crate) trait FixedKey: Copy + Ord + Default {
     fn hash(self, seed: u64) -> u64;
 }
 
@@ -222,17 +224,94 @@ fn admits(filter: &Option<Filter>, h: u64) -> bool {
     filter.as_ref().is_none_or(|f| f.may_contain(h))
 }
 
+/// Slots per bucket.
+const BUCKET: usize = 2;
+
+/// How many keys one insertion may displace before the placement gives up.
+const MAX_KICKS: usize = 500;
+
+/// The two buckets of a key with hash `h` in a table of `mask + 1` buckets: the low bits of
+/// the hash, and those xor-ed with a spread of its high half made odd, so that the two differ
+/// whenever there are two buckets or more.
 #[inline]
-fn capacity_for(len: usize) -> usize {
-    (len * 2).max(8).next_power_of_two()
+fn buckets_of(h: u64, mask: usize) -> (usize, usize) {
+    let first = h as usize & mask;
+    let spread = ((h >> 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize | 1;
+    (first, (first ^ spread) & mask)
 }
 
-/// An immutable map from a fixed-size key to a `u32`, values stored inline in the slots.
+/// Where the keys of a cuckoo table sit.
+struct Layout {
+    seed: u64,
+    mask: usize,
+    /// Per slot (`bucket * BUCKET + i`): the index of the key there, or [`EMPTY`].
+    slots: Vec<u32>,
+}
+
+/// Places `n` distinct keys so that each sits in one of the two buckets of its hash
+/// (`hash(seed, key index)`): two-choice cuckoo hashing with buckets of two slots, at a load of
+/// at most one half, far below the point (about 0.89) where placement starts to fail. Should a
+/// placement fail anyway, another seed is tried, and every fourth attempt the table doubles.
+/// The seed is the policy's random seed (and its derivatives): a rule author who does not know
+/// it cannot choose keys that collide.
+fn cuckoo_layout(n: usize, seed: u64, hash: impl Fn(u64, usize) -> u64) -> Layout {
+    let mut buckets = n.max(1).next_power_of_two();
+    let mut seed = seed;
+    let mut attempt = 0u64;
+    loop {
+        if let Some(slots) = try_place(n, buckets - 1, |i| hash(seed, i)) {
+            return Layout {
+                seed,
+                mask: buckets - 1,
+                slots,
+            };
+        }
+        attempt += 1;
+        seed = hash_word(seed, attempt);
+        if attempt.is_multiple_of(4) {
+            buckets *= 2;
+        }
+    }
+}
+
+/// One placement attempt (random-walk eviction): `None` when some key found no slot.
+fn try_place(n: usize, mask: usize, hash_of: impl Fn(usize) -> u64) -> Option<Vec<u32>> {
+    let hashes: Vec<u64> = (0..n).map(hash_of).collect();
+    let mut slots = vec![EMPTY; (mask + 1) * BUCKET];
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64 ^ n as u64;
+    for key in 0..n {
+        let mut homeless = key as u32;
+        let mut placed = false;
+        for _ in 0..MAX_KICKS {
+            let (a, b) = buckets_of(hashes[homeless as usize], mask);
+            let choices = [a * BUCKET, a * BUCKET + 1, b * BUCKET, b * BUCKET + 1];
+            if let Some(&free) = choices.iter().find(|&&slot| slots[slot] == EMPTY) {
+                slots[free] = homeless;
+                placed = true;
+                break;
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            std::mem::swap(&mut slots[choices[(rng % 4) as usize]], &mut homeless);
+        }
+        if !placed {
+            return None;
+        }
+    }
+    Some(slots)
+}
+
+/// An immutable map from a fixed-size key to a `u32` (never [`EMPTY`]), laid out by
+/// [`cuckoo_layout`]: a lookup reads the two buckets of the key's hash (independent loads that
+/// overlap) and selects the value without a branch, so whether a request value is present
+/// costs no misprediction.
 #[derive(Debug, Clone)]
 pub(crate) struct FixedMap<K> {
     seed: u64,
     mask: usize,
-    slots: Vec<(K, u32)>,
+    /// `(key, value)` slots; a free slot holds `(K::default(), EMPTY)`.
+    buckets: Vec<[(K, u32); BUCKET]>,
     len: usize,
     filter: Option<Filter>,
 }
@@ -240,70 +319,62 @@ pub(crate) struct FixedMap<K> {
 impl<K: FixedKey> FixedMap<K> {
     /// Builds the map; keys must be unique (a later duplicate is ignored).
     pub(crate) fn build(seed: u64, entries: &[(K, u32)]) -> Self {
-        if entries.is_empty() {
-            return Self {
-                seed,
-                mask: 0,
-                slots: Vec::new(),
-                len: 0,
-                filter: None,
-            };
-        }
-        let capacity = capacity_for(entries.len());
-        let mask = capacity - 1;
-        let mut slots = vec![(K::default(), EMPTY); capacity];
-        let mut filter =
-            Filter::for_table(entries.len(), capacity * std::mem::size_of::<(K, u32)>());
-        let mut len = 0;
-        for &(key, value) in entries {
-            let h = key.hash(seed);
-            if let Some(filter) = &mut filter {
-                filter.insert(h);
+        let mut distinct: Vec<(K, u32)> = Vec::with_capacity(entries.len());
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_by(|&a, &b| entries[a].0.cmp(&entries[b].0).then(a.cmp(&b)));
+        for (i, &at) in order.iter().enumerate() {
+            if i == 0 || entries[order[i - 1]].0 != entries[at].0 {
+                distinct.push(entries[at]);
             }
-            let mut at = h as usize & mask;
-            loop {
-                let slot = &mut slots[at];
-                if slot.1 == EMPTY {
-                    *slot = (key, value);
-                    len += 1;
-                    break;
-                }
-                if slot.0 == key {
-                    break;
-                }
-                at = (at + 1) & mask;
+        }
+        let layout = cuckoo_layout(distinct.len(), seed, |seed, i| distinct[i].0.hash(seed));
+        let mut filter = Filter::for_table(
+            distinct.len(),
+            layout.slots.len() * std::mem::size_of::<(K, u32)>(),
+        );
+        let mut buckets = vec![[(K::default(), EMPTY); BUCKET]; layout.mask + 1];
+        for (slot, &key) in layout.slots.iter().enumerate() {
+            if key != EMPTY {
+                buckets[slot / BUCKET][slot % BUCKET] = distinct[key as usize];
+            }
+        }
+        if let Some(filter) = &mut filter {
+            for &(key, _) in &distinct {
+                filter.insert(key.hash(layout.seed));
             }
         }
         Self {
-            seed,
-            mask,
-            slots,
-            len,
+            seed: layout.seed,
+            mask: layout.mask,
+            buckets,
+            len: distinct.len(),
             filter,
         }
     }
 
-    /// The value stored for `key`.
+    /// The value stored for `key`, or [`EMPTY`]: the two buckets are read and the value
+    /// selected without branching on the outcome (only the filter in front of a large table
+    /// may end the lookup early).
     #[inline]
-    pub(crate) fn get(&self, key: K) -> Option<u32> {
-        if self.len == 0 {
-            return None;
-        }
+    pub(crate) fn find(&self, key: K) -> u32 {
         let h = key.hash(self.seed);
         if !admits(&self.filter, h) {
-            return None;
+            return EMPTY;
         }
-        let mut at = h as usize & self.mask;
-        loop {
-            let (k, v) = self.slots[at];
-            if v == EMPTY {
-                return None;
-            }
-            if k == key {
-                return Some(v);
-            }
-            at = (at + 1) & self.mask;
-        }
+        let (a, b) = buckets_of(h, self.mask);
+        let (first, second) = (self.buckets[a], self.buckets[b]);
+        // A free slot holds EMPTY, the largest value: the minimum is the match, if any.
+        let pick = |(k, v): (K, u32)| select_unpredictable(k == key, v, EMPTY);
+        pick(first[0])
+            .min(pick(first[1]))
+            .min(pick(second[0]))
+            .min(pick(second[1]))
+    }
+
+    /// The value stored for `key`.
+    #[cfg(test)]
+    pub(crate) fn get(&self, key: K) -> Option<u32> {
+        Some(self.find(key)).filter(|&v| v != EMPTY)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -311,7 +382,7 @@ impl<K: FixedKey> FixedMap<K> {
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<(K, u32)>()
+        self.buckets.capacity() * std::mem::size_of::<[(K, u32); BUCKET]>()
             + self.filter.as_ref().map_or(0, Filter::bytes)
     }
 
@@ -321,15 +392,18 @@ impl<K: FixedKey> FixedMap<K> {
     }
 }
 
-/// An immutable map from a byte string to a `u32`. Slots hold a hash tag and an entry index;
-/// the key bytes live in one arena.
+/// An immutable map from a byte string to a `u32`, laid out by [`cuckoo_layout`]. Slots hold
+/// a 32-bit hash tag and an entry index; the key bytes live in one arena. A lookup reads the
+/// two buckets, selects the slot whose tag matches without branching, and compares the key
+/// once.
 #[derive(Debug, Clone)]
 pub(crate) struct ByteMap {
     seed: u64,
     /// Keys are lowercase and hashed case-insensitively ([`ByteMap::build_caseless`]).
     caseless: bool,
     mask: usize,
-    slots: Vec<(u32, u32)>,
+    /// `(tag, entry)` slots; a free slot holds `(0, EMPTY)`.
+    buckets: Vec<[(u32, u32); BUCKET]>,
     entries: Vec<ByteEntry>,
     arena: Vec<u8>,
     max_len: usize,
@@ -360,11 +434,11 @@ impl ByteMap {
     }
 
     #[inline]
-    fn hash(&self, key: &[u8]) -> u64 {
-        if self.caseless {
-            hash_bytes_caseless(self.seed, key)
+    fn hash_with(caseless: bool, seed: u64, key: &[u8]) -> u64 {
+        if caseless {
+            hash_bytes_caseless(seed, key)
         } else {
-            hash_bytes(self.seed, key)
+            hash_bytes(seed, key)
         }
     }
 
@@ -373,49 +447,51 @@ impl ByteMap {
         caseless: bool,
         entries: impl IntoIterator<Item = (&'k [u8], u32)>,
     ) -> Self {
-        let entries: Vec<(&[u8], u32)> = entries.into_iter().collect();
-        let capacity = if entries.is_empty() {
-            0
-        } else {
-            capacity_for(entries.len())
-        };
+        let mut seen = std::collections::HashSet::new();
+        let entries: Vec<(&[u8], u32)> = entries
+            .into_iter()
+            .filter(|(key, _)| seen.insert(*key))
+            .collect();
+        debug_assert!(
+            !caseless
+                || entries
+                    .iter()
+                    .all(|(k, _)| !k.iter().any(u8::is_ascii_uppercase))
+        );
+        let layout = cuckoo_layout(entries.len(), seed, |seed, i| {
+            Self::hash_with(caseless, seed, entries[i].0)
+        });
+        let mut filter = Filter::for_table(entries.len(), layout.slots.len() * 8);
+        let mut buckets = vec![[(0, EMPTY); BUCKET]; layout.mask + 1];
+        for (slot, &key) in layout.slots.iter().enumerate() {
+            if key != EMPTY {
+                let h = Self::hash_with(caseless, layout.seed, entries[key as usize].0);
+                buckets[slot / BUCKET][slot % BUCKET] = ((h >> 32) as u32, key);
+            }
+        }
         let mut map = Self {
-            seed,
+            seed: layout.seed,
             caseless,
-            mask: capacity.saturating_sub(1),
-            slots: vec![(0, EMPTY); capacity],
+            mask: layout.mask,
+            buckets,
             entries: Vec::with_capacity(entries.len()),
             arena: Vec::with_capacity(entries.iter().map(|(k, _)| k.len()).sum()),
             max_len: 0,
-            filter: Filter::for_table(entries.len(), capacity * 8),
+            filter: None,
         };
-        for (key, value) in entries {
-            debug_assert!(!caseless || !key.iter().any(u8::is_ascii_uppercase));
-            let h = map.hash(key);
-            if let Some(filter) = &mut map.filter {
-                filter.insert(h);
+        for &(key, value) in &entries {
+            if let Some(filter) = &mut filter {
+                filter.insert(Self::hash_with(caseless, map.seed, key));
             }
-            let tag = (h >> 32) as u32;
-            let mut at = h as usize & map.mask;
-            loop {
-                let (slot_tag, index) = map.slots[at];
-                if index == EMPTY {
-                    map.slots[at] = (tag, map.entries.len() as u32);
-                    map.entries.push(ByteEntry {
-                        start: map.arena.len() as u32,
-                        len: key.len() as u32,
-                        value,
-                    });
-                    map.arena.extend_from_slice(key);
-                    map.max_len = map.max_len.max(key.len());
-                    break;
-                }
-                if slot_tag == tag && map.key(index as usize) == key {
-                    break;
-                }
-                at = (at + 1) & map.mask;
-            }
+            map.entries.push(ByteEntry {
+                start: map.arena.len() as u32,
+                len: key.len() as u32,
+                value,
+            });
+            map.arena.extend_from_slice(key);
+            map.max_len = map.max_len.max(key.len());
         }
+        map.filter = filter;
         map
     }
 
@@ -425,54 +501,63 @@ impl ByteMap {
         &self.arena[e.start as usize..(e.start + e.len) as usize]
     }
 
+    /// The entry whose tag matches `h` in the key's two buckets and whose key satisfies `eq`,
+    /// or [`EMPTY`]. The slot is selected without a branch; only when two candidate slots
+    /// share the tag (one key in four billion) and the first is not the key are the four
+    /// checked one by one.
+    #[inline]
+    fn find_entry(&self, h: u64, eq: impl Fn(&[u8]) -> bool) -> u32 {
+        let tag = (h >> 32) as u32;
+        let (a, b) = buckets_of(h, self.mask);
+        let (first, second) = (self.buckets[a], self.buckets[b]);
+        let pick = |(t, index): (u32, u32)| select_unpredictable(t == tag, index, EMPTY);
+        let index = pick(first[0])
+            .min(pick(first[1]))
+            .min(pick(second[0]))
+            .min(pick(second[1]));
+        if index == EMPTY || eq(self.key(index as usize)) {
+            return index;
+        }
+        [first[0], first[1], second[0], second[1]]
+            .into_iter()
+            .find(|&(t, i)| t == tag && i != EMPTY && eq(self.key(i as usize)))
+            .map_or(EMPTY, |(_, i)| i)
+    }
+
     /// The value stored for `key` (compared byte for byte).
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<u32> {
-        if key.len() > self.max_len || self.entries.is_empty() {
+        if key.len() > self.max_len {
             return None;
         }
-        let h = self.hash(key);
+        let h = Self::hash_with(self.caseless, self.seed, key);
         if !admits(&self.filter, h) {
             return None;
         }
-        let tag = (h >> 32) as u32;
-        let mut at = h as usize & self.mask;
-        loop {
-            let (slot_tag, index) = self.slots[at];
-            if index == EMPTY {
-                return None;
-            }
-            if slot_tag == tag && self.key(index as usize) == key {
-                return Some(self.entries[index as usize].value);
-            }
-            at = (at + 1) & self.mask;
-        }
+        let index = self.find_entry(h, |stored| stored == key);
+        self.entries.get(index as usize).map(|e| e.value)
     }
 
-    /// The value stored for the ASCII-lowercase form of `key` (folded while hashing and
-    /// comparing, no copy); the keys must have been stored lowercase.
+    /// The value stored for the ASCII-lowercase form of `key`, or [`EMPTY`] (folded while
+    /// hashing and comparing, no copy); the keys must have been stored lowercase.
     #[inline]
-    pub(crate) fn get_caseless(&self, key: &[u8]) -> Option<u32> {
-        if key.len() > self.max_len || self.entries.is_empty() {
-            return None;
+    pub(crate) fn find_caseless(&self, key: &[u8]) -> u32 {
+        if key.len() > self.max_len {
+            return EMPTY;
         }
-        debug_assert!(self.caseless, "get_caseless on a case-sensitive map");
+        debug_assert!(self.caseless, "find_caseless on a case-sensitive map");
         let h = hash_bytes_caseless(self.seed, key);
         if !admits(&self.filter, h) {
-            return None;
+            return EMPTY;
         }
-        let tag = (h >> 32) as u32;
-        let mut at = h as usize & self.mask;
-        loop {
-            let (slot_tag, index) = self.slots[at];
-            if index == EMPTY {
-                return None;
-            }
-            if slot_tag == tag && eq_folded(self.key(index as usize), key) {
-                return Some(self.entries[index as usize].value);
-            }
-            at = (at + 1) & self.mask;
-        }
+        let index = self.find_entry(h, |stored| eq_folded(stored, key));
+        self.entries.get(index as usize).map_or(EMPTY, |e| e.value)
+    }
+
+    /// The value stored for the ASCII-lowercase form of `key`.
+    #[cfg(test)]
+    pub(crate) fn get_caseless(&self, key: &[u8]) -> Option<u32> {
+        Some(self.find_caseless(key)).filter(|&v| v != EMPTY)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -485,7 +570,7 @@ impl ByteMap {
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        self.slots.capacity() * 8
+        self.buckets.capacity() * std::mem::size_of::<[(u32, u32); BUCKET]>()
             + self.entries.capacity() * std::mem::size_of::<ByteEntry>()
             + self.arena.capacity()
             + self.filter.as_ref().map_or(0, Filter::bytes)

@@ -125,6 +125,7 @@ mod postings;
 mod range;
 pub mod reference;
 mod request;
+mod search;
 pub mod synthetic;
 mod useragent;
 

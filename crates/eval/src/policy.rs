@@ -1,6 +1,7 @@
 //! The compiled policy and its decisions.
 
 use std::fmt;
+use std::hint::select_unpredictable;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -328,6 +329,20 @@ pub(crate) enum ActionCode {
     Log,
 }
 
+impl ActionCode {
+    /// The verdict of a terminal action (a table read, not a jump).
+    #[inline]
+    fn verdict(self) -> Verdict {
+        const VERDICTS: [Verdict; 4] = [
+            Verdict::Block,
+            Verdict::Allow,
+            Verdict::Redirect,
+            Verdict::None,
+        ];
+        VERDICTS[self as usize]
+    }
+}
+
 /// The per-rule data the evaluation loop reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RuleMeta {
@@ -382,6 +397,8 @@ const HITS: usize = 32;
 /// Where an evaluation keeps the references of the postings it hits.
 trait RefBuffer {
     fn push(&mut self, reference: u32);
+    /// Pushes `reference` unless it is [`NONE`] (an index lookup that found nothing).
+    fn push_found(&mut self, reference: u32);
     fn len(&self) -> usize;
     fn as_slice(&self) -> &[u32];
     /// Whether references were dropped (the evaluation must start over with a larger buffer).
@@ -405,6 +422,15 @@ impl RefBuffer for StackRefs {
         self.len += 1;
     }
 
+    /// Without a branch: the slot is written either way, the length grows only for a hit.
+    #[inline]
+    fn push_found(&mut self, reference: u32) {
+        if let Some(slot) = self.refs.get_mut(self.len) {
+            *slot = reference;
+        }
+        self.len += usize::from(reference != NONE);
+    }
+
     #[inline]
     fn len(&self) -> usize {
         self.len
@@ -424,6 +450,12 @@ impl RefBuffer for StackRefs {
 impl RefBuffer for Vec<u32> {
     fn push(&mut self, reference: u32) {
         Vec::push(self, reference);
+    }
+
+    fn push_found(&mut self, reference: u32) {
+        if reference != NONE {
+            Vec::push(self, reference);
+        }
     }
 
     fn len(&self) -> usize {
@@ -641,27 +673,22 @@ impl CompiledPolicy {
         if wants(Signal::Asn) {
             let from = refs.len();
             if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
-                if let Some(posting) = map.get(asn) {
-                    refs.push(posting);
-                }
+                refs.push_found(map.find(asn));
             }
             mark(Signal::Asn, refs, from);
         }
         if wants(Signal::Country) {
             let from = refs.len();
             if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
-                if let Some(posting) = map.get(u16::from_le_bytes(code)) {
-                    refs.push(posting);
-                }
+                refs.push_found(map.find(u16::from_le_bytes(code)));
             }
             mark(Signal::Country, refs, from);
         }
         if wants(Signal::Subdivision) {
             let from = refs.len();
             if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
-                if let Some(posting) = short_key_caseless(code.as_bytes()).and_then(|k| map.get(k))
-                {
-                    refs.push(posting);
+                if let Some(key) = short_key_caseless(code.as_bytes()) {
+                    refs.push_found(map.find(key));
                 }
             }
             mark(Signal::Subdivision, refs, from);
@@ -669,18 +696,14 @@ impl CompiledPolicy {
         if wants(Signal::Ja3) {
             let from = refs.len();
             if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
-                if let Some(posting) = map.get(u128::from_le_bytes(ja3)) {
-                    refs.push(posting);
-                }
+                refs.push_found(map.find(u128::from_le_bytes(ja3)));
             }
             mark(Signal::Ja3, refs, from);
         }
         if wants(Signal::Ja4) {
             let from = refs.len();
             if let (Some(map), Some(ja4)) = (&ix.ja4, request.ja4()) {
-                if let Some(posting) = map.get_caseless(ja4.as_bytes()) {
-                    refs.push(posting);
-                }
+                refs.push_found(map.find_caseless(ja4.as_bytes()));
             }
             mark(Signal::Ja4, refs, from);
         }
@@ -694,9 +717,7 @@ impl CompiledPolicy {
         if wants(Signal::Hostname) {
             let from = refs.len();
             if let (Some(map), Some(host)) = (&ix.hostname, request.hostname()) {
-                if let Some(posting) = map.get_caseless(host.as_bytes()) {
-                    refs.push(posting);
-                }
+                refs.push_found(map.find_caseless(host.as_bytes()));
             }
             mark(Signal::Hostname, refs, from);
         }
@@ -717,36 +738,35 @@ impl CompiledPolicy {
         if unprobed != 0 {
             self.probe_lazily(request, unprobed, hits)?;
         }
+        // Every condition is evaluated and combined: one branch on the outcome instead of one
+        // per condition (whether a request hits is data, and each branch on it mispredicts).
+        let mut holds = true;
         let mut check = meta.check;
         while check != 0 {
             let s = check.trailing_zeros() as usize;
             check &= check - 1;
-            if !hits.of(s).iter().any(|&r| self.postings.is_member(r, rule)) {
-                return Ok(false);
-            }
+            holds &= hits
+                .of(s)
+                .iter()
+                .fold(false, |found, &r| found | self.postings.is_member(r, rule));
         }
         let mut exclude = meta.exclude;
         while exclude != 0 {
             let s = exclude.trailing_zeros() as usize;
             exclude &= exclude - 1;
-            if hits
-                .of(s)
-                .iter()
-                .any(|&r| self.postings.is_excluded(r, rule))
-            {
-                return Ok(false);
-            }
+            holds &= !hits.of(s).iter().fold(false, |found, &r| {
+                found | self.postings.is_excluded(r, rule)
+            });
+        }
+        if !holds {
+            return Ok(false);
         }
         let index = RuleIndex(rule);
-        decision.verdict = match meta.action {
-            ActionCode::Log => {
-                decision.monitored.push(index);
-                return Ok(false);
-            }
-            ActionCode::Block => Verdict::Block,
-            ActionCode::Allow => Verdict::Allow,
-            ActionCode::Redirect => Verdict::Redirect,
-        };
+        if meta.action == ActionCode::Log {
+            decision.monitored.push(index);
+            return Ok(false);
+        }
+        decision.verdict = meta.action.verdict();
         decision.rule = Some(index);
         Ok(true)
     }
@@ -818,30 +838,17 @@ impl CompiledPolicy {
                 .map(|&r| self.postings.anchor_stream(r, scope)),
         );
         for (head, rest) in streams.clone() {
-            if head != NO_RULE {
-                if n < STREAMS {
-                    heads[n] = head;
-                    rests[n] = rest;
-                }
-                n += 1;
+            // Without a branch on whether the posting has anchors for the scope: the slot is
+            // written either way, the count grows only for a stream.
+            if n < STREAMS {
+                heads[n] = head;
+                rests[n] = rest;
             }
+            n += usize::from(head != NO_RULE);
         }
-        match n {
-            0 => return Ok(()),
-            1 => {
-                // One stream: its rules in order.
-                for rule in std::iter::once(heads[0]).chain(rests[0].iter().copied()) {
-                    if self.try_candidate(request, rule, &mut hits, decision)? {
-                        break;
-                    }
-                }
-                return Ok(());
-            }
-            n if n <= STREAMS => {
-                let (heads, rests) = (&mut heads[..n], &mut rests[..n]);
-                return self.merge_walk(request, heads, rests, &mut hits, decision);
-            }
-            _ => {}
+        if n <= STREAMS {
+            let (heads, rests) = (&mut heads[..n], &mut rests[..n]);
+            return self.merge_walk(request, heads, rests, &mut hits, decision);
         }
         let (mut heads, mut rests): (Vec<u32>, Vec<&[u32]>) =
             streams.filter(|&(head, _)| head != NO_RULE).unzip();
@@ -867,13 +874,12 @@ impl CompiledPolicy {
             if candidate == NO_RULE {
                 return Ok(());
             }
+            // Every stream whose head is the candidate moves on, without branches.
             for (head, rest) in heads.iter_mut().zip(rests.iter_mut()) {
-                if *head == candidate {
-                    (*head, *rest) = match rest.split_first() {
-                        Some((&next, more)) => (next, more),
-                        None => (NO_RULE, &[][..]),
-                    };
-                }
+                let moves = *head == candidate;
+                let next = *rest.first().unwrap_or(&NO_RULE);
+                *head = select_unpredictable(moves, next, *head);
+                *rest = &rest[usize::from(moves).min(rest.len())..];
             }
             if self.try_candidate(request, candidate, hits, decision)? {
                 return Ok(());

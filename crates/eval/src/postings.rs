@@ -135,12 +135,7 @@ impl Postings {
         if reference & INLINE != 0 {
             return (reference >> KIND_SHIFT) & 0b11 == inline_kind && reference & ORDINAL == rule;
         }
-        let list = self.list(reference, which);
-        if list.len() <= 8 {
-            list.contains(&rule)
-        } else {
-            list.binary_search(&rule).is_ok()
-        }
+        crate::search::contains_sorted(self.list(reference, which), rule)
     }
 
     /// The lists of the posting `reference` for request scope `scope`: anchors, members,

@@ -13,6 +13,8 @@
 //! tables), for IPv6 a fence array holding every 32nd interval start, small enough to stay in
 //! cache.
 
+use crate::search::partition_point;
+
 /// Marks "no network".
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -244,12 +246,12 @@ impl<A: Address> RangeTable<A> {
                 (entry as usize, (table[high + 1] & INTERVAL) as usize)
             }
             FirstLevel::Fences(fences) => {
-                let j = fences.partition_point(|&f| f <= address).saturating_sub(1);
+                let j = partition_point(fences, |&f| f <= address).saturating_sub(1);
                 let lo = j * FENCE_STRIDE;
                 (lo, (lo + FENCE_STRIDE).min(self.intervals.len() - 1))
             }
         };
-        let index = lo + self.intervals[lo + 1..=hi].partition_point(|i| i.start <= address);
+        let index = lo + partition_point(&self.intervals[lo + 1..=hi], |i| i.start <= address);
         let interval = self.intervals[index];
         (interval.posting, interval.parent)
     }
