@@ -630,6 +630,28 @@ impl CompiledPolicy {
         }
     }
 
+    /// Starts loading the index blocks of the request's addresses. In a table far larger than
+    /// the cache a random address costs one memory access (over a hundred nanoseconds); begun
+    /// before the other signals are looked up, it overlaps their work instead of stalling it.
+    #[inline]
+    fn prefetch_addresses(&self, request: &Request<'_>) {
+        let ix = &self.indexes;
+        for (v4, v6, ip) in [
+            (&ix.client_v4, &ix.client_v6, request.client_ip()),
+            (
+                &ix.connecting_v4,
+                &ix.connecting_v6,
+                request.connecting_ip(),
+            ),
+        ] {
+            match ip {
+                Some(IpAddr::V4(a)) => v4.prefetch(v4_bits(a)),
+                Some(IpAddr::V6(a)) => v6.prefetch(u128::from(a)),
+                None => {}
+            }
+        }
+    }
+
     #[inline]
     fn address(
         v4: &RangeTable<u32>,
@@ -655,21 +677,6 @@ impl CompiledPolicy {
             hits.range[s as usize] = (from as u32, refs.len() as u32);
         };
         let wants = |s: Signal| signals & bit(s) != 0;
-        if wants(Signal::ClientIp) {
-            let from = refs.len();
-            Self::address(&ix.client_v4, &ix.client_v6, request.client_ip(), refs);
-            mark(Signal::ClientIp, refs, from);
-        }
-        if wants(Signal::ConnectingIp) {
-            let from = refs.len();
-            Self::address(
-                &ix.connecting_v4,
-                &ix.connecting_v6,
-                request.connecting_ip(),
-                refs,
-            );
-            mark(Signal::ConnectingIp, refs, from);
-        }
         if wants(Signal::Asn) {
             let from = refs.len();
             if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
@@ -720,6 +727,23 @@ impl CompiledPolicy {
                 refs.push_found(map.find_caseless(host.as_bytes()));
             }
             mark(Signal::Hostname, refs, from);
+        }
+        // The addresses last: their index blocks were prefetched when the evaluation began
+        // (see `prefetch_addresses`), and the probes above ran while they arrived.
+        if wants(Signal::ClientIp) {
+            let from = refs.len();
+            Self::address(&ix.client_v4, &ix.client_v6, request.client_ip(), refs);
+            mark(Signal::ClientIp, refs, from);
+        }
+        if wants(Signal::ConnectingIp) {
+            let from = refs.len();
+            Self::address(
+                &ix.connecting_v4,
+                &ix.connecting_v6,
+                request.connecting_ip(),
+                refs,
+            );
+            mark(Signal::ConnectingIp, refs, from);
         }
         hits.probed |= signals;
     }
@@ -814,6 +838,7 @@ impl CompiledPolicy {
             // Signals no rule names have nothing to probe.
             probed: !indexed,
         };
+        self.prefetch_addresses(request);
         // Candidates come only from the signals rules of this scope are anchored on (and the
         // rules without `match`): probe those now, the others when a candidate needs them.
         self.probe(request, self.anchored[scope] & indexed, &mut hits);

@@ -13,6 +13,8 @@
 //! tables), for IPv6 a fence array holding every 32nd interval start, small enough to stay in
 //! cache.
 
+use std::hint::select_unpredictable;
+
 use crate::search::partition_point;
 
 /// Marks "no network".
@@ -29,6 +31,9 @@ pub(crate) trait Address:
     fn top(self, bits: u32) -> usize;
     /// The lowest address whose top `bits` bits are `high`.
     fn from_top(high: usize, bits: u32) -> Self;
+    /// The address's offset within its block of the top `bits` bits, truncated to 16 bits
+    /// (exact when the block holds at most 65,536 addresses).
+    fn offset16(self, bits: u32) -> u16;
 }
 
 impl Address for u32 {
@@ -45,6 +50,10 @@ impl Address for u32 {
     fn from_top(high: usize, bits: u32) -> Self {
         (high as u32) << (32 - bits)
     }
+    #[inline]
+    fn offset16(self, bits: u32) -> u16 {
+        (self & (u32::MAX >> bits)) as u16
+    }
 }
 
 impl Address for u128 {
@@ -60,6 +69,10 @@ impl Address for u128 {
     #[inline]
     fn from_top(high: usize, bits: u32) -> Self {
         (high as u128) << (128 - bits)
+    }
+    #[inline]
+    fn offset16(self, bits: u32) -> u16 {
+        (self & (u128::MAX >> bits)) as u16
     }
 }
 
@@ -87,6 +100,43 @@ const UNCOVERED: u32 = 1 << 31;
 const INTERVAL: u32 = UNCOVERED - 1;
 /// One fence every this many intervals.
 const FENCE_STRIDE: usize = 32;
+/// IPv4 tables of at least this many intervals (far more than a core's cache holds) are laid
+/// out in [`Block`]s.
+const BLOCKS_MIN: usize = 1 << 17;
+/// Intervals a [`Block`] holds inline.
+const BLOCK_INTERVALS: usize = 5;
+
+/// The intervals of one block of addresses (the addresses sharing their top `bits` bits), in
+/// half a cache line: a lookup reads this block and nothing else (the block is found by
+/// indexing, not searching), so a random address in a table far larger than the cache costs
+/// one memory access instead of two dependent ones.
+///
+/// `values[0]` is the interval covering the block's first address; `values[i]` the interval
+/// starting at offset `starts[i - 1]` within the block. The interval holding an address is
+/// `values[n]`, where `n` counts the starts at or below its offset: four compares and no
+/// branch. Unused starts are `u16::MAX` and unused values repeat the last one, so counting an
+/// unused start (only the block's last address can) changes nothing.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
+struct Block {
+    starts: [u16; BLOCK_INTERVALS - 1],
+    /// Per interval: the posting of its innermost network (`NONE` for none) or, when its bit
+    /// in `nested` is set, the innermost network's node (whose posting and enclosing network
+    /// the lookup then reads).
+    values: [u32; BLOCK_INTERVALS],
+    nested: u8,
+    /// Set when the block holds more intervals than fit: `values[0]` is where they begin in
+    /// [`RangeTable::spill`] and `values[1]` how many there are.
+    spilled: u8,
+}
+
+/// One interval of a spilled block.
+#[derive(Debug, Clone, Copy)]
+struct SpillEntry {
+    start: u16,
+    nested: bool,
+    value: u32,
+}
 
 #[derive(Debug, Clone)]
 enum FirstLevel<A> {
@@ -102,6 +152,13 @@ enum FirstLevel<A> {
     },
     /// `fences[j]` = `starts[j * FENCE_STRIDE]`.
     Fences(Vec<A>),
+    /// Every block of the top `bits` bits (16 to 20, about one or two intervals a block) as a
+    /// [`Block`]; the interval list itself is not kept.
+    Blocks {
+        bits: u32,
+        blocks: Vec<Block>,
+        spill: Vec<SpillEntry>,
+    },
 }
 
 /// The interval table of one address signal and family.
@@ -110,6 +167,8 @@ pub(crate) struct RangeTable<A> {
     intervals: Vec<Interval<A>>,
     nodes: Vec<Node>,
     first: FirstLevel<A>,
+    /// Elementary intervals (the list itself is dropped for a [`FirstLevel::Blocks`] table).
+    interval_count: usize,
 }
 
 impl<A: Address> Default for RangeTable<A> {
@@ -180,6 +239,15 @@ impl<A: Address> RangeTable<A> {
         }
         close_until(&mut stack, &mut starts, &mut innermost, None);
 
+        if A::DIRECT16 && starts.len() >= BLOCKS_MIN {
+            let first = Self::blocks(&starts, &innermost, &nodes);
+            return Self {
+                intervals: Vec::new(),
+                nodes,
+                first,
+                interval_count: starts.len(),
+            };
+        }
         let first = if starts.len() < FIRST_LEVEL_MIN {
             FirstLevel::None
         } else if A::DIRECT16 && starts.len() <= INTERVAL as usize {
@@ -208,7 +276,7 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::Fences(starts.iter().step_by(FENCE_STRIDE).copied().collect())
         };
 
-        let intervals = starts
+        let intervals: Vec<Interval<A>> = starts
             .iter()
             .zip(&innermost)
             .map(|(&start, &node)| match nodes.get(node as usize) {
@@ -225,10 +293,90 @@ impl<A: Address> RangeTable<A> {
             })
             .collect();
         Self {
+            interval_count: intervals.len(),
             intervals,
             nodes,
             first,
         }
+    }
+
+    /// Lays the intervals (`starts[i]`, innermost network `innermost[i]`) out in blocks.
+    fn blocks(starts: &[A], innermost: &[u32], nodes: &[Node]) -> FirstLevel<A> {
+        // About one or two intervals a block.
+        let bits = (usize::BITS - 1 - starts.len().leading_zeros()).clamp(16, 20);
+        // An interval's value: its innermost network's posting, or that network's node when
+        // an enclosing network must be reported too.
+        let value = |at: usize| -> (u32, bool) {
+            match nodes.get(innermost[at] as usize) {
+                None => (NONE, false),
+                Some(n) if n.parent == NONE => (n.posting, false),
+                Some(_) => (innermost[at], true),
+            }
+        };
+        let mut blocks = Vec::with_capacity(1 << bits);
+        let mut spill = Vec::new();
+        let mut at = 0usize;
+        for high in 0..1usize << bits {
+            let block = A::from_top(high, bits);
+            while at + 1 < starts.len() && starts[at + 1] <= block {
+                at += 1;
+            }
+            let mut end = at + 1;
+            while end < starts.len() && starts[end].top(bits) == high {
+                end += 1;
+            }
+            let (first, first_nested) = value(at);
+            let mut b = Block {
+                starts: [u16::MAX; BLOCK_INTERVALS - 1],
+                values: [first; BLOCK_INTERVALS],
+                nested: if first_nested { u8::MAX } else { 0 },
+                spilled: 0,
+            };
+            if end - at <= BLOCK_INTERVALS {
+                for (i, k) in (at + 1..end).enumerate() {
+                    let (v, nested) = value(k);
+                    b.starts[i] = starts[k].offset16(bits);
+                    // This value and the unused ones after it.
+                    for j in i + 1..BLOCK_INTERVALS {
+                        b.values[j] = v;
+                        b.nested = if nested {
+                            b.nested | (1 << j)
+                        } else {
+                            b.nested & !(1 << j)
+                        };
+                    }
+                }
+            } else {
+                b.spilled = 1;
+                b.values[0] = spill.len() as u32;
+                b.values[1] = (end - at) as u32;
+                for (k, start) in starts.iter().enumerate().take(end).skip(at) {
+                    let (v, nested) = value(k);
+                    spill.push(SpillEntry {
+                        start: if k == at { 0 } else { start.offset16(bits) },
+                        nested,
+                        value: v,
+                    });
+                }
+            }
+            blocks.push(b);
+        }
+        FirstLevel::Blocks {
+            bits,
+            blocks,
+            spill,
+        }
+    }
+
+    /// The interval of `offset` in a block that did not fit: `(value, nested)`.
+    #[cold]
+    #[inline(never)]
+    fn spilled(spill: &[SpillEntry], block: &Block, offset: u16) -> (u32, bool) {
+        let from = block.values[0] as usize;
+        let entries = &spill[from..from + block.values[1] as usize];
+        // The first entry starts at offset 0: at least one entry is at or below `offset`.
+        let e = entries[partition_point(entries, |e| e.start <= offset).saturating_sub(1)];
+        (e.value, e.nested)
     }
 
     /// The posting of the innermost network holding `address` and that network's enclosing
@@ -236,6 +384,26 @@ impl<A: Address> RangeTable<A> {
     #[inline]
     pub(crate) fn innermost(&self, address: A) -> (u32, u32) {
         let (lo, hi) = match &self.first {
+            FirstLevel::Blocks {
+                bits,
+                blocks,
+                spill,
+            } => {
+                let block = &blocks[address.top(*bits)];
+                let offset = address.offset16(*bits);
+                let (value, nested) = if block.spilled != 0 {
+                    Self::spilled(spill, block, offset)
+                } else {
+                    let at: usize = block.starts.iter().map(|&s| usize::from(s <= offset)).sum();
+                    (block.values[at], block.nested & (1 << at) != 0)
+                };
+                // Without a branch on `nested`: node 0 is read when the value is a posting.
+                let node = self.nodes[select_unpredictable(nested, value as usize, 0)];
+                return (
+                    select_unpredictable(nested, node.posting, value),
+                    select_unpredictable(nested, node.parent, NONE),
+                );
+            }
             FirstLevel::None => (0, self.intervals.len() - 1),
             FirstLevel::Direct { bits, table } => {
                 let high = address.top(*bits);
@@ -256,6 +424,21 @@ impl<A: Address> RangeTable<A> {
         (interval.posting, interval.parent)
     }
 
+    /// Starts loading what a lookup of `address` reads first (its block, or its direct-table
+    /// entry); a no-op for small tables, which stay in cache.
+    #[inline]
+    pub(crate) fn prefetch(&self, address: A) {
+        match &self.first {
+            FirstLevel::Blocks { bits, blocks, .. } => {
+                prefetch_index::prefetch_index(blocks, address.top(*bits));
+            }
+            FirstLevel::Direct { bits, table } => {
+                prefetch_index::prefetch_index(table, address.top(*bits));
+            }
+            FirstLevel::None | FirstLevel::Fences(_) => {}
+        }
+    }
+
     /// The network node `index`.
     #[inline]
     pub(crate) fn node(&self, index: u32) -> Node {
@@ -267,7 +450,7 @@ impl<A: Address> RangeTable<A> {
     }
 
     pub(crate) fn intervals(&self) -> usize {
-        self.intervals.len()
+        self.interval_count
     }
 
     pub(crate) fn has_first_level(&self) -> bool {
@@ -279,6 +462,10 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::None => 0,
             FirstLevel::Direct { table, .. } => table.capacity() * 4,
             FirstLevel::Fences(f) => f.capacity() * std::mem::size_of::<A>(),
+            FirstLevel::Blocks { blocks, spill, .. } => {
+                blocks.capacity() * std::mem::size_of::<Block>()
+                    + spill.capacity() * std::mem::size_of::<SpillEntry>()
+            }
         };
         self.intervals.capacity() * std::mem::size_of::<Interval<A>>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -336,10 +523,11 @@ mod tests {
 
     #[test]
     fn a_large_table_uses_a_wider_direct_table() {
-        // 70,000 distinct /24 networks: about 140,000 intervals, an 18-bit direct table.
+        // 60,000 distinct /24 networks: about 120,000 intervals, a 17-bit direct table (from
+        // 131,072 intervals on, blocks).
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut nets = std::collections::HashMap::new();
-        while nets.len() < 70_000 {
+        while nets.len() < 60_000 {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1);
@@ -352,7 +540,7 @@ mod tests {
                 .map(|(&first, &p)| (first, first | 0xff, p))
                 .collect(),
         );
-        assert!(matches!(table.first, FirstLevel::Direct { bits: 18, .. }));
+        assert!(matches!(table.first, FirstLevel::Direct { bits: 17, .. }));
         for probe in 0..200_000u32 {
             let address = probe.wrapping_mul(2_654_435_761);
             let expected: Vec<u32> = nets
@@ -472,6 +660,79 @@ mod tests {
             expected6.sort_unstable();
             let expected6: Vec<u32> = expected6.into_iter().map(|e| e.1).collect();
             assert_eq!(chain(&t6, a6), expected6, "{a6:#x}");
+        }
+    }
+
+    #[test]
+    fn blocks_agree_with_a_per_length_oracle() {
+        let mut state = 0x0dd_c0ffee_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut nets: std::collections::BTreeSet<(u32, u8)> = Default::default();
+        // Random /20 to /32 networks: enough intervals for blocks.
+        while nets.len() < 75_000 {
+            let len = 20 + (next() % 13) as u8;
+            nets.insert(((next() as u32) & (u32::MAX << (32 - len)), len));
+        }
+        // Enclosing networks (nesting two and three deep), the two ends of the space, block
+        // edges, and one /16 crowded with /32s (its blocks overflow and spill).
+        for (first, len) in [
+            (0x0a00_0000, 8),
+            (0x0a10_0000, 12),
+            (0x0a10_0000, 16),
+            (0xc000_0000, 4),
+            (0, 32),
+            (u32::MAX, 32),
+            (0x0b00_ffff, 32),
+            (0x0b01_0000, 32),
+            (0x0b02_0000, 16),
+        ] {
+            nets.insert((first, len));
+        }
+        for i in 0..400u32 {
+            nets.insert((0x0c0c_0000 + i * 7, 32));
+        }
+        let nets: Vec<(u32, u8)> = nets.into_iter().collect();
+        let table = RangeTable::build(
+            nets.iter()
+                .enumerate()
+                .map(|(p, &(first, len))| {
+                    let last = first | (u32::MAX.checked_shr(u32::from(len)).unwrap_or(0));
+                    (first, last, p as u32)
+                })
+                .collect(),
+        );
+        let FirstLevel::Blocks { spill, .. } = &table.first else {
+            panic!("expected blocks for {} intervals", table.intervals());
+        };
+        assert!(!spill.is_empty(), "the crowded /16 spills");
+        // The oracle: per prefix length, the networks by first address.
+        let mut by_len: Vec<std::collections::HashMap<u32, u32>> = vec![Default::default(); 33];
+        for (p, &(first, len)) in nets.iter().enumerate() {
+            by_len[usize::from(len)].insert(first, p as u32);
+        }
+        let expected = |a: u32| -> Vec<u32> {
+            (0..=32u32)
+                .rev()
+                .filter_map(|len| {
+                    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+                    by_len[len as usize].get(&(a & mask)).copied()
+                })
+                .collect()
+        };
+        let mut probes: Vec<u32> = (0..200_000).map(|_| next() as u32).collect();
+        for &(first, len) in &nets {
+            let last = first | (u32::MAX.checked_shr(u32::from(len)).unwrap_or(0));
+            probes.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+        }
+        probes.extend((0..2_000u32).map(|i| 0x0c0c_0000 + i));
+        probes.extend([0, 1, u32::MAX, u32::MAX - 1, 0x0b00_fffe, 0x0b01_0001]);
+        for a in probes {
+            assert_eq!(chain(&table, a), expected(a), "{a:#x}");
         }
     }
 }
