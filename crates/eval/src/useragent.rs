@@ -197,15 +197,59 @@ enum InnerFinder {
     Automaton(AhoCorasick),
 }
 
-/// Many literals found through their first `width` bytes (the shortest literal's length, at
-/// most four). The prefixes all have that width, so at most one occurs at a position and a
+/// Finds the leftmost-first occurrence of one of a few literals: one SIMD single-needle search
+/// (`memchr::memmem`) when there is a single literal, Teddy otherwise.
+#[derive(Debug, Clone)]
+enum LiteralSearcher {
+    One(memchr::memmem::Finder<'static>),
+    Many(packed::Searcher),
+}
+
+impl LiteralSearcher {
+    /// A searcher for `literals` (leftmost-first: at one position, the first given wins).
+    fn build<B: AsRef<[u8]>>(literals: &[B]) -> Option<Self> {
+        if let [one] = literals {
+            return Some(Self::One(
+                memchr::memmem::Finder::new(one.as_ref()).into_owned(),
+            ));
+        }
+        let mut builder = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder();
+        for literal in literals {
+            builder.add(literal);
+        }
+        builder.build().map(Self::Many)
+    }
+
+    /// The start and the literal index of the leftmost occurrence at or after `at`.
+    #[inline]
+    fn find(&self, text: &[u8], at: usize) -> Option<(usize, usize)> {
+        match self {
+            Self::One(finder) => finder.find(&text[at..]).map(|i| (at + i, 0)),
+            Self::Many(searcher) => searcher
+                .find_in(text, Span::from(at..text.len()))
+                .map(|m| (m.start(), m.pattern().as_usize())),
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        match self {
+            Self::One(finder) => finder.needle().len() + 64,
+            Self::Many(searcher) => searcher.memory_usage(),
+        }
+    }
+}
+
+/// Literals found through their first `width` bytes (the shortest literal's length, at most
+/// four): many literals with few distinct prefixes, or any number sharing one prefix. The prefixes all have that width, so at most one occurs at a position and a
 /// leftmost-first search restarted one byte after each occurrence visits every occurrence; at
 /// each, one hash probe per distinct length of the literals with that prefix finds them.
 /// Real lists (`*bot*`, `*crawl*`, `*python*`, ...) share a handful of prefixes, and a user
 /// agent holding none of them costs one SIMD pass.
 #[derive(Debug, Clone)]
 struct PrefixedLiterals {
-    searcher: packed::Searcher,
+    searcher: LiteralSearcher,
     width: usize,
     /// Per prefix (the searcher's pattern id): the distinct lengths of its literals, ascending.
     lengths: Vec<Box<[u32]>>,
@@ -227,13 +271,8 @@ impl PrefixedLiterals {
         if prefixes.len() > PACKED_MAX {
             return None;
         }
-        let mut builder = packed::Config::new()
-            .match_kind(packed::MatchKind::LeftmostFirst)
-            .builder();
-        for prefix in prefixes.keys() {
-            builder.add(prefix);
-        }
-        let searcher = builder.build()?;
+        let keys: Vec<&[u8]> = prefixes.keys().copied().collect();
+        let searcher = LiteralSearcher::build(&keys)?;
         Some(Self {
             searcher,
             width,
@@ -255,11 +294,10 @@ impl PrefixedLiterals {
     fn each_literal(&self, text: &[u8], report: &mut impl FnMut(u32)) {
         let mut at = 0;
         while at + self.width <= text.len() {
-            let Some(m) = self.searcher.find_in(text, Span::from(at..text.len())) else {
+            let Some((start, prefix)) = self.searcher.find(text, at) else {
                 break;
             };
-            let start = m.start();
-            for &len in self.lengths[m.pattern().as_usize()].iter() {
+            for &len in self.lengths[prefix].iter() {
                 let Some(candidate) = text.get(start..start + len as usize) else {
                     break;
                 };
@@ -274,7 +312,7 @@ impl PrefixedLiterals {
 
 #[derive(Debug, Clone)]
 struct PackedChunk {
-    searcher: packed::Searcher,
+    searcher: LiteralSearcher,
     /// Chunk pattern → global literal id.
     literal_ids: Vec<u32>,
     literals: Vec<Box<[u8]>>,
@@ -287,6 +325,12 @@ impl InnerFinder {
         if literals.is_empty() {
             return Some(InnerFinder::None);
         }
+        // Literals that all begin alike (`*crawl1*`, `*crawl2*`, ...): one single-needle search
+        // for the shared prefix beats a multi-literal search.
+        let prefixed = PrefixedLiterals::build(seed, literals);
+        if let Some(prefixed) = prefixed.filter(|p| p.lengths.len() == 1) {
+            return Some(InnerFinder::Prefixed(Box::new(prefixed)));
+        }
         if literals.len() <= PACKED_MAX {
             let mut ids: Vec<u32> = (0..literals.len() as u32).collect();
             ids.sort_by_key(|&i| (literals[i as usize].len(), i));
@@ -294,13 +338,7 @@ impl InnerFinder {
                 .iter()
                 .map(|&i| literals[i as usize].clone().into())
                 .collect();
-            let mut builder = packed::Config::new()
-                .match_kind(packed::MatchKind::LeftmostFirst)
-                .builder();
-            for literal in &chunk {
-                builder.add(literal);
-            }
-            if let Some(searcher) = builder.build() {
+            if let Some(searcher) = LiteralSearcher::build(&chunk) {
                 let extensions = chunk
                     .iter()
                     .map(|short| {
@@ -348,11 +386,9 @@ impl InnerFinder {
             InnerFinder::Packed(chunk) => {
                 let mut at = 0;
                 while at < text.len() {
-                    let Some(m) = chunk.searcher.find_in(text, Span::from(at..text.len())) else {
+                    let Some((start, winner)) = chunk.searcher.find(text, at) else {
                         break;
                     };
-                    let start = m.start();
-                    let winner = m.pattern().as_usize();
                     report(chunk.literal_ids[winner]);
                     for &longer in &chunk.extensions[winner] {
                         if text[start..].starts_with(&chunk.literals[longer as usize]) {
@@ -674,6 +710,16 @@ mod tests {
         assert_eq!(hits(&idx, "a bot"), vec![0, 1, 2, 3]);
         assert_eq!(hits(&idx, "bobo"), vec![0]);
         assert_eq!(hits(&idx, "xxzzz"), vec![4]);
+        // Literals sharing one prefix: a single-needle search for it, then the literals.
+        let idx = index(&["*crawl1*", "*crawl12*", "*crawl2*", "*crawler*"]);
+        let InnerFinder::Prefixed(prefixed) = &idx.inner else {
+            panic!("expected the prefix finder");
+        };
+        assert!(matches!(prefixed.searcher, LiteralSearcher::One(_)));
+        assert_eq!(hits(&idx, "a crawl12 crawler"), vec![0, 1, 3]);
+        assert_eq!(hits(&idx, "crawl2crawl1"), vec![0, 2]);
+        assert_eq!(hits(&idx, "craw"), Vec::<u32>::new());
+        assert_eq!(hits(&idx, "Crawl1"), Vec::<u32>::new());
         // Many literals with few prefixes ("k0" to "k9"): found through their prefixes.
         let owned: Vec<String> = (0..350).map(|n| format!("*k{n}*")).collect();
         let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
