@@ -27,7 +27,7 @@ enum Slot {
 fn body(priority: u64, serial: u64) -> Value {
     json!({
         "description": format!("durability {serial}"),
-        "active": serial % 3 != 0,
+        "active": !serial.is_multiple_of(3),
         "priority": priority,
         "rule": {"action": {"block": true}, "scope": "tenant",
                  "match": {"ipv4_cidrs": [format!("10.{}.{}.0/24", serial % 250, priority)]}}

@@ -352,7 +352,7 @@ impl<'a> Cursor<'a> {
 
 /// Reads a list of big-endian u16 values filling `bytes` exactly.
 fn u16_list(bytes: &[u8], field: &'static str) -> Result<Vec<u16>, ParseError> {
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return Err(ParseError::Malformed { field });
     }
     Ok(bytes

@@ -453,7 +453,7 @@ impl GeoEnricher {
     fn count_lookup_error(&self, error: &dyn std::fmt::Display) {
         let previous = self.inner.lookup_errors.fetch_add(1, Ordering::Relaxed);
         // Log the first error and then every 1024th, not one line per request.
-        if previous % 1024 == 0 {
+        if previous.is_multiple_of(1024) {
             tracing::warn!(
                 target: "netacl_edge::geo",
                 errors = previous + 1,
