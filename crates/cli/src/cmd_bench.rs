@@ -83,6 +83,18 @@ fn thread_cpu_ns() -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// The timed loop: every request of the mix decided `passes` times. Out of line so that a
+/// profiler can collect it alone (`valgrind --tool=callgrind
+/// --toggle-collect='netacl::cmd_bench::decide_passes' netacl bench ...`).
+#[inline(never)]
+fn decide_passes(policy: &CompiledPolicy, requests: &[Request<'_>], passes: usize) {
+    for _ in 0..passes {
+        for request in requests {
+            black_box(policy.evaluate(black_box(request)));
+        }
+    }
+}
+
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
@@ -137,9 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Each round passes over the mix often enough to last about 100 ms, so that the on-CPU
     // time (which the kernel accounts in scheduler ticks) is measured to a few percent.
     let t = Instant::now();
-    for request in &requests {
-        black_box(policy.evaluate(black_box(request)));
-    }
+    decide_passes(&policy, &requests, 1);
     let one_pass = t.elapsed().as_secs_f64().max(1e-6);
     let passes = ((0.1 / one_pass).ceil() as usize).clamp(1, 1_000);
     let decisions_per_round = (passes * requests.len()) as f64;
@@ -148,11 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for _ in 0..rounds {
         let cpu = thread_cpu_ns();
         let t = Instant::now();
-        for _ in 0..passes {
-            for request in &requests {
-                black_box(policy.evaluate(black_box(request)));
-            }
-        }
+        decide_passes(&policy, &requests, passes);
         per_round.push(t.elapsed().as_secs_f64() * 1e9 / decisions_per_round);
         cpu_total = match (cpu_total, cpu, thread_cpu_ns()) {
             (Some(total), Some(before), Some(after)) => Some(total + after.saturating_sub(before)),

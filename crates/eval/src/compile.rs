@@ -7,7 +7,7 @@ use netacl_model::{
     Action, Criteria, Limits, NetworkAcl, RequestScope, RuleScope, RuleSet, Signal,
 };
 
-use crate::hash::{random_seed, short_key_caseless, ByteMap, FixedMap};
+use crate::hash::{ja3_key, random_seed, short_key_caseless, ByteMap, CountryTable, FixedMap};
 use crate::policy::{
     bit, signal_name, ActionCode, CompiledPolicy, IndexKind, IndexStats, Indexes, PolicyStats,
     RuleMeta, SignalSet,
@@ -173,9 +173,9 @@ struct Collected {
     connecting_v4: Vec<((u32, u32), u8, u32)>,
     connecting_v6: Vec<((u128, u128), u8, u32)>,
     asn: Vec<(u32, u8, u32)>,
-    country: Vec<(u16, u8, u32)>,
+    country: Vec<([u8; 2], u8, u32)>,
     subdivision: Vec<(u64, u8, u32)>,
-    ja3: Vec<(u128, u8, u32)>,
+    ja3: Vec<([u64; 2], u8, u32)>,
     ja4: Vec<(String, u8, u32)>,
     user_agent: Vec<(String, u8, u32)>,
     hostname: Vec<(String, u8, u32)>,
@@ -221,8 +221,7 @@ impl Collected {
                     }
                     Signal::Country => {
                         for c in criteria.geo_country_codes().unwrap_or(&[]) {
-                            self.country
-                                .push((u16::from_le_bytes(c.canonical()), list, rule));
+                            self.country.push((c.canonical(), list, rule));
                         }
                     }
                     Signal::Subdivision => {
@@ -235,7 +234,7 @@ impl Collected {
                     }
                     Signal::Ja3 => {
                         for f in criteria.ja3_fingerprints().unwrap_or(&[]) {
-                            self.ja3.push((u128::from_le_bytes(f.bytes()), list, rule));
+                            self.ja3.push((ja3_key(f.bytes()), list, rule));
                         }
                     }
                     Signal::Ja4 => {
@@ -516,7 +515,7 @@ impl CompiledPolicy {
             connecting_v4: ranges(g.group(c.connecting_v4)),
             connecting_v6: ranges(g.group(c.connecting_v6)),
             asn: fixed_map(seed, c.asn, g),
-            country: fixed_map(seed, c.country, g),
+            country: (!c.country.is_empty()).then(|| CountryTable::build(&g.group(c.country))),
             subdivision: fixed_map(seed, c.subdivision, g),
             ja3: fixed_map(seed, c.ja3, g),
             ja4: byte_map(seed, c.ja4, g),
@@ -651,7 +650,14 @@ impl CompiledPolicy {
                 IndexKind::IntervalTableFenced,
             ),
             hashed("asn", ix.asn.as_ref().map(|m| (m.len(), m.bytes()))),
-            hashed("country", ix.country.as_ref().map(|m| (m.len(), m.bytes()))),
+            IndexStats {
+                kind: if ix.country.is_some() {
+                    IndexKind::DirectTable
+                } else {
+                    IndexKind::Unused
+                },
+                ..hashed("country", ix.country.as_ref().map(|m| (m.len(), m.bytes())))
+            },
             hashed(
                 "subdivision",
                 ix.subdivision.as_ref().map(|m| (m.len(), m.bytes())),

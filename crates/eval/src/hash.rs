@@ -1,9 +1,9 @@
 //! Static hash tables built once at compile time and probed on the hot path.
 //!
 //! The keys come from the rule set (an administrator's values), the probes from requests. The
-//! tables are open-addressing with linear probing at a load factor of at most one half, keyed by
-//! a folded-multiply hash with a per-policy random seed, so that a rule author cannot arrange
-//! keys to collide by knowing the hash function.
+//! tables are two-choice cuckoo tables (see [`cuckoo_layout`]) keyed by a folded-multiply hash
+//! with a per-policy random seed, so that a rule author cannot arrange keys to collide by
+//! knowing the hash function.
 
 use std::hash::BuildHasher;
 use std::hint::select_unpredictable;
@@ -17,7 +17,7 @@ const K3: u64 = 0x082e_fa98_ec4e_6c89;
 /// "no posting").
 pub(crate) const EMPTY: u32 = crate::range::NONE;
 
-#[inline]
+#[inline(always)]
 fn fold_mul(a: u64, b: u64) -> u64 {
     let product = u128::from(a) * u128::from(b);
     (product as u64) ^ ((product >> 64) as u64)
@@ -30,7 +30,7 @@ pub(crate) fn random_seed() -> u64 {
 
 /// The last `bytes.len() < 8` bytes of a string as a zero-padded little-endian word, read with
 /// fixed-size loads (a variable-length copy would cost a call and a store-forwarding stall).
-#[inline]
+#[inline(always)]
 fn tail_word(rest: &[u8]) -> u64 {
     let n = rest.len();
     if n >= 4 {
@@ -47,14 +47,15 @@ fn tail_word(rest: &[u8]) -> u64 {
     }
 }
 
-/// Hashes one 64-bit word.
-#[inline]
+/// Hashes one 64-bit word: one folded multiply (both halves of the product depend on every
+/// bit of the word; the table uses the low bits for a bucket and the high ones for the other).
+#[inline(always)]
 pub(crate) fn hash_word(seed: u64, word: u64) -> u64 {
-    fold_mul(fold_mul(word ^ seed, K0) ^ K3, K1)
+    fold_mul(word ^ seed, K0)
 }
 
 /// Hashes a byte string.
-#[inline]
+#[inline(always)]
 pub(crate) fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
     hash_words::<0>(seed, bytes)
 }
@@ -65,27 +66,42 @@ const CASE_BITS: u64 = 0x2020_2020_2020_2020;
 /// A case-insensitive hash: the hash of the bytes with bit 5 set in each, so that `A` and `a`
 /// hash alike (and so do a few pairs of other bytes, such as `@` and `` ` ``, which the key
 /// comparison then tells apart). One `or` a word instead of a lowercase conversion.
-#[inline]
+#[inline(always)]
 pub(crate) fn hash_bytes_caseless(seed: u64, bytes: &[u8]) -> u64 {
     hash_words::<CASE_BITS>(seed, bytes)
 }
 
-/// Hashes a byte string eight bytes at a time, each word OR-ed with `BLUR` first.
-#[inline]
+/// The eight bytes of `chunk` from `at` as a little-endian word.
+#[inline(always)]
+fn word_at(chunk: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&chunk[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// Hashes a byte string sixteen bytes a multiply, each word OR-ed with `BLUR` first: the two
+/// words of a chunk, each xor-ed with a key and one of them with the running state, are
+/// multiplied and the 128-bit product folded (the mixing step of wyhash). A 36-byte JA4 costs
+/// four dependent multiplies, a 110-byte user agent eight.
+#[inline(always)]
 fn hash_words<const BLUR: u64>(seed: u64, bytes: &[u8]) -> u64 {
     let mut h = seed ^ (bytes.len() as u64).wrapping_mul(K2);
-    let mut chunks = bytes.chunks_exact(8);
+    let mut chunks = bytes.chunks_exact(16);
     for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        h = fold_mul(h ^ (u64::from_le_bytes(word) | BLUR), K0);
+        let (x, y) = (word_at(chunk, 0) | BLUR, word_at(chunk, 8) | BLUR);
+        h = fold_mul(x ^ K0, y ^ h);
     }
-    let rest = tail_word(chunks.remainder()) | BLUR;
-    fold_mul(fold_mul(h ^ rest, K1) ^ K3, K2)
+    let rest = chunks.remainder();
+    let (x, y) = if rest.len() > 8 {
+        (word_at(rest, 0), tail_word(&rest[8..]))
+    } else {
+        (tail_word(rest), 0)
+    };
+    fold_mul(fold_mul((x | BLUR) ^ K1, (y | BLUR) ^ h) ^ K3, K2 ^ h)
 }
 
 /// ASCII-lowercases the eight bytes of a word at once (bytes >= 0x80 are left alone).
-#[inline]
+#[inline(always)]
 fn lower8(x: u64) -> u64 {
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let ascii = !x & HIGH;
@@ -140,7 +156,7 @@ impl FixedKey for u64 {
 /// A short string (at most seven bytes, such as an ISO 3166-2 subdivision code) as one word:
 /// its ASCII-lowercase bytes, little-endian, and its length in the top byte. `None` for a
 /// longer string, which no such key equals.
-#[inline]
+#[inline(always)]
 pub(crate) fn short_key_caseless(bytes: &[u8]) -> Option<u64> {
     if bytes.len() > 7 {
         return None;
@@ -148,18 +164,23 @@ pub(crate) fn short_key_caseless(bytes: &[u8]) -> Option<u64> {
     Some(lower8(tail_word(bytes)) | ((bytes.len() as u64) << 56))
 }
 
-impl FixedKey for u16 {
+/// A 16-byte key (a JA3 fingerprint) as two words: 8-byte aligned, so a slot takes 24 bytes
+/// (a `u128` key would be aligned, and its slot padded, to 32).
+impl FixedKey for [u64; 2] {
     #[inline]
     fn hash(self, seed: u64) -> u64 {
-        hash_word(seed, u64::from(self))
+        fold_mul(self[0] ^ seed, self[1] ^ K1)
     }
 }
 
-impl FixedKey for u128 {
-    #[inline]
-    fn hash(self, seed: u64) -> u64 {
-        hash_word(seed ^ hash_word(seed, self as u64), (self >> 64) as u64)
-    }
+/// The 16 bytes of a JA3 fingerprint as a [`FixedKey`].
+#[inline(always)]
+pub(crate) fn ja3_key(bytes: [u8; 16]) -> [u64; 2] {
+    let mut low = [0u8; 8];
+    let mut high = [0u8; 8];
+    low.copy_from_slice(&bytes[..8]);
+    high.copy_from_slice(&bytes[8..]);
+    [u64::from_le_bytes(low), u64::from_le_bytes(high)]
 }
 
 /// Tables whose slots take fewer bytes than this get no [`Filter`]: they stay in cache anyway.
@@ -194,7 +215,7 @@ impl Filter {
     /// The word and the two bits of a hash (the table uses its low bits for the slot and its
     /// high half as a tag; the filter takes the word from the high half and the bits from
     /// its top, so its answers are independent of the slot).
-    #[inline]
+    #[inline(always)]
     fn position(&self, h: u64) -> (usize, u64) {
         let word = (h >> 32) as usize & self.mask;
         let bits = (1u64 << ((h >> 58) & 63)) | (1u64 << ((h >> 52) & 63));
@@ -207,7 +228,7 @@ impl Filter {
     }
 
     /// Whether a key with hash `h` may be in the table.
-    #[inline]
+    #[inline(always)]
     fn may_contain(&self, h: u64) -> bool {
         let (word, bits) = self.position(h);
         self.words[word] & bits == bits
@@ -219,7 +240,7 @@ impl Filter {
 }
 
 /// Whether a key with hash `h` may be in a table behind `filter` (always, without one).
-#[inline]
+#[inline(always)]
 fn admits(filter: &Option<Filter>, h: u64) -> bool {
     filter.as_ref().is_none_or(|f| f.may_contain(h))
 }
@@ -233,7 +254,7 @@ const MAX_KICKS: usize = 500;
 /// The two buckets of a key with hash `h` in a table of `mask + 1` buckets: the low bits of
 /// the hash, and those xor-ed with a spread of its high half made odd, so that the two differ
 /// whenever there are two buckets or more.
-#[inline]
+#[inline(always)]
 fn buckets_of(h: u64, mask: usize) -> (usize, usize) {
     let first = h as usize & mask;
     let spread = ((h >> 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize | 1;
@@ -250,12 +271,14 @@ struct Layout {
 
 /// Places `n` distinct keys so that each sits in one of the two buckets of its hash
 /// (`hash(seed, key index)`): two-choice cuckoo hashing with buckets of two slots, at a load of
-/// at most one half, far below the point (about 0.89) where placement starts to fail. Should a
+/// at most three quarters, below the point (about 0.89) where placement starts to fail. Should a
 /// placement fail anyway, another seed is tried, and every fourth attempt the table doubles.
 /// The seed is the policy's random seed (and its derivatives): a rule author who does not know
 /// it cannot choose keys that collide.
 fn cuckoo_layout(n: usize, seed: u64, hash: impl Fn(u64, usize) -> u64) -> Layout {
-    let mut buckets = n.max(1).next_power_of_two();
+    // At most three keys in four slots (two-choice tables of two-slot buckets fill to about
+    // 89% before placement fails), at least three in eight.
+    let mut buckets = (n * 2).div_ceil(3).max(1).next_power_of_two();
     let mut seed = seed;
     let mut attempt = 0u64;
     loop {
@@ -355,7 +378,7 @@ impl<K: FixedKey> FixedMap<K> {
     /// The value stored for `key`, or [`EMPTY`]: the two buckets are read and the value
     /// selected without branching on the outcome (only the filter in front of a large table
     /// may end the lookup early).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, key: K) -> u32 {
         let h = key.hash(self.seed);
         if !admits(&self.filter, h) {
@@ -389,6 +412,51 @@ impl<K: FixedKey> FixedMap<K> {
     #[cfg(test)]
     fn has_filter(&self) -> bool {
         self.filter.is_some()
+    }
+}
+
+/// Country codes (two ASCII letters, upper case) to postings: a table of 26 × 26 entries
+/// indexed by the letters, no hashing.
+#[derive(Debug, Clone)]
+pub(crate) struct CountryTable {
+    postings: Box<[u32]>,
+    len: usize,
+}
+
+impl CountryTable {
+    /// The slot of a code, `None` when it is not two upper-case ASCII letters.
+    #[inline(always)]
+    fn slot(code: [u8; 2]) -> Option<usize> {
+        let [a, b] = code.map(|c| usize::from(c.wrapping_sub(b'A')));
+        (a < 26 && b < 26).then_some(a * 26 + b)
+    }
+
+    /// Builds the table from distinct codes (a code that is not two upper-case letters, which
+    /// validation does not let through, is left out).
+    pub(crate) fn build(entries: &[([u8; 2], u32)]) -> Self {
+        let mut postings = vec![EMPTY; 26 * 26].into_boxed_slice();
+        let mut len = 0;
+        for &(code, posting) in entries {
+            if let Some(slot) = Self::slot(code) {
+                len += usize::from(postings[slot] == EMPTY);
+                postings[slot] = posting;
+            }
+        }
+        Self { postings, len }
+    }
+
+    /// The posting of `code`, or [`EMPTY`].
+    #[inline(always)]
+    pub(crate) fn find(&self, code: [u8; 2]) -> u32 {
+        Self::slot(code).map_or(EMPTY, |slot| self.postings[slot])
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.postings.len() * 4
     }
 }
 
@@ -612,11 +680,11 @@ mod tests {
         }
         assert_eq!(map.get(1), None);
         assert_eq!(FixedMap::<u32>::build(1, &[]).get(0), None);
-        let wide = FixedMap::build(3, &[(u128::MAX, 1), (0u128, 2), (1u128 << 64, 3)]);
-        assert_eq!(wide.get(u128::MAX), Some(1));
-        assert_eq!(wide.get(0), Some(2));
-        assert_eq!(wide.get(1u128 << 64), Some(3));
-        assert_eq!(wide.get(1), None);
+        let wide = FixedMap::build(3, &[([u64::MAX; 2], 1), ([0, 0], 2), ([0, 1], 3)]);
+        assert_eq!(wide.get([u64::MAX; 2]), Some(1));
+        assert_eq!(wide.get([0, 0]), Some(2));
+        assert_eq!(wide.get([0, 1]), Some(3));
+        assert_eq!(wide.get([1, 0]), None);
     }
 
     #[test]

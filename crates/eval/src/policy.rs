@@ -10,7 +10,7 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
-use crate::hash::{short_key_caseless, ByteMap, FixedMap};
+use crate::hash::{ja3_key, short_key_caseless, ByteMap, CountryTable, FixedMap};
 use crate::postings::{Postings, NO_RULE, REQUEST_SCOPES};
 use crate::range::{RangeTable, NONE};
 use crate::request::{v4_bits, Request};
@@ -268,8 +268,10 @@ pub enum IndexKind {
     IntervalTableDirect,
     /// Sorted disjoint intervals behind a fence array of every 32nd start (IPv6).
     IntervalTableFenced,
-    /// An open-addressing hash table.
+    /// A hash table (two-choice cuckoo).
     HashTable,
+    /// A table indexed by the value itself (country codes: 26 × 26 entries).
+    DirectTable,
     /// Exact user agents by hash, wildcard patterns by prefix/suffix hash and Aho-Corasick.
     UserAgentMatcher,
 }
@@ -361,9 +363,9 @@ pub(crate) struct Indexes {
     pub(crate) connecting_v4: RangeTable<u32>,
     pub(crate) connecting_v6: RangeTable<u128>,
     pub(crate) asn: Option<FixedMap<u32>>,
-    pub(crate) country: Option<FixedMap<u16>>,
+    pub(crate) country: Option<CountryTable>,
     pub(crate) subdivision: Option<FixedMap<u64>>,
-    pub(crate) ja3: Option<FixedMap<u128>>,
+    pub(crate) ja3: Option<FixedMap<[u64; 2]>>,
     pub(crate) ja4: Option<ByteMap>,
     pub(crate) user_agent: Option<UserAgentIndex>,
     pub(crate) hostname: Option<ByteMap>,
@@ -414,7 +416,7 @@ struct StackRefs {
 }
 
 impl RefBuffer for StackRefs {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, reference: u32) {
         if let Some(slot) = self.refs.get_mut(self.len) {
             *slot = reference;
@@ -488,7 +490,7 @@ struct Hits<B> {
 }
 
 impl<B: RefBuffer> Hits<B> {
-    #[inline]
+    #[inline(always)]
     fn of(&self, signal: usize) -> &[u32] {
         let (from, to) = self.range[signal];
         self.refs
@@ -586,7 +588,11 @@ impl CompiledPolicy {
     }
 
     /// Evaluates one request.
-    #[inline]
+    ///
+    /// Compiled once, in this crate, with the lookups inlined into it: not `#[inline]`, so its
+    /// code (and speed) is the same in every program that embeds the engine, whatever that
+    /// program's own inlining decisions.
+    #[inline(never)]
     pub fn evaluate(&self, request: &Request<'_>) -> Decision {
         let mut decision = Decision {
             version: self.version,
@@ -613,7 +619,7 @@ impl CompiledPolicy {
     }
 
     /// The postings of the networks holding `address`, innermost first.
-    #[inline]
+    #[inline(always)]
     fn chain<A: crate::range::Address>(
         table: &RangeTable<A>,
         address: A,
@@ -633,7 +639,7 @@ impl CompiledPolicy {
     /// Starts loading the index blocks of the request's addresses. In a table far larger than
     /// the cache a random address costs one memory access (over a hundred nanoseconds); begun
     /// before the other signals are looked up, it overlaps their work instead of stalling it.
-    #[inline]
+    #[inline(always)]
     fn prefetch_addresses(&self, request: &Request<'_>) {
         let ix = &self.indexes;
         for (v4, v6, ip) in [
@@ -652,7 +658,7 @@ impl CompiledPolicy {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn address(
         v4: &RangeTable<u32>,
         v6: &RangeTable<u128>,
@@ -669,7 +675,7 @@ impl CompiledPolicy {
     /// Looks up the request's value of every signal in `signals` (a bit set; nothing for a
     /// signal the request lacks or no rule names) and records the postings hit, signal by
     /// signal. Straight-line code: one predictable branch per signal.
-    #[inline]
+    #[inline(always)]
     fn probe<B: RefBuffer>(&self, request: &Request<'_>, signals: u16, hits: &mut Hits<B>) {
         let ix = &self.indexes;
         let refs = &mut hits.refs;
@@ -687,7 +693,7 @@ impl CompiledPolicy {
         if wants(Signal::Country) {
             let from = refs.len();
             if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
-                refs.push_found(map.find(u16::from_le_bytes(code)));
+                refs.push_found(map.find(code));
             }
             mark(Signal::Country, refs, from);
         }
@@ -703,7 +709,7 @@ impl CompiledPolicy {
         if wants(Signal::Ja3) {
             let from = refs.len();
             if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
-                refs.push_found(map.find(u128::from_le_bytes(ja3)));
+                refs.push_found(map.find(ja3_key(ja3)));
             }
             mark(Signal::Ja3, refs, from);
         }

@@ -85,7 +85,7 @@ impl Postings {
         (self.bounds.len() - 1) as u32
     }
 
-    #[inline]
+    #[inline(always)]
     fn list(&self, posting: u32, which: usize) -> &[u32] {
         let b = &self.bounds[posting as usize];
         &self.arena[b[which] as usize..b[which + 1] as usize]
@@ -100,7 +100,7 @@ impl Postings {
     /// The rules anchored on the posting `reference` for request scope `scope`, in order, as
     /// the first one ([`NO_RULE`] when there is none) and the others. An inline posting
     /// answers from the reference alone.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn anchor_stream(&self, reference: u32, scope: usize) -> (u32, &[u32]) {
         if reference & INLINE == 0 {
             return match self.list(reference, scope).split_first() {
@@ -119,18 +119,18 @@ impl Postings {
 
     /// Whether `rule` lists the value of the posting `reference` in a `match` it is not
     /// anchored on.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_member(&self, reference: u32, rule: u32) -> bool {
         self.in_list(reference, KIND_MEMBER, MEMBERS, rule)
     }
 
     /// Whether `rule` lists the value of the posting `reference` in its `not_match`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_excluded(&self, reference: u32, rule: u32) -> bool {
         self.in_list(reference, KIND_EXCLUDED, EXCLUDED, rule)
     }
 
-    #[inline]
+    #[inline(always)]
     fn in_list(&self, reference: u32, inline_kind: u32, which: usize, rule: u32) -> bool {
         if reference & INLINE != 0 {
             return (reference >> KIND_SHIFT) & 0b11 == inline_kind && reference & ORDINAL == rule;

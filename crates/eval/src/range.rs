@@ -426,7 +426,7 @@ impl<A: Address> RangeTable<A> {
 
     /// Starts loading what a lookup of `address` reads first (its block, or its direct-table
     /// entry); a no-op for small tables, which stay in cache.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prefetch(&self, address: A) {
         match &self.first {
             FirstLevel::Blocks { bits, blocks, .. } => {
@@ -440,7 +440,7 @@ impl<A: Address> RangeTable<A> {
     }
 
     /// The network node `index`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn node(&self, index: u32) -> Node {
         self.nodes[index as usize]
     }

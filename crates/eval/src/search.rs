@@ -9,7 +9,7 @@ use std::hint::select_unpredictable;
 
 /// How many leading elements of `items` satisfy `below` (which must hold for a prefix of
 /// `items` and fail for the rest), like [`slice::partition_point`].
-#[inline]
+#[inline(always)]
 pub(crate) fn partition_point<T>(items: &[T], below: impl Fn(&T) -> bool) -> usize {
     let mut size = items.len();
     if size == 0 {
@@ -28,7 +28,7 @@ pub(crate) fn partition_point<T>(items: &[T], below: impl Fn(&T) -> bool) -> usi
 }
 
 /// Whether the ascending `items` hold `value`.
-#[inline]
+#[inline(always)]
 pub(crate) fn contains_sorted(items: &[u32], value: u32) -> bool {
     let at = partition_point(items, |&x| x < value);
     items.get(at) == Some(&value)

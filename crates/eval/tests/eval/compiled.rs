@@ -216,7 +216,7 @@ fn stats_describe_the_indexes() {
         Some(IndexKind::Unused),
         "inactive rules are not indexed"
     );
-    assert_eq!(kind("country"), Some(IndexKind::HashTable));
+    assert_eq!(kind("country"), Some(IndexKind::DirectTable));
     assert_eq!(kind("user_agent"), Some(IndexKind::UserAgentMatcher));
     assert_eq!(stats.user_agents.exact, 1);
     assert_eq!(stats.user_agents.by_prefix, 1);
