@@ -120,6 +120,7 @@
 mod compile;
 mod engine;
 mod hash;
+mod memo;
 mod policy;
 mod postings;
 mod range;

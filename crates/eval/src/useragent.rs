@@ -154,6 +154,10 @@ impl Pattern {
 /// Finds the postings of every pattern a user agent matches.
 #[derive(Debug, Clone)]
 pub(crate) struct UserAgentIndex {
+    /// The policy's hash seed (the memo's slot hash).
+    seed: u64,
+    /// This index's id in the per-thread memo of results ([`crate::memo`]).
+    memo_owner: u64,
     exact: ByteMap,
     patterns: Vec<Pattern>,
     /// Prefix literals → group.
@@ -548,6 +552,8 @@ impl UserAgentIndex {
             }
         };
         Self {
+            seed,
+            memo_owner: crate::memo::new_owner(),
             exact: exact_map,
             prefixes: LiteralTrie::build(&prefix_keys),
             suffixes: LiteralTrie::build(&suffix_keys),
@@ -561,7 +567,7 @@ impl UserAgentIndex {
         }
     }
 
-    fn verify_group(&self, group: u32, ua: &[u8], found: &mut impl FnMut(u32)) {
+    fn verify_group(&self, group: u32, ua: &[u8], found: &mut dyn FnMut(u32)) {
         let (s, e) = self.ranges[group as usize];
         for &id in &self.anchored[s as usize..e as usize] {
             let pattern = &self.patterns[id as usize];
@@ -577,15 +583,28 @@ impl UserAgentIndex {
         self.each_match(ua, &mut |posting| out.push(posting));
     }
 
-    /// Calls `found` with the posting of every pattern `ua` matches.
+    /// Calls `found` with the posting of every pattern `ua` matches. With wildcard patterns,
+    /// through the per-thread memo of results (a repeated user agent is not scanned again);
+    /// exact patterns alone cost one hash probe, no more than the memo.
     #[inline]
     pub(crate) fn each_match(&self, ua: &str, found: &mut impl FnMut(u32)) {
         let ua = ua.as_bytes();
+        if self.patterns.is_empty() {
+            if let Some(posting) = self.exact.get(ua) {
+                found(posting);
+            }
+            return;
+        }
+        let hash = crate::hash::hash_bytes(self.seed, ua);
+        crate::memo::remembered(self.memo_owner, hash, ua, found, |found| {
+            self.each_match_uncached(ua, found)
+        });
+    }
+
+    /// [`UserAgentIndex::each_match`] without the memo.
+    fn each_match_uncached(&self, ua: &[u8], found: &mut dyn FnMut(u32)) {
         if let Some(posting) = self.exact.get(ua) {
             found(posting);
-        }
-        if self.patterns.is_empty() {
-            return;
         }
         self.prefixes.walk(ua.iter().copied(), |group| {
             self.verify_group(group, ua, found)
