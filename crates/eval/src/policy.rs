@@ -877,6 +877,16 @@ impl CompiledPolicy {
             }
             n += usize::from(head != NO_RULE);
         }
+        if n <= 1 {
+            // No stream, or one: its rules in order, nothing to merge.
+            let single = std::iter::once(heads[0]).chain(rests[0].iter().copied());
+            for rule in single.take_while(|&rule| rule != NO_RULE) {
+                if self.try_candidate(request, rule, &mut hits, decision)? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
         if n <= STREAMS {
             let (heads, rests) = (&mut heads[..n], &mut rests[..n]);
             return self.merge_walk(request, heads, rests, &mut hits, decision);
