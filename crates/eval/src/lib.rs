@@ -58,7 +58,7 @@
 //!   networks of a signal cut the address space into elementary intervals; each interval record
 //!   holds its start, the posting of its innermost network and that network's enclosing network
 //!   (further enclosing networks follow through parent links). The interval is found by binary
-//!   search behind a first level: a direct table on the top 16 to 22 bits for IPv4 (a block
+//!   search behind a first level: a direct table on the top 8 to 22 bits for IPv4 (a block
 //!   that no network touches is marked in its entry, so an address there is answered by the
 //!   table alone), a fence array of every 32nd interval start for IPv6. A network listed by
 //!   many rules is stored once.

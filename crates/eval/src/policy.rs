@@ -264,7 +264,7 @@ pub enum IndexKind {
     Unused,
     /// Sorted disjoint intervals, binary search over all of them.
     IntervalTable,
-    /// Sorted disjoint intervals behind a direct table on the top 16 to 22 address bits (IPv4).
+    /// Sorted disjoint intervals behind a direct table on the top 8 to 22 address bits (IPv4).
     IntervalTableDirect,
     /// Sorted disjoint intervals behind a fence array of every 32nd start (IPv6).
     IntervalTableFenced,

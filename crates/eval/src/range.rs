@@ -8,10 +8,17 @@
 //! IPv4, 128 for IPv6; in real lists none or one). The common case touches the first level and
 //! one interval record, nothing else.
 //!
-//! The search is kept short by a first level: for IPv4 a direct table on the top 16 to 22 bits
-//! of the address (sized so that a block holds about one interval; built only for large
-//! tables), for IPv6 a fence array holding every 32nd interval start, small enough to stay in
-//! cache.
+//! The search is kept short by a first level, chosen by size:
+//!
+//! - fewer than 64 intervals: none, a binary search over all of them (a few cache lines);
+//! - IPv4 up to 131,071 intervals: a direct table on the top 8 to 22 bits of the address, sized
+//!   so that a block holds about one interval (a block that no network touches is marked, and
+//!   answered by the table alone), then a search of the block's few intervals;
+//! - IPv4 from 131,072 intervals (tables far larger than a core's cache): [`Block`]s, the
+//!   intervals of each block of addresses packed in half a cache line and found by indexing,
+//!   so that a random address costs one memory access, which the evaluator starts (prefetches)
+//!   before it looks up the other signals;
+//! - IPv6: a fence array holding every 32nd interval start, small enough to stay in cache.
 
 use std::hint::select_unpredictable;
 
@@ -92,8 +99,8 @@ struct Interval<A> {
     parent: u32,
 }
 
-/// Intervals smaller than this are searched without a first level.
-const FIRST_LEVEL_MIN: usize = 512;
+/// Tables of fewer intervals than this are searched without a first level.
+const FIRST_LEVEL_MIN: usize = 64;
 /// In a direct-table entry: the whole block lies in an interval no network covers.
 const UNCOVERED: u32 = 1 << 31;
 /// In a direct-table entry: the interval index.
@@ -142,7 +149,7 @@ struct SpillEntry {
 enum FirstLevel<A> {
     None,
     /// `table[h]` = the interval holding the first address whose top `bits` bits are `h`;
-    /// `table[1 << bits]` = the last interval. `bits` grows with the table (16 to 22) so that a
+    /// `table[1 << bits]` = the last interval. `bits` grows with the table (8 to 22) so that a
     /// block holds about one interval and the search reads one cache line. An entry with
     /// [`UNCOVERED`] set marks a block that lies inside one interval no network covers: the
     /// lookup answers from the table alone, without reading an interval.
@@ -251,7 +258,7 @@ impl<A: Address> RangeTable<A> {
         let first = if starts.len() < FIRST_LEVEL_MIN {
             FirstLevel::None
         } else if A::DIRECT16 && starts.len() <= INTERVAL as usize {
-            let bits = (usize::BITS - starts.len().leading_zeros()).clamp(16, 22);
+            let bits = (usize::BITS - starts.len().leading_zeros()).clamp(8, 22);
             let blocks = 1usize << bits;
             let mut table = Vec::with_capacity(blocks + 1);
             let mut at = 0usize;
@@ -424,18 +431,16 @@ impl<A: Address> RangeTable<A> {
         (interval.posting, interval.parent)
     }
 
-    /// Starts loading what a lookup of `address` reads first (its block, or its direct-table
-    /// entry); a no-op for small tables, which stay in cache.
+    /// Starts loading the block a lookup of `address` reads (tables laid out in blocks, far
+    /// larger than the cache); a no-op for the others.
     #[inline(always)]
     pub(crate) fn prefetch(&self, address: A) {
         match &self.first {
             FirstLevel::Blocks { bits, blocks, .. } => {
                 prefetch_index::prefetch_index(blocks, address.top(*bits));
             }
-            FirstLevel::Direct { bits, table } => {
-                prefetch_index::prefetch_index(table, address.top(*bits));
-            }
-            FirstLevel::None | FirstLevel::Fences(_) => {}
+            // The other layouts are small enough to stay in cache.
+            FirstLevel::Direct { .. } | FirstLevel::None | FirstLevel::Fences(_) => {}
         }
     }
 
