@@ -166,6 +166,7 @@ fn bench_reports_json() {
     for key in [
         "cidrs",
         "compiled_ns_per_decision",
+        "compiled_ns_per_decision_unique_user_agents",
         "reference_ns_per_decision",
         "speedup",
         "compile_ms",

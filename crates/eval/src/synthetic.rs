@@ -452,6 +452,30 @@ pub fn generate(config: &SyntheticConfig) -> Synthetic {
     }
 }
 
+/// The same requests with every browser user agent made unique, so that no user agent
+/// repeats: what the evaluator costs when remembered user-agent results never help. A request
+/// counter is inserted after the browser's opening `(` (`Mozilla/5.0 (r1234; Windows ...`):
+/// the string keeps its first and last bytes, so prefix and suffix patterns see it as they see
+/// the browser's, and no pattern of a synthetic tenant matches the token, so the decisions stay
+/// the same.
+pub fn with_unique_browser_user_agents(requests: &[RequestInput]) -> Vec<RequestInput> {
+    requests
+        .iter()
+        .enumerate()
+        .map(|(i, request)| {
+            let mut request = request.clone();
+            if let Some(ua) = &mut request.user_agent {
+                if BROWSERS.contains(&ua.as_str()) {
+                    if let Some(at) = ua.find('(') {
+                        ua.insert_str(at + 1, &format!("r{i}; "));
+                    }
+                }
+            }
+            request
+        })
+        .collect()
+}
+
 fn record(rule: &PlannedRule) -> Value {
     let mut action = Map::new();
     action.insert(rule.action.to_owned(), Value::Bool(true));
@@ -624,6 +648,48 @@ mod tests {
         assert!(counts[0] > 1_000);
         assert!(counts[2999] < 20);
         assert_eq!(cidr_counts(0, 10), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn unique_browser_user_agents_keep_every_decision() {
+        let config = SyntheticConfig {
+            rules: 300,
+            cidrs: 3_000,
+            requests: 2_000,
+            seed: 11,
+        };
+        let generated = generate(&config);
+        let policy = crate::CompiledPolicy::compile_with_limits(
+            &generated.rule_set(&config).unwrap(),
+            &limits_for(&config),
+        )
+        .unwrap();
+        let unique = with_unique_browser_user_agents(&generated.requests);
+        let mut seen = std::collections::HashSet::new();
+        let mut browsers = 0;
+        for (original, changed) in generated.requests.iter().zip(&unique) {
+            let (a, b) = (
+                original.user_agent.as_deref(),
+                changed.user_agent.as_deref(),
+            );
+            if a.is_some_and(|ua| BROWSERS.contains(&ua)) {
+                browsers += 1;
+                assert!(seen.insert(b.unwrap().to_owned()), "{b:?} repeats");
+                assert_eq!(a.unwrap().as_bytes()[..13], b.unwrap().as_bytes()[..13]);
+                assert!(b.unwrap().ends_with(&a.unwrap()[a.unwrap().len() - 10..]));
+            } else {
+                assert_eq!(a, b);
+            }
+            let (a, b) = (
+                original.to_request().unwrap(),
+                changed.to_request().unwrap(),
+            );
+            assert_eq!(
+                policy.outcome(&policy.evaluate(&a)),
+                policy.outcome(&policy.evaluate(&b))
+            );
+        }
+        assert!(browsers > 1_000, "{browsers} browser requests");
     }
 
     #[test]
