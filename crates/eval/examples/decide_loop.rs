@@ -73,8 +73,9 @@ fn main() {
     }
     let Some(policy) = policy else { return };
     compile_ms.sort_by(f64::total_cmp);
-    let requests: Vec<Request<'_>> = generated
-        .requests
+    // Laid out as `netacl bench` lays its mix out: copied after compilation, in order.
+    let mix = generated.requests.clone();
+    let requests: Vec<Request<'_>> = mix
         .iter()
         .filter_map(|input| input.to_request().ok())
         .collect();
