@@ -121,6 +121,7 @@ mod compile;
 mod engine;
 mod hash;
 mod memo;
+mod pages;
 mod policy;
 mod postings;
 mod range;

@@ -22,6 +22,7 @@
 
 use std::hint::select_unpredictable;
 
+use crate::pages::PageBytes;
 use crate::search::partition_point;
 
 /// Marks "no network".
@@ -123,8 +124,11 @@ const BLOCK_INTERVALS: usize = 5;
 /// `values[n]`, where `n` counts the starts at or below its offset: four compares and no
 /// branch. Unused starts are `u16::MAX` and unused values repeat the last one, so counting an
 /// unused start (only the block's last address can) changes nothing.
-#[derive(Debug, Clone, Copy)]
-#[repr(C, align(32))]
+///
+/// Stored as 32-byte records in [`PageBytes`] (huge pages where the system allows): the four
+/// starts (`u16`), the five values (`u32`), `nested` and `spilled` (one byte each),
+/// little-endian, two bytes unused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Block {
     starts: [u16; BLOCK_INTERVALS - 1],
     /// Per interval: the posting of its innermost network (`NONE` for none) or, when its bit
@@ -135,6 +139,54 @@ struct Block {
     /// Set when the block holds more intervals than fit: `values[0]` is where they begin in
     /// [`RangeTable::spill`] and `values[1]` how many there are.
     spilled: u8,
+}
+
+/// Bytes of a stored [`Block`].
+const BLOCK_BYTES: usize = 32;
+
+impl Block {
+    fn encode(&self, out: &mut Vec<u8>) {
+        for start in self.starts {
+            out.extend_from_slice(&start.to_le_bytes());
+        }
+        for value in self.values {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.extend_from_slice(&[self.nested, self.spilled, 0, 0]);
+    }
+
+    /// Block `index` of the stored records (for the spilled case and tests).
+    fn decode(records: &[u8], index: usize) -> Block {
+        let b = &records[index * BLOCK_BYTES..][..BLOCK_BYTES];
+        let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        Block {
+            starts: [0, 2, 4, 6].map(|at| u16::from_le_bytes([b[at], b[at + 1]])),
+            values: [8, 12, 16, 20, 24].map(word),
+            nested: b[28],
+            spilled: b[29],
+        }
+    }
+
+    /// The interval holding `offset` in block `index` of the stored records: `(value,
+    /// nested)`, or `None` when the block spilled. Reads the four starts as one word, then the
+    /// one value.
+    #[inline(always)]
+    fn find(records: &[u8], index: usize, offset: u16) -> Option<(u32, bool)> {
+        let b: &[u8; BLOCK_BYTES] = records
+            .get(index * BLOCK_BYTES..(index + 1) * BLOCK_BYTES)?
+            .try_into()
+            .ok()?;
+        if b[29] != 0 {
+            return None;
+        }
+        let starts = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        let at = (0..4)
+            .map(|lane| usize::from((starts >> (16 * lane)) as u16 <= offset))
+            .sum::<usize>();
+        let v = 8 + 4 * at;
+        let value = u32::from_le_bytes([b[v], b[v + 1], b[v + 2], b[v + 3]]);
+        Some((value, b[28] & (1 << at) != 0))
+    }
 }
 
 /// One interval of a spilled block.
@@ -163,7 +215,8 @@ enum FirstLevel<A> {
     /// [`Block`]; the interval list itself is not kept.
     Blocks {
         bits: u32,
-        blocks: Vec<Block>,
+        /// The blocks as [`BLOCK_BYTES`]-byte records.
+        blocks: PageBytes,
         spill: Vec<SpillEntry>,
     },
 }
@@ -320,7 +373,7 @@ impl<A: Address> RangeTable<A> {
                 Some(_) => (innermost[at], true),
             }
         };
-        let mut blocks = Vec::with_capacity(1 << bits);
+        let mut blocks = Vec::with_capacity(BLOCK_BYTES << bits);
         let mut spill = Vec::new();
         let mut at = 0usize;
         for high in 0..1usize << bits {
@@ -366,11 +419,11 @@ impl<A: Address> RangeTable<A> {
                     });
                 }
             }
-            blocks.push(b);
+            b.encode(&mut blocks);
         }
         FirstLevel::Blocks {
             bits,
-            blocks,
+            blocks: PageBytes::copy_of(&blocks),
             spill,
         }
     }
@@ -396,13 +449,11 @@ impl<A: Address> RangeTable<A> {
                 blocks,
                 spill,
             } => {
-                let block = &blocks[address.top(*bits)];
+                let index = address.top(*bits);
                 let offset = address.offset16(*bits);
-                let (value, nested) = if block.spilled != 0 {
-                    Self::spilled(spill, block, offset)
-                } else {
-                    let at: usize = block.starts.iter().map(|&s| usize::from(s <= offset)).sum();
-                    (block.values[at], block.nested & (1 << at) != 0)
+                let (value, nested) = match Block::find(blocks.bytes(), index, offset) {
+                    Some(found) => found,
+                    None => Self::spilled(spill, &Block::decode(blocks.bytes(), index), offset),
                 };
                 // Without a branch on `nested`: node 0 is read when the value is a posting.
                 let node = self.nodes[select_unpredictable(nested, value as usize, 0)];
@@ -437,7 +488,7 @@ impl<A: Address> RangeTable<A> {
     pub(crate) fn prefetch(&self, address: A) {
         match &self.first {
             FirstLevel::Blocks { bits, blocks, .. } => {
-                prefetch_index::prefetch_index(blocks, address.top(*bits));
+                prefetch_index::prefetch_index(blocks.bytes(), address.top(*bits) * BLOCK_BYTES);
             }
             // The other layouts are small enough to stay in cache.
             FirstLevel::Direct { .. } | FirstLevel::None | FirstLevel::Fences(_) => {}
@@ -468,8 +519,7 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::Direct { table, .. } => table.capacity() * 4,
             FirstLevel::Fences(f) => f.capacity() * std::mem::size_of::<A>(),
             FirstLevel::Blocks { blocks, spill, .. } => {
-                blocks.capacity() * std::mem::size_of::<Block>()
-                    + spill.capacity() * std::mem::size_of::<SpillEntry>()
+                blocks.bytes().len() + spill.capacity() * std::mem::size_of::<SpillEntry>()
             }
         };
         self.intervals.capacity() * std::mem::size_of::<Interval<A>>()
@@ -739,5 +789,41 @@ mod tests {
         for a in probes {
             assert_eq!(chain(&table, a), expected(a), "{a:#x}");
         }
+    }
+
+    #[test]
+    fn block_records_round_trip() {
+        let blocks = [
+            Block {
+                starts: [1, 300, u16::MAX, u16::MAX],
+                values: [NONE, 7, 1 << 31 | 5, 1 << 31 | 5, 1 << 31 | 5],
+                nested: 0b11100,
+                spilled: 0,
+            },
+            Block {
+                starts: [u16::MAX; 4],
+                values: [12, 3, 0, 0, 0],
+                nested: 0,
+                spilled: 1,
+            },
+        ];
+        let mut records = Vec::new();
+        for b in &blocks {
+            b.encode(&mut records);
+        }
+        assert_eq!(records.len(), 2 * BLOCK_BYTES);
+        for (i, b) in blocks.iter().enumerate() {
+            assert_eq!(Block::decode(&records, i), *b);
+        }
+        assert_eq!(Block::find(&records, 0, 0), Some((NONE, false)));
+        assert_eq!(Block::find(&records, 0, 1), Some((7, false)));
+        assert_eq!(Block::find(&records, 0, 299), Some((7, false)));
+        assert_eq!(Block::find(&records, 0, 300), Some((1 << 31 | 5, true)));
+        assert_eq!(
+            Block::find(&records, 0, u16::MAX),
+            Some((1 << 31 | 5, true))
+        );
+        assert_eq!(Block::find(&records, 1, 5), None, "spilled");
+        assert_eq!(Block::find(&records, 2, 5), None, "out of range");
     }
 }
