@@ -55,27 +55,39 @@
 //! lists (see below).
 //!
 //! - Client and connecting addresses: CIDR blocks are nested or disjoint, so the distinct
-//!   networks of a signal cut the address space into elementary intervals; each interval record
-//!   holds its start, the posting of its innermost network and that network's enclosing network
-//!   (further enclosing networks follow through parent links). The interval is found by binary
-//!   search behind a first level: a direct table on the top 8 to 22 bits for IPv4 (a block
-//!   that no network touches is marked in its entry, so an address there is answered by the
-//!   table alone), a fence array of every 32nd interval start for IPv6. A network listed by
-//!   many rules is stored once.
-//! - ASNs, countries, JA3 (as 16 bytes): open-addressing hash tables with fixed-size keys.
-//! - Subdivisions, JA4, hostnames: hash tables over the lowercase bytes, hashed
-//!   case-insensitively (each word OR-ed with bit 5 of every byte, one instruction); a key is
-//!   compared folded, eight bytes at a time, only when its 32-bit tag matches.
+//!   networks of a signal cut the address space into elementary intervals; each interval is
+//!   labelled with the posting of its innermost network and that network's enclosing network
+//!   (further enclosing networks follow through parent links). A network listed by many rules is
+//!   stored once. The layout follows the size (see `range.rs`): small tables are searched
+//!   directly, medium IPv4 tables behind a direct table on the top 8 to 22 address bits (a block
+//!   no network touches is answered by the table alone), and tables far larger than the cache
+//!   (from 131,072 intervals, such as a million-CIDR block list) as 32-byte blocks indexed by
+//!   the top bits, each holding its intervals inline: a random address costs one memory access,
+//!   which the evaluator prefetches before it looks up the other signals, in memory advised for
+//!   transparent huge pages so that it does not also walk the page tables. IPv6 tables have a
+//!   fence array of every 32nd interval start.
+//! - ASNs, subdivisions (as one word) and JA3 (as two words): two-choice cuckoo hash tables
+//!   (two buckets of two slots; the keys are known when the policy is compiled, so each is
+//!   placed once): a lookup reads both buckets and selects the match with conditional moves, so
+//!   whether a request value is present costs no branch misprediction.
+//! - Countries: a table of 26 × 26 entries indexed by the two letters.
+//! - JA4 fingerprints and hostnames: cuckoo tables of 32-bit tags over the lowercase bytes,
+//!   hashed case-insensitively (each word OR-ed with bit 5 of every byte, one instruction; 16
+//!   bytes a multiply); the key is compared folded, eight bytes at a time, once its tag matches.
 //! - User agents: exact values by hash; wildcard patterns by their literal prefix or suffix (byte
 //!   tries walked from either end, which stop at the first byte no literal continues with),
-//!   otherwise by an inner literal (a Teddy SIMD searcher for up to 64 literals; beyond, Teddy
-//!   over their distinct prefixes of up to four bytes, when there are at most 64, with one hash
-//!   probe per literal length at each prefix occurrence; an Aho-Corasick DFA otherwise), then
-//!   verified in linear time.
+//!   otherwise by an inner literal (one single-needle SIMD search when the literals share a
+//!   prefix, Teddy for up to 64 literals, Teddy over their distinct prefixes with a hash probe
+//!   at each occurrence beyond that, an Aho-Corasick DFA otherwise), then verified in linear
+//!   time. Because traffic repeats user agents, the result for a string is remembered in a
+//!   per-thread memo (256 slots in thread storage, keyed by a seeded hash, verified byte for
+//!   byte, tagged with the index's id): a repeated user agent is not scanned again.
+//!   `netacl bench` also reports the cost with no user agent repeated.
 //!
 //! A hash table larger than 16 KB has a membership filter in front (about 8 bits a key, two
 //! bits of one word per key): most request values are in no rule, and the filter tells so
-//! from a small, cache-resident array without touching the table.
+//! from a small, cache-resident array without touching the table. The hash functions are keyed
+//! by a random seed per policy, so that a rule author cannot choose colliding keys.
 //!
 //! Each rule with a `match` is *anchored* on one of its signals: the one a random request is
 //! least likely to hit, estimated from the entries (prefix lengths of CIDRs, number of values
@@ -85,28 +97,31 @@
 //! `not_match` lists it. Rules without `match` sit in a per-scope *unanchored* list. A posting
 //! that concerns a single rule in a single role (most CIDRs of a block list, most ASNs) is not
 //! stored at all: the index holds the rule's ordinal and role inline, so a hit on it reads no
-//! posting memory.
+//! posting memory. An anchor list is cut at compile time after its first rule that decides
+//! alone (a terminal action, no other `match` signal, no `not_match`): a request reaching that
+//! rule through the list is decided there or earlier, so the rules after it could never be
+//! tried.
 //!
 //! Evaluating a request: probe each index that anchors some rule of the request's scope once
 //! for the request's value (straight-line code, the posting references hit go to a buffer on
-//! the stack), then take the candidates in ordinal order, merging the anchor lists of the hit
-//! postings and the unanchored list as they are walked (each list is a head and the rest; the
-//! next candidate is the smallest head; an inline posting's list is its rule alone, read from
-//! the reference). A list is cut at compile time after its first rule that decides alone (a
-//! terminal action, no other `match` signal, no `not_match`): a request reaching that rule
-//! through the list is decided there or earlier, so the rules after it could never be tried.
-//! The other signals
-//! cannot bring candidates: each is probed only when the first candidate that needs it (to
-//! check a `match` or a `not_match`) comes up, so most requests touch a few indexes, not all
-//! nine. Each candidate is checked for its other `match` signals by membership in the hit
-//! postings' member lists and for its `not_match` signals by absence from their excluded lists
-//! (an inline posting is one compare, a stored one a short scan or a binary search). A matching
+//! the stack; the address indexes last, their blocks having been prefetched first), then take
+//! the candidates in ordinal order: one anchor list is walked as it is (most requests have none
+//! or one), several are merged as they are walked (each list is a head and the rest; the next
+//! candidate is the smallest head; an inline posting's list is its rule alone, read from the
+//! reference). The other signals cannot bring candidates: each is probed only when the first
+//! candidate that needs it (to check a `match` or a `not_match`) comes up, so most requests
+//! touch a few indexes, not all nine. Each candidate is checked for its other `match` signals
+//! by membership in the hit postings' member lists and for its `not_match` signals by absence
+//! from their excluded lists (an inline posting is one compare, a stored one a branch-free
+//! binary search), all conditions combined before the one branch on the outcome. A matching
 //! `log` rule is recorded and the walk continues; the first matching terminal rule ends it. The
 //! work is one probe per needed signal plus the candidates the request actually hits, not the
 //! size of the rule set.
+//!
 //! No allocation (stack buffers; a pathological request hitting more than 32 postings is
 //! evaluated again with a heap buffer, and more than 4 matching log rules spill the decision's
-//! list), no lock, no parsing, each string hashed once.
+//! list), no lock, no parsing, each string hashed once. [`CompiledPolicy::evaluate`] is
+//! compiled once, in this crate, so it runs the same code in every program that embeds it.
 //!
 //! # Semantics
 //!
