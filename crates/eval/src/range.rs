@@ -532,6 +532,16 @@ impl<A: Address> RangeTable<A> {
 mod tests {
     use super::*;
 
+    /// A xorshift generator of test values.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// Every posting covering `address`, innermost first.
     fn chain<A: Address>(table: &RangeTable<A>, address: A) -> Vec<u32> {
         let (posting, mut node) = table.innermost(address);
@@ -661,13 +671,7 @@ mod tests {
     #[test]
     fn first_levels_agree_with_a_linear_scan() {
         // Enough networks for the direct table (IPv4) and the fences (IPv6).
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x1234_5678_9abc_def0);
         let mut nets4 = Vec::new();
         let mut nets6 = Vec::new();
         for posting in 0..3000u32 {
@@ -702,7 +706,7 @@ mod tests {
             let probe = nets4[(next() % nets4.len() as u64) as usize].0;
             assert!(!chain(&t4, probe).is_empty());
             let a6 = (u128::from(next()) << 64) | u128::from(next());
-            let a6 = if next() % 2 == 0 {
+            let a6 = if next().is_multiple_of(2) {
                 a6
             } else {
                 nets6[(next() % nets6.len() as u64) as usize].0
@@ -720,13 +724,7 @@ mod tests {
 
     #[test]
     fn blocks_agree_with_a_per_length_oracle() {
-        let mut state = 0x0dd_c0ffee_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x0dd_c0ffee);
         let mut nets: std::collections::BTreeSet<(u32, u8)> = Default::default();
         // Random /20 to /32 networks: enough intervals for blocks.
         while nets.len() < 75_000 {
