@@ -604,6 +604,8 @@ impl CompiledPolicy {
                 name,
                 kind: if t.networks() == 0 {
                     IndexKind::Unused
+                } else if t.has_blocks() {
+                    IndexKind::IntervalBlocks
                 } else if t.has_first_level() {
                     first_level
                 } else {

@@ -268,6 +268,9 @@ pub enum IndexKind {
     IntervalTableDirect,
     /// Sorted disjoint intervals behind a fence array of every 32nd start (IPv6).
     IntervalTableFenced,
+    /// Intervals packed in blocks indexed by the top 17 to 20 address bits (large IPv4
+    /// tables: one memory access a lookup, in huge pages where the system allows).
+    IntervalBlocks,
     /// A hash table (two-choice cuckoo).
     HashTable,
     /// A table indexed by the value itself (country codes: 26 × 26 entries).

@@ -211,7 +211,7 @@ enum FirstLevel<A> {
     },
     /// `fences[j]` = `starts[j * FENCE_STRIDE]`.
     Fences(Vec<A>),
-    /// Every block of the top `bits` bits (16 to 20, about one or two intervals a block) as a
+    /// Every block of the top `bits` bits (17 to 20, about one or two intervals a block) as a
     /// [`Block`]; the interval list itself is not kept.
     Blocks {
         bits: u32,
@@ -363,7 +363,8 @@ impl<A: Address> RangeTable<A> {
     /// Lays the intervals (`starts[i]`, innermost network `innermost[i]`) out in blocks.
     fn blocks(starts: &[A], innermost: &[u32], nodes: &[Node]) -> FirstLevel<A> {
         // About one or two intervals a block.
-        let bits = (usize::BITS - 1 - starts.len().leading_zeros()).clamp(16, 20);
+        // (From BLOCKS_MIN = 2^17 intervals on: at least 17 bits, offsets below 2^15.)
+        let bits = (usize::BITS - 1 - starts.len().leading_zeros()).clamp(17, 20);
         // An interval's value: its innermost network's posting, or that network's node when
         // an enclosing network must be reported too.
         let value = |at: usize| -> (u32, bool) {
@@ -511,6 +512,11 @@ impl<A: Address> RangeTable<A> {
 
     pub(crate) fn has_first_level(&self) -> bool {
         !matches!(self.first, FirstLevel::None)
+    }
+
+    /// Whether the table is laid out in [`Block`]s.
+    pub(crate) fn has_blocks(&self) -> bool {
+        matches!(self.first, FirstLevel::Blocks { .. })
     }
 
     pub(crate) fn bytes(&self) -> usize {
