@@ -8,6 +8,51 @@ use serde_json::json;
 
 use crate::support::{id, record, rule_set};
 
+/// An anchor list stops at its first rule that decides alone: the rules after it are never
+/// stored (here the country posting shrinks to one inline anchor), unless a `log` rule comes
+/// first (it does not decide, so the list goes on to the deciding rule).
+#[test]
+fn anchor_lists_stop_at_the_first_rule_that_decides_alone() {
+    let fr = |name: &str, priority: u64, action: serde_json::Value| {
+        record(
+            name,
+            priority,
+            true,
+            json!({"action": action, "scope": "tenant",
+                   "match": {"geo_country_codes": ["FR"]}}),
+        )
+    };
+    let request = Request::new(RequestScope::Authentication).with_country("FR");
+
+    let cut = rule_set(
+        vec![
+            fr("First", 1, json!({"block": true})),
+            fr("Later", 2, json!({"allow": true})),
+            fr("Watch", 3, json!({"log": true})),
+        ],
+        1,
+    );
+    let policy = CompiledPolicy::compile(&cut).expect("compiles");
+    assert_eq!(policy.stats().postings, 0, "only the first rule is kept, inline");
+    let outcome = policy.outcome(&policy.evaluate(&request));
+    assert_eq!(outcome, reference::evaluate(&cut, &request));
+    assert_eq!(outcome.rule_id.as_deref(), Some(id("First").as_str()));
+
+    let log_first = rule_set(
+        vec![
+            fr("Watch", 1, json!({"log": true})),
+            fr("First", 2, json!({"block": true})),
+            fr("Later", 3, json!({"allow": true})),
+        ],
+        1,
+    );
+    let policy = CompiledPolicy::compile(&log_first).expect("compiles");
+    assert_eq!(policy.stats().postings, 1, "the log rule and the deciding one");
+    let outcome = policy.outcome(&policy.evaluate(&request));
+    assert_eq!(outcome, reference::evaluate(&log_first, &request));
+    assert_eq!(outcome.monitored, vec![id("Watch").to_string()]);
+}
+
 /// A tenant large enough for the block layout of the client address index (from 131,072
 /// intervals), end to end against the reference: nested networks, spilled blocks, prefetch.
 #[test]
