@@ -56,7 +56,8 @@ fn list_schema(key: &str, item: &str, checkpoint: bool) -> Value {
             "next": {"type": "string", "description": "Pass as `from` for the next page; absent on the last page."}
         }}));
     }
-    json!({"oneOf": shapes})
+    // anyOf: a checkpoint page is also an object with the list member, so the shapes overlap.
+    json!({"anyOf": shapes})
 }
 
 /// The success schema of one of these operations.
