@@ -155,9 +155,9 @@ pub(crate) async fn list_grants(
     Ok(json_response(StatusCode::OK, &body))
 }
 
-/// `GET /organizations/{id}/client-grants?audience&client_id&grant_ids&page&per_page&include_totals`:
-/// always empty for an existing organization (a bare array or `{client_grants: [], start,
-/// limit, total: 0}`); 404 `inexistent_organization` otherwise.
+/// `GET /organizations/{id}/client-grants` (`audience`, `client_id`, `grant_ids`, `page`,
+/// `per_page`, `include_totals`): always empty for an existing organization (a bare array or
+/// `{client_grants: [], start, limit, total: 0}`); 404 `inexistent_organization` otherwise.
 pub(crate) async fn list_organization_grants(
     _: Authorized<ReadOrganizationClientGrants>,
     OrganizationPath(id): OrganizationPath,

@@ -31,8 +31,9 @@ use crate::AppState;
 /// The extra scope a create that enables connections needs.
 pub(crate) const CONNECTIONS_SCOPE: &str = "create:organization_connections";
 
-/// Form bodies (create and update): nested objects by bracketed keys (`branding[colors][primary]=%23fff`,
-/// `metadata[tier]=gold`), or any object member as JSON text (`enabled_connections=[...]`).
+/// Form bodies (create and update): nested objects by bracketed keys
+/// (`branding[colors][primary]=%23fff`, `metadata[tier]=gold`), or any object member as JSON
+/// text (`enabled_connections=[...]`).
 pub(crate) const ORGANIZATION_FORM: FormShape = FormShape {
     booleans: &["token_quota.client_credentials.enforce"],
     integers: &[

@@ -4,9 +4,10 @@
 //! record. A tenant's creates are serialised and each takes a `created_at` after every earlier
 //! one (the next millisecond when the clock has not moved), so a checkpoint
 //! ([`OrganizationCursor`]) stays exact while organizations are added, renamed or deleted
-//! between two pages: later creates appear after it, nothing is served twice or skipped. An organization's connections are rows of their own
-//! (flags included), listed in the order they were added; the create's `enabled_connections`
-//! become such rows.
+//! between two pages: later creates appear after it, nothing is served twice or skipped.
+//!
+//! An organization's connections are rows of their own (flags included), listed in the order
+//! they were added; the create's `enabled_connections` become such rows.
 use async_trait::async_trait;
 use netacl_model::{
     AccessLevel, Connection, Organization, OrganizationConnection, OrganizationConnectionPatch,
