@@ -79,6 +79,15 @@ impl ApiError {
         )
     }
 
+    /// 404 `inexistent_organization`.
+    pub fn no_such_organization() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("inexistent_organization"),
+            "The organization does not exist.",
+        )
+    }
+
     /// 404 for a path no route serves.
     pub fn no_such_route() -> Self {
         Self::new(StatusCode::NOT_FOUND, None, "Not Found")
@@ -198,6 +207,17 @@ impl From<StoreError> for ApiError {
                 StatusCode::CONFLICT,
                 Some("conflict"),
                 "The network ACLs changed concurrently; retry.",
+            ),
+            StoreError::UnknownOrganization(_) => ApiError::no_such_organization(),
+            StoreError::ConnectionNotInOrganization(_) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                Some("inexistent_connection"),
+                "The connection is not a connection of the organization.",
+            ),
+            StoreError::ConnectionAlreadyInOrganization(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                Some("conflict"),
+                "The connection is already a connection of the organization.",
             ),
             StoreError::Unavailable(_) => {
                 tracing::error!(error = %err, "store unavailable");

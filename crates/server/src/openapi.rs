@@ -130,6 +130,7 @@ pub(crate) fn document(domain: &str) -> Value {
         }
     });
     crate::tenant_schemas::extend_document(&mut document);
+    crate::organization_schemas::extend_document(&mut document);
     document
 }
 
@@ -139,6 +140,11 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::NetworkAclUpdate => "NetworkAclUpdate",
         BodySchema::DryRun => "DryRun",
         BodySchema::OrganizationCreate => "OrganizationCreate",
+        BodySchema::OrganizationUpdate => "OrganizationUpdate",
+        BodySchema::EnabledConnectionAdd => "EnabledConnectionAdd",
+        BodySchema::EnabledConnectionUpdate => "EnabledConnectionUpdate",
+        BodySchema::OrganizationConnectionAdd => "OrganizationConnectionAdd",
+        BodySchema::OrganizationConnectionUpdate => "OrganizationConnectionUpdate",
         BodySchema::BrandingUpdate => "BrandingUpdate",
         BodySchema::DirectoryImport => "DirectoryImport",
     }

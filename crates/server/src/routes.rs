@@ -1,5 +1,6 @@
 //! The route table: one entry per operation. The router and the OpenAPI document are both built
 //! from it, so they cannot drift apart.
+mod organization_operations;
 use std::collections::BTreeMap;
 
 use axum::middleware::from_fn_with_state;
@@ -18,6 +19,11 @@ pub(crate) enum BodySchema {
     NetworkAclUpdate,
     DryRun,
     OrganizationCreate,
+    OrganizationUpdate,
+    EnabledConnectionAdd,
+    EnabledConnectionUpdate,
+    OrganizationConnectionAdd,
+    OrganizationConnectionUpdate,
     BrandingUpdate,
     DirectoryImport,
 }
@@ -93,6 +99,12 @@ const SESSIONS_QUERY: &[(&str, &str, &str)] = &[
 
 /// Every operation the server answers.
 pub(crate) fn operations() -> Vec<Operation> {
+    let mut operations = base_operations();
+    operations.extend(organization_operations::operations());
+    operations
+}
+
+fn base_operations() -> Vec<Operation> {
     vec![
         Operation {
             method: Method::GET,

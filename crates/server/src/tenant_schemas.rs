@@ -7,6 +7,9 @@ use netacl_model::GROUP_ID_PATTERN;
 
 /// The path parameters of `path`, when it is one of the tenant endpoints.
 pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
+    if let Some(parameters) = crate::organization_schemas::path_parameters(path) {
+        return Some(parameters);
+    }
     if path.starts_with("/api/v2/groups/") {
         return Some(vec![json!({
             "name": "id", "in": "path", "required": true,
@@ -26,6 +29,9 @@ pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
 
 /// The success schema of a tenant operation.
 pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
+    if let Some(schema) = crate::organization_schemas::success_schema(operation_id) {
+        return Some(schema);
+    }
     Some(match operation_id {
         "post_organizations" => json!({"$ref": "#/components/schemas/Organization"}),
         "get_group_members" => json!({"type": "object", "required": ["members"], "properties": {

@@ -64,7 +64,10 @@ pub use branding::BrandingStore;
 pub use credentials::{StoredClient, StoredSigningKey};
 pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
-pub use organizations::OrganizationStore;
+pub use organizations::{
+    OrganizationConnectionEntry, OrganizationConnectionPage, OrganizationCursor, OrganizationPage,
+    OrganizationStore,
+};
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
 pub use sqlite::SqliteStore;
 pub use tenant::{Tenant, TenantId};

@@ -224,3 +224,6 @@ fn to_version(value: i64) -> u64 {
 fn from_version(value: u64) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Unavailable("rule-set version overflow".into()))
 }
+
+#[cfg(test)]
+mod tests;
