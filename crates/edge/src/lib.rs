@@ -95,6 +95,7 @@ pub mod fingerprint;
 pub mod geo;
 mod layer;
 mod metrics;
+mod origin;
 mod path;
 mod proxy;
 mod source;
@@ -108,8 +109,9 @@ pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY};
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
+pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use path::normalize_path;
-pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge, TlsFiles};
+pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
 pub use source::{
     spawn_file_source, spawn_remote_source, RemoteRules, SourceError, MAX_RULES_BYTES,
 };
