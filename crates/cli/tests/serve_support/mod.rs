@@ -17,11 +17,24 @@ pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
     pub domain: String,
+    /// The lines it prints after its address line.
+    pub output: mpsc::Receiver<String>,
 }
 
 impl Server {
     /// Starts the binary on `data_dir` and waits (at most 60 s) until it prints where it listens.
     pub fn start(data_dir: &Path, listen: &str, domain: &str, extra: &[&str]) -> Server {
+        Self::start_logging(data_dir, listen, domain, extra, Stdio::inherit())
+    }
+
+    /// [`Server::start`] with its standard error (the logs, `RUST_LOG=warn`) sent to `stderr`.
+    pub fn start_logging(
+        data_dir: &Path,
+        listen: &str,
+        domain: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_netacl"))
             .arg("serve")
             .args(["--listen", listen])
@@ -33,7 +46,7 @@ impl Server {
             .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn netacl serve");
         let stdout = child.stdout.take().expect("stdout");
@@ -54,7 +67,10 @@ impl Server {
                     panic!("netacl serve did not report its address in time");
                 }
             };
-            if let Some(rest) = line.strip_prefix("netacl admin API listening on http://") {
+            let rest = line
+                .strip_prefix("netacl admin API listening on http://")
+                .or_else(|| line.strip_prefix("netacl admin API listening on https://"));
+            if let Some(rest) = rest {
                 let addr = rest.split_whitespace().next().expect("address");
                 break addr.parse::<SocketAddr>().expect("socket address");
             }
@@ -63,6 +79,7 @@ impl Server {
             child,
             addr,
             domain: domain.to_owned(),
+            output: rx,
         }
     }
 
@@ -153,7 +170,7 @@ pub fn request(
     parse(&raw).ok_or_else(|| std::io::Error::other("malformed or truncated HTTP answer"))
 }
 
-fn parse(raw: &[u8]) -> Option<Answer> {
+pub fn parse(raw: &[u8]) -> Option<Answer> {
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&raw[..split]).ok()?;
     let mut lines = head.split("\r\n");
