@@ -2,6 +2,7 @@
 //! rustls clients): HTTP/1.1 and HTTP/2 by ALPN, certificates replaced by rename served without
 //! a restart, a broken pair refused with the old one kept, and plain HTTP only on loopback
 //! unless `--allow-insecure-http`. Loopback only; every wait is bounded.
+mod cluster_support;
 mod serve_support;
 mod tls_support;
 
@@ -10,6 +11,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cluster_support::upstream;
 use serve_support::{request, Server, CLIENT_ID, CLIENT_SECRET};
 use tls_support::{https_request, https_token, served_leaf, TestCa};
 
@@ -367,4 +369,82 @@ fn a_certificate_that_does_not_load_stops_the_start() {
     // One without the other.
     let err = refused_start(&dir.path().join("c"), &["--tls-cert", cert]);
     assert!(err.contains("--tls-key"), "{err}");
+}
+
+#[test]
+fn the_in_process_edge_runs_beside_the_https_admin_api() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new(dir.path(), "main");
+    let admin = ca.issue(dir.path(), "admin", &["localhost"]);
+    let edge_cert = ca.issue(dir.path(), "edge", &["edge.test"]);
+    let upstream = format!("http://{}", upstream());
+    let edge_plain = SocketAddr::from(([127, 0, 0, 1], serve_support::free_port()));
+    let edge_tls = SocketAddr::from(([127, 0, 0, 1], serve_support::free_port()));
+    let (plain_arg, tls_arg) = (edge_plain.to_string(), edge_tls.to_string());
+    let server = serve_tls(
+        &dir.path().join("data"),
+        &admin.cert,
+        &admin.key,
+        &[
+            "--edge-upstream",
+            &upstream,
+            "--edge-listen",
+            &plain_arg,
+            "--edge-listen-tls",
+            &tls_arg,
+            "--edge-tls-cert",
+            edge_cert.cert.to_str().expect("utf-8"),
+            "--edge-tls-key",
+            edge_cert.key.to_str().expect("utf-8"),
+            "--edge-metrics-listen",
+            "off",
+        ],
+        None,
+    );
+    let config = ca.client_config(&[]);
+    // The edge's TLS listener serves its own certificate, the admin API its own.
+    assert_eq!(
+        served_leaf(edge_tls, "edge.test", &config).expect("edge leaf"),
+        edge_cert.der
+    );
+    assert_eq!(
+        served_leaf(server.addr, DOMAIN, &config).expect("admin leaf"),
+        admin.der
+    );
+    let through = https_request(edge_tls, "edge.test", &config, "GET", "/login", None, None)
+        .expect("through the edge");
+    assert_eq!((through.status, through.text.as_str()), (200, "upstream"));
+
+    // A rule written over HTTPS is enforced at once on both edge listeners.
+    let token = https_token(
+        server.addr,
+        DOMAIN,
+        &config,
+        CLIENT_ID,
+        CLIENT_SECRET,
+        DOMAIN,
+    );
+    let rule = serde_json::json!({"description": "no sign-in from here", "active": true,
+        "priority": 1, "rule": {"action": {"block": true}, "scope": "authentication",
+        "match": {"ipv4_cidrs": ["127.0.0.0/8"]}}});
+    let created = https_request(
+        server.addr,
+        DOMAIN,
+        &config,
+        "POST",
+        "/api/v2/network-acls",
+        Some(&token),
+        Some(&rule),
+    )
+    .expect("create");
+    assert_eq!(created.status, 201, "{}", created.text);
+    let blocked = https_request(edge_tls, "edge.test", &config, "GET", "/login", None, None)
+        .expect("through the edge");
+    assert_eq!(blocked.status, 403, "{}", blocked.text);
+    assert_eq!(
+        request(edge_plain, "GET", "/login", None, None)
+            .expect("plain")
+            .status,
+        403
+    );
 }

@@ -39,11 +39,16 @@
 //!
 //! Error messages name the file and what is wrong with it; they never quote the contents of a
 //! key file.
+//!
+//! With the feature `test-ca`, the module `test_ca` issues certificates from a throw-away CA for the
+//! tests of the crates that use this one.
 #![deny(missing_docs)]
 
 mod client;
 mod pem;
 mod server;
+#[cfg(feature = "test-ca")]
+pub mod test_ca;
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! A test certificate authority (rcgen), certificates it issues, and blocking HTTPS requests
+//! A test certificate authority (`netacl_tls::test_ca`), certificates it issues, and blocking HTTPS requests
 //! (rustls) against the real binaries on loopback.
 #![allow(dead_code)]
 
@@ -12,12 +12,12 @@ use rustls::pki_types::ServerName;
 
 use crate::serve_support::{parse, Answer};
 
-/// A certificate authority made for one test.
+/// A certificate authority made for one test (`netacl_tls::test_ca`), its certificate written
+/// to a file.
 pub struct TestCa {
     /// Its certificate, PEM (what clients trust: `--rules-ca`, `NODE_EXTRA_CA_CERTS`).
     pub pem: PathBuf,
-    cert: rcgen::Certificate,
-    key: rcgen::KeyPair,
+    ca: netacl_tls::test_ca::TestCa,
 }
 
 /// A certificate and key issued by a [`TestCa`], PEM files.
@@ -31,57 +31,27 @@ pub struct Issued {
 impl TestCa {
     /// A new CA whose certificate is written to `dir/NAME-ca.pem`.
     pub fn new(dir: &Path, name: &str) -> TestCa {
-        let key = rcgen::KeyPair::generate().expect("CA key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, format!("netacl test CA {name}"));
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let cert = params.self_signed(&key).expect("CA certificate");
+        let ca = netacl_tls::test_ca::TestCa::new(name);
         let pem = dir.join(format!("{name}-ca.pem"));
-        std::fs::write(&pem, cert.pem()).expect("write CA");
-        TestCa { pem, cert, key }
+        ca.write_pem(&pem);
+        TestCa { pem, ca }
     }
 
     /// A server certificate for `names` (DNS names or IP addresses), written to
     /// `dir/STEM.crt` and `dir/STEM.key`.
     pub fn issue(&self, dir: &Path, stem: &str, names: &[&str]) -> Issued {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-        let mut params = rcgen::CertificateParams::new(names).expect("params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, stem.to_owned());
-        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        let cert = params
-            .signed_by(&key, &self.cert, &self.key)
-            .expect("certificate");
-        let issued = Issued {
-            cert: dir.join(format!("{stem}.crt")),
-            key: dir.join(format!("{stem}.key")),
-            der: cert.der().to_vec(),
-        };
-        std::fs::write(&issued.cert, cert.pem()).expect("write certificate");
-        std::fs::write(&issued.key, key.serialize_pem()).expect("write key");
-        issued
+        let issued = self.ca.issue(names);
+        let files = issued.write(dir, stem);
+        Issued {
+            cert: files.cert,
+            key: files.key,
+            der: issued.der,
+        }
     }
 
     /// A client configuration trusting only this CA, offering `alpn`.
     pub fn client_config(&self, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(self.cert.der().clone()).expect("root");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        Arc::new(config)
+        self.ca.client_config(alpn)
     }
 }
 
