@@ -14,7 +14,7 @@ use cluster_support::{
     block_rule, edge_address, edge_status, http, spawn_edge, upstream, wait_for, Proc, BIN,
 };
 use serve_support::{free_port, Server, CLIENT_ID, CLIENT_SECRET};
-use tls_support::{https_request, https_token, TestCa};
+use tls_support::{create_over_https, https_token, TestCa};
 
 const POLL: Duration = Duration::from_millis(50);
 
@@ -75,17 +75,13 @@ fn the_edge_follows_rules_over_https_trusting_the_rules_ca() {
         CLIENT_SECRET,
         &server.domain,
     );
-    let created = https_request(
+    create_over_https(
         server.addr,
         "localhost",
         &config,
-        "POST",
-        "/api/v2/network-acls",
-        Some(&token),
-        Some(&block_rule(1, "127.0.0.0/8")),
-    )
-    .expect("create");
-    assert_eq!(created.status, 201, "{}", created.text);
+        &token,
+        &block_rule(1, "127.0.0.0/8"),
+    );
     assert!(
         wait_for(Duration::from_secs(20), POLL, || edge_status(
             edge, "/login"
@@ -109,17 +105,13 @@ fn an_edge_that_does_not_trust_the_admin_certificate_gets_no_rules() {
         CLIENT_SECRET,
         &server.domain,
     );
-    let created = https_request(
+    create_over_https(
         server.addr,
         "localhost",
         &config,
-        "POST",
-        "/api/v2/network-acls",
-        Some(&token),
-        Some(&block_rule(1, "127.0.0.0/8")),
-    )
-    .expect("create");
-    assert_eq!(created.status, 201, "{}", created.text);
+        &token,
+        &block_rule(1, "127.0.0.0/8"),
+    );
 
     // The system's roots do not include the test CA: every attempt fails verification (the
     // edge starts after its initial wait, with no rules), and the secret is never sent.

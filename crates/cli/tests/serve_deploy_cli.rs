@@ -14,8 +14,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve_support::{free_port, repo_root, Server, CLIENT_ID, CLIENT_SECRET};
-use tls_support::{https_request, https_token, TestCa};
+use serve_support::{free_port, repo_root, wait_with_output, Server, CLIENT_ID, CLIENT_SECRET};
+use tls_support::{create_over_https, https_request, https_token, TestCa};
 
 /// One CLI run may take a while: the import validates its input against the schema of every
 /// resource type (tens of seconds of CPU on a loaded 2-core machine).
@@ -63,7 +63,7 @@ fn a0deploy(bin: &Path, ca: &Path, domain: &str, args: &[&str]) -> String {
             command.env_remove(name);
         }
     }
-    let mut child = command
+    let child = command
         .args(args)
         .env("NODE_EXTRA_CA_CERTS", ca)
         .env("AUTH0_DOMAIN", domain)
@@ -77,39 +77,25 @@ fn a0deploy(bin: &Path, ca: &Path, domain: &str, args: &[&str]) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run a0deploy");
-    // Drain the pipes while waiting, so a chatty run cannot block on a full pipe.
-    let stdout = child.stdout.take().expect("stdout");
-    let stderr = child.stderr.take().expect("stderr");
-    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let out = read(Box::new(stdout));
-    let err = read(Box::new(stderr));
-    let deadline = Instant::now() + CLI_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("a0deploy {args:?} did not finish within {CLI_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let output = format!(
-        "{}{}",
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default()
-    );
+    let (status, stdout, stderr) = wait_with_output(child, CLI_TIMEOUT, "a0deploy");
+    let output = format!("{stdout}{stderr}");
     assert!(
         status.success(),
         "a0deploy {args:?} failed ({status}):\n{output}"
     );
     output
+}
+
+/// `a0deploy export --format FORMAT` into `folder`; asserts it succeeded.
+fn export(bin: &Path, ca: &Path, domain: &str, format: &str, folder: &Path) {
+    let folder = folder.to_str().expect("utf-8 path");
+    let out = a0deploy(
+        bin,
+        ca,
+        domain,
+        &["export", "--format", format, "--output_folder", folder],
+    );
+    assert!(out.contains("Export Successful"), "{out}");
 }
 
 /// The network ACLs of a directory-format export, by priority.
@@ -228,35 +214,12 @@ fn the_deploy_cli_exports_and_imports_network_acls_over_tls() {
                         "match": {"geo_country_codes": ["FR", "DE"]},
                         "not_match": {"ipv4_cidrs": ["192.0.2.0/24"]}}}),
     ] {
-        let created = https_request(
-            server.addr,
-            "localhost",
-            &config,
-            "POST",
-            "/api/v2/network-acls",
-            Some(&token),
-            Some(&body),
-        )
-        .expect("create");
-        assert_eq!(created.status, 201, "{}", created.text);
+        create_over_https(server.addr, "localhost", &config, &token, &body);
     }
 
     // Export (directory format): what the server holds.
     let first = dir.path().join("first");
-    let first_str = first.to_str().expect("utf-8");
-    let out = a0deploy(
-        &bin,
-        &ca.pem,
-        &domain,
-        &[
-            "export",
-            "--format",
-            "directory",
-            "--output_folder",
-            first_str,
-        ],
-    );
-    assert!(out.contains("Export Successful"), "{out}");
+    export(&bin, &ca.pem, &domain, "directory", &first);
     let mut acls = exported(&first);
     assert_eq!(acls, held(&server, &ca));
     assert_eq!(acls.len(), 2);
@@ -287,35 +250,12 @@ fn the_deploy_cli_exports_and_imports_network_acls_over_tls() {
     // The server holds what was imported, and a new export has no drift.
     assert_eq!(held(&server, &ca), acls);
     let second = dir.path().join("second");
-    let out = a0deploy(
-        &bin,
-        &ca.pem,
-        &domain,
-        &[
-            "export",
-            "--format",
-            "directory",
-            "--output_folder",
-            second.to_str().expect("utf-8"),
-        ],
-    );
-    assert!(out.contains("Export Successful"), "{out}");
+    export(&bin, &ca.pem, &domain, "directory", &second);
     assert_eq!(exported(&second), acls);
 
     // The YAML format exports the same rules.
     let yaml = dir.path().join("yaml");
-    a0deploy(
-        &bin,
-        &ca.pem,
-        &domain,
-        &[
-            "export",
-            "--format",
-            "yaml",
-            "--output_folder",
-            yaml.to_str().expect("utf-8"),
-        ],
-    );
+    export(&bin, &ca.pem, &domain, "yaml", &yaml);
     let text = std::fs::read_to_string(yaml.join("tenant.yaml")).expect("tenant.yaml");
     assert!(text.starts_with("networkACLs:"), "{text}");
     for expected in [

@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster_support::upstream;
-use serve_support::{request, Server, CLIENT_ID, CLIENT_SECRET};
-use tls_support::{https_request, https_token, served_leaf, TestCa};
+use serve_support::{request, wait_with_output, Server, CLIENT_ID, CLIENT_SECRET};
+use tls_support::{create_over_https, https_request, https_token, served_leaf, TestCa};
 
 const DOMAIN: &str = "localhost";
 
@@ -192,7 +192,7 @@ fn certificates_replaced_by_rename_are_served_and_a_broken_pair_is_refused() {
 
 /// Runs `netacl serve ARGS` expecting it to refuse to start; returns its standard error.
 fn refused_start(data: &std::path::Path, args: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netacl"))
+    let child = Command::new(env!("CARGO_BIN_EXE_netacl"))
         .arg("serve")
         .arg("--data-dir")
         .arg(data)
@@ -201,20 +201,9 @@ fn refused_start(data: &std::path::Path, args: &[&str]) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn netacl serve");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("netacl serve {args:?} did not stop");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let output = child.wait_with_output().expect("output");
+    let (status, _, stderr) = wait_with_output(child, Duration::from_secs(60), "netacl serve");
     assert!(!status.success(), "netacl serve {args:?} started");
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    stderr
 }
 
 #[test]
@@ -427,17 +416,7 @@ fn the_in_process_edge_runs_beside_the_https_admin_api() {
     let rule = serde_json::json!({"description": "no sign-in from here", "active": true,
         "priority": 1, "rule": {"action": {"block": true}, "scope": "authentication",
         "match": {"ipv4_cidrs": ["127.0.0.0/8"]}}});
-    let created = https_request(
-        server.addr,
-        DOMAIN,
-        &config,
-        "POST",
-        "/api/v2/network-acls",
-        Some(&token),
-        Some(&rule),
-    )
-    .expect("create");
-    assert_eq!(created.status, 201, "{}", created.text);
+    create_over_https(server.addr, DOMAIN, &config, &token, &rule);
     let blocked = https_request(edge_tls, "edge.test", &config, "GET", "/login", None, None)
         .expect("through the edge");
     assert_eq!(blocked.status, 403, "{}", blocked.text);

@@ -131,15 +131,21 @@ async fn https_upstream(pki: &Pki, alpn: &[&[u8]]) -> HttpsUpstream {
     }
 }
 
-async fn edge(upstream: &str, trust: ClientTrust, tls: Option<TlsFiles>) -> RunningEdge {
+/// An edge configuration: `upstream` trusted by `trust`, a plain listener, no metrics.
+fn edge_config(upstream: &str, trust: ClientTrust) -> EdgeConfig {
     let mut config = EdgeConfig::new(upstream.parse().expect("upstream URL"));
     config.upstream_trust = trust;
     config.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    config.metrics_listen = None;
+    config
+}
+
+async fn edge(upstream: &str, trust: ClientTrust, tls: Option<TlsFiles>) -> RunningEdge {
+    let mut config = edge_config(upstream, trust);
     if tls.is_some() {
         config.listen_tls = Some("127.0.0.1:0".parse().expect("addr"));
         config.tls = tls;
     }
-    config.metrics_listen = None;
     config.rules = RulesSource::Engine;
     start_edge(Arc::new(Engine::new()), config)
         .await
@@ -254,10 +260,8 @@ async fn https_upstreams_get_sni_verification_and_http2_when_they_offer_it() {
 
 #[tokio::test]
 async fn an_https_upstream_needs_trust_anchors_that_load() {
-    let mut config = EdgeConfig::new("https://localhost:1".parse().expect("uri"));
-    config.upstream_trust = ClientTrust::CaFile("/nonexistent/ca.pem".into());
-    config.listen = Some("127.0.0.1:0".parse().expect("addr"));
-    config.metrics_listen = None;
+    let missing_ca = ClientTrust::CaFile("/nonexistent/ca.pem".into());
+    let config = edge_config("https://localhost:1", missing_ca);
     let err = start_edge(Arc::new(Engine::new()), config)
         .await
         .expect_err("refused");
@@ -267,9 +271,7 @@ async fn an_https_upstream_needs_trust_anchors_that_load() {
         "{message}"
     );
 
-    let mut config = EdgeConfig::new("ftp://localhost:1".parse().expect("uri"));
-    config.listen = Some("127.0.0.1:0".parse().expect("addr"));
-    config.metrics_listen = None;
+    let config = edge_config("ftp://localhost:1", ClientTrust::SystemRoots);
     let err = start_edge(Arc::new(Engine::new()), config)
         .await
         .expect_err("refused");

@@ -76,12 +76,9 @@ mod tests {
     #[test]
     fn a_ca_file_is_the_only_trust() {
         let dir = tempfile::tempdir().unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca = params.self_signed(&key).unwrap();
+        let ca = crate::test_ca::TestCa::new("client");
         let path = dir.path().join("ca.pem");
-        std::fs::write(&path, ca.pem()).unwrap();
+        ca.write_pem(&path);
         let config = client_config(&ClientTrust::CaFile(path), &[b"h2"]).unwrap();
         assert_eq!(config.alpn_protocols, [b"h2".to_vec()]);
 

@@ -47,7 +47,7 @@
 mod client;
 mod pem;
 mod server;
-#[cfg(feature = "test-ca")]
+#[cfg(any(test, feature = "test-ca"))]
 pub mod test_ca;
 
 use std::path::PathBuf;

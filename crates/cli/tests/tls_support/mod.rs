@@ -2,7 +2,6 @@
 //! (rustls) against the real binaries on loopback.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +9,7 @@ use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 
-use crate::serve_support::{parse, Answer};
+use crate::serve_support::{exchange, Answer};
 
 /// A certificate authority made for one test (`netacl_tls::test_ca`), its certificate written
 /// to a file.
@@ -101,21 +100,28 @@ pub fn https_request(
     body: Option<&serde_json::Value>,
 ) -> std::io::Result<Answer> {
     let mut stream = connect(addr, name, config)?;
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n");
-    if let Some(token) = token {
-        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
-    }
-    if !body.is_empty() {
-        head.push_str("Content-Type: application/json\r\n");
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body.as_bytes())?;
-    stream.flush()?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    parse(&raw).ok_or_else(|| std::io::Error::other("malformed or truncated HTTP answer"))
+    exchange(&mut stream, name, method, path, token, body)
+}
+
+/// Creates a network ACL over TLS with the bootstrap client's `token`; asserts the 201.
+pub fn create_over_https(
+    addr: SocketAddr,
+    name: &str,
+    config: &Arc<rustls::ClientConfig>,
+    token: &str,
+    body: &serde_json::Value,
+) {
+    let created = https_request(
+        addr,
+        name,
+        config,
+        "POST",
+        "/api/v2/network-acls",
+        Some(token),
+        Some(body),
+    )
+    .expect("create over HTTPS");
+    assert_eq!(created.status, 201, "{}", created.text);
 }
 
 /// A token for `client_id` from `addr` over TLS.
