@@ -37,6 +37,19 @@ fn tls_serve(dir: &std::path::Path) -> (Server, TestCa) {
     (server, ca)
 }
 
+/// Creates, over HTTPS, a rule blocking loopback clients everywhere.
+fn block_loopback(server: &Server, ca: &TestCa) {
+    let config = ca.client_config(&[]);
+    let token = https_token(server.addr, "localhost", &config, &server.domain);
+    create_over_https(
+        server.addr,
+        "localhost",
+        &config,
+        &token,
+        &block_rule(1, "127.0.0.0/8"),
+    );
+}
+
 /// `netacl edge` following `rules_url` (with `extra`), in front of a test upstream; returns it
 /// with its plain-HTTP and metrics addresses.
 fn follow(rules_url: &str, extra: &[&str]) -> (Proc, SocketAddr, SocketAddr) {
@@ -66,22 +79,7 @@ fn the_edge_follows_rules_over_https_trusting_the_rules_ca() {
     let (_edge, edge, _) = follow(&rules_url, &["--rules-ca", ca.pem.to_str().expect("utf-8")]);
     assert_eq!(edge_status(edge, "/login"), Some(200));
 
-    let config = ca.client_config(&[]);
-    let token = https_token(
-        server.addr,
-        "localhost",
-        &config,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        &server.domain,
-    );
-    create_over_https(
-        server.addr,
-        "localhost",
-        &config,
-        &token,
-        &block_rule(1, "127.0.0.0/8"),
-    );
+    block_loopback(&server, &ca);
     assert!(
         wait_for(Duration::from_secs(20), POLL, || edge_status(
             edge, "/login"
@@ -96,22 +94,7 @@ fn an_edge_that_does_not_trust_the_admin_certificate_gets_no_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (server, ca) = tls_serve(dir.path());
     // A rule the edge would enforce if it could read it.
-    let config = ca.client_config(&[]);
-    let token = https_token(
-        server.addr,
-        "localhost",
-        &config,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        &server.domain,
-    );
-    create_over_https(
-        server.addr,
-        "localhost",
-        &config,
-        &token,
-        &block_rule(1, "127.0.0.0/8"),
-    );
+    block_loopback(&server, &ca);
 
     // The system's roots do not include the test CA: every attempt fails verification (the
     // edge starts after its initial wait, with no rules), and the secret is never sent.

@@ -130,14 +130,7 @@ fn write_input(folder: &Path, acls: &BTreeMap<u64, Value>) {
 /// What the server holds, as the deploy CLI writes it (no id or timestamps), by priority.
 fn held(server: &Server, ca: &TestCa) -> BTreeMap<u64, Value> {
     let config = ca.client_config(&[]);
-    let token = https_token(
-        server.addr,
-        "localhost",
-        &config,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        &server.domain,
-    );
+    let token = https_token(server.addr, "localhost", &config, &server.domain);
     let list = https_request(
         server.addr,
         "localhost",
@@ -196,14 +189,7 @@ fn the_deploy_cli_exports_and_imports_network_acls_over_tls() {
 
     // Two rules created through the API.
     let config = ca.client_config(&[]);
-    let token = https_token(
-        server.addr,
-        "localhost",
-        &config,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        &domain,
-    );
+    let token = https_token(server.addr, "localhost", &config, &domain);
     for body in [
         json!({"description": "block a bad network", "active": true, "priority": 10,
                "rule": {"action": {"block": true}, "scope": "tenant",

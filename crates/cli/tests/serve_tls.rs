@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster_support::upstream;
-use serve_support::{request, wait_with_output, Server, CLIENT_ID, CLIENT_SECRET};
+use serve_support::{request, token_at, wait_with_output, Server};
 use tls_support::{create_over_https, https_request, https_token, served_leaf, TestCa};
 
 const DOMAIN: &str = "localhost";
@@ -98,7 +98,7 @@ fn the_admin_api_is_served_over_https_with_http2_and_http1_by_alpn() {
 
     // HTTP/1.1 (ALPN http/1.1): a token, then the list.
     let h1 = ca.client_config(&[b"http/1.1"]);
-    let token = https_token(server.addr, DOMAIN, &h1, CLIENT_ID, CLIENT_SECRET, DOMAIN);
+    let token = https_token(server.addr, DOMAIN, &h1, DOMAIN);
     let list = https_request(
         server.addr,
         DOMAIN,
@@ -172,14 +172,7 @@ fn certificates_replaced_by_rename_are_served_and_a_broken_pair_is_refused() {
         "{logged}"
     );
     assert_eq!(leaf(), renewed.der);
-    let token = https_token(
-        server.addr,
-        DOMAIN,
-        &config,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        DOMAIN,
-    );
+    let token = https_token(server.addr, DOMAIN, &config, DOMAIN);
     assert!(!token.is_empty());
 
     // Its key arrives: the pair is whole and served.
@@ -283,7 +276,7 @@ fn plain_http_is_served_on_loopback_only_unless_allowed() {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|addr| addr.parse().ok())
         .unwrap_or_else(|| panic!("unexpected line {line:?}"));
-    let token = server_token_plain(plain);
+    let token = token_at(plain, DOMAIN);
     let config = ca.client_config(&[]);
     let list = https_request(
         server.addr,
@@ -296,22 +289,6 @@ fn plain_http_is_served_on_loopback_only_unless_allowed() {
     )
     .expect("list over HTTPS");
     assert_eq!(list.status, 200, "{}", list.text);
-}
-
-/// A token over plain HTTP from `addr`.
-fn server_token_plain(addr: SocketAddr) -> String {
-    let body = serde_json::json!({
-        "grant_type": "client_credentials",
-        "client_id": CLIENT_ID,
-        "client_secret": CLIENT_SECRET,
-        "audience": format!("https://{DOMAIN}/api/v2/"),
-    });
-    let answer = request(addr, "POST", "/oauth/token", None, Some(&body)).expect("token");
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    answer.json()["access_token"]
-        .as_str()
-        .expect("token")
-        .to_owned()
 }
 
 #[test]
@@ -405,14 +382,7 @@ fn the_in_process_edge_runs_beside_the_https_admin_api() {
     assert_eq!((through.status, through.text.as_str()), (200, "upstream"));
 
     // A rule written over HTTPS is enforced at once on both edge listeners.
-    let token = https_token(
-        server.addr,
-        DOMAIN,
-        &config,
-        CLIENT_ID,
-        CLIENT_SECRET,
-        DOMAIN,
-    );
+    let token = https_token(server.addr, DOMAIN, &config, DOMAIN);
     let rule = serde_json::json!({"description": "no sign-in from here", "active": true,
         "priority": 1, "rule": {"action": {"block": true}, "scope": "authentication",
         "match": {"ipv4_cidrs": ["127.0.0.0/8"]}}});

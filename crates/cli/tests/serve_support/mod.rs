@@ -91,18 +91,7 @@ impl Server {
 
     /// A token for the bootstrap client.
     pub fn token(&self) -> String {
-        let body = serde_json::json!({
-            "grant_type": "client_credentials",
-            "client_id": CLIENT_ID,
-            "client_secret": CLIENT_SECRET,
-            "audience": format!("https://{}/api/v2/", self.domain),
-        });
-        let answer = request(self.addr, "POST", "/oauth/token", None, Some(&body)).expect("token");
-        assert_eq!(answer.status, 200, "{}", answer.text);
-        answer.json()["access_token"]
-            .as_str()
-            .expect("access_token")
-            .to_owned()
+        token_at(self.addr, &self.domain)
     }
 }
 
@@ -111,6 +100,22 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A token for the bootstrap client from the plain-HTTP listener `addr` of tenant `domain`.
+pub fn token_at(addr: SocketAddr, domain: &str) -> String {
+    let body = serde_json::json!({
+        "grant_type": "client_credentials",
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "audience": format!("https://{domain}/api/v2/"),
+    });
+    let answer = request(addr, "POST", "/oauth/token", None, Some(&body)).expect("token");
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.json()["access_token"]
+        .as_str()
+        .expect("access_token")
+        .to_owned()
 }
 
 /// A free loopback port (bound and released; a tiny race that tests accept).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 
-use crate::serve_support::{exchange, Answer};
+use crate::serve_support::{exchange, Answer, CLIENT_ID, CLIENT_SECRET};
 
 /// A certificate authority made for one test (`netacl_tls::test_ca`), its certificate written
 /// to a file.
@@ -124,19 +124,17 @@ pub fn create_over_https(
     assert_eq!(created.status, 201, "{}", created.text);
 }
 
-/// A token for `client_id` from `addr` over TLS.
+/// A token for the bootstrap client from `addr` over TLS (audience of tenant `domain`).
 pub fn https_token(
     addr: SocketAddr,
     name: &str,
     config: &Arc<rustls::ClientConfig>,
-    client_id: &str,
-    secret: &str,
     domain: &str,
 ) -> String {
     let body = serde_json::json!({
         "grant_type": "client_credentials",
-        "client_id": client_id,
-        "client_secret": secret,
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
         "audience": format!("https://{domain}/api/v2/"),
     });
     let answer = https_request(
