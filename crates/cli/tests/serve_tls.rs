@@ -199,6 +199,20 @@ fn refused_start(data: &std::path::Path, args: &[&str]) -> String {
     stderr
 }
 
+/// [`refused_start`] with `--listen 127.0.0.1:0 --tls-cert CERT --tls-key KEY EXTRA...`.
+fn refused_tls_start(data: &std::path::Path, cert: &str, key: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+    ];
+    args.extend_from_slice(extra);
+    refused_start(data, &args)
+}
+
 #[test]
 fn plain_http_is_served_on_loopback_only_unless_allowed() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -218,18 +232,11 @@ fn plain_http_is_served_on_loopback_only_unless_allowed() {
         "{err}"
     );
     // An extra plain listener next to HTTPS: the same rule.
-    let err = refused_start(
+    let err = refused_tls_start(
         &dir.path().join("b"),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            key,
-            "--listen-http",
-            "0.0.0.0:0",
-        ],
+        cert,
+        key,
+        &["--listen-http", "0.0.0.0:0"],
     );
     assert!(
         err.contains("(--listen-http), which is not a loopback address"),
@@ -299,17 +306,7 @@ fn a_certificate_that_does_not_load_stops_the_start() {
     let two = ca.issue(dir.path(), "two", &["localhost"]);
     let cert = one.cert.to_str().expect("utf-8");
     let wrong_key = two.key.to_str().expect("utf-8");
-    let err = refused_start(
-        &dir.path().join("a"),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            wrong_key,
-        ],
-    );
+    let err = refused_tls_start(&dir.path().join("a"), cert, wrong_key, &[]);
     assert!(
         err.contains("two.key: the private key does not belong to the certificate in"),
         "{err}"
@@ -320,16 +317,11 @@ fn a_certificate_that_does_not_load_stops_the_start() {
     assert!(!err.contains(body_line), "{err}");
 
     let missing = dir.path().join("missing.key");
-    let err = refused_start(
+    let err = refused_tls_start(
         &dir.path().join("b"),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            missing.to_str().expect("utf-8"),
-        ],
+        cert,
+        missing.to_str().expect("utf-8"),
+        &[],
     );
     assert!(err.contains("missing.key: cannot read"), "{err}");
     // One without the other.
