@@ -177,7 +177,25 @@ impl AdminTransport {
                         .acceptor()
                         .map_err(|e| std::io::Error::other(e.to_string()))?;
                     let watcher = certificate.watch(self.reload_interval);
-                    let served = axum::serve(TlsListener::new(main, acceptor), with_peer(router))
+                    // Each connection's service is the router with the peer's address as
+                    // `ConnectInfo<SocketAddr>` (what the rate limits and logs read), as
+                    // `into_make_service_with_connect_info` gives it on plain TCP.
+                    let with_peer = tower::service_fn(
+                        move |incoming: axum::serve::IncomingStream<'_, TlsListener>| {
+                            let peer = axum::extract::ConnectInfo(*incoming.remote_addr());
+                            let router = router.clone();
+                            std::future::ready(Ok::<_, std::convert::Infallible>(
+                                tower::ServiceExt::map_request(
+                                    router,
+                                    move |mut request: axum::extract::Request| {
+                                        request.extensions_mut().insert(peer);
+                                        request
+                                    },
+                                ),
+                            ))
+                        },
+                    );
+                    let served = axum::serve(TlsListener::new(main, acceptor), with_peer)
                         .with_graceful_shutdown(signal(stopped.clone()))
                         .await;
                     watcher.abort();
@@ -192,43 +210,6 @@ impl AdminTransport {
         };
         tokio::try_join!(main, plain).map(|_| ())
     }
-}
-
-/// The make-service of a [`TlsListener`]: each connection's service is the router with the
-/// peer's address as `ConnectInfo<SocketAddr>` (what the admin API's rate limits and logs
-/// read), as `into_make_service_with_connect_info` gives it on plain TCP.
-fn with_peer(
-    router: axum::Router,
-) -> impl for<'a> tower::Service<
-    axum::serve::IncomingStream<'a, TlsListener>,
-    Error = std::convert::Infallible,
-    Response = impl tower::Service<
-        axum::extract::Request,
-        Response = axum::response::Response,
-        Error = std::convert::Infallible,
-        Future = impl Send,
-    > + Clone
-                   + Send
-                   + 'static,
-    Future = impl Send,
-> + Clone {
-    tower::service_fn(
-        move |incoming: axum::serve::IncomingStream<'_, TlsListener>| {
-            let peer = *incoming.remote_addr();
-            let router = router.clone();
-            async move {
-                Ok(tower::ServiceExt::map_request(
-                    router,
-                    move |mut request: axum::extract::Request| {
-                        request
-                            .extensions_mut()
-                            .insert(axum::extract::ConnectInfo(peer));
-                        request
-                    },
-                ))
-            }
-        },
-    )
 }
 
 /// A TCP listener that hands axum TLS streams: handshakes run concurrently in their own tasks

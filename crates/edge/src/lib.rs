@@ -77,7 +77,17 @@
 //! [`run_edge`] takes an [`Engine`](netacl_eval::Engine): shared with `netacl serve` in
 //! process ([`RulesSource::Engine`], with [`EdgeConfig::rule_updates`] to follow the rule
 //! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
-//! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error.
+//! long-poll ([`RulesSource::Remote`], over `https://` with the server's certificate verified,
+//! or plain `http://` on loopback only unless [`RemoteRules::allow_insecure_http`]). Both keep
+//! the last good rules on any error.
+//!
+//! # TLS
+//!
+//! The TLS listener's certificate ([`EdgeConfig::tls`]) is reloaded when its files are replaced
+//! ([`EdgeConfig::tls_reload_interval`]); an `https://` upstream is verified against
+//! [`EdgeConfig::upstream_trust`] and spoken to over HTTP/2 when it selects `h2` by ALPN;
+//! WebSocket upgrades pass through (see the proxy's module docs for the details). Certificate
+//! loading and trust come from `netacl-tls`.
 //!
 //! # Observability
 //!

@@ -288,13 +288,18 @@ where
                 .map_err(|_| invalid())?;
             *request.version_mut() = Version::HTTP_2;
         } else {
-            *request.uri_mut() = Uri::from(path);
-            *request.version_mut() = Version::HTTP_11;
             if !request.headers().contains_key(header::HOST) {
-                let host =
-                    HeaderValue::from_str(self.inner.authority.as_str()).map_err(|_| invalid())?;
+                // An absolute URI (a request first addressed for HTTP/2) keeps its authority.
+                let authority = request
+                    .uri()
+                    .authority()
+                    .unwrap_or(&self.inner.authority)
+                    .as_str();
+                let host = HeaderValue::from_str(authority).map_err(|_| invalid())?;
                 request.headers_mut().insert(header::HOST, host);
             }
+            *request.uri_mut() = Uri::from(path);
+            *request.version_mut() = Version::HTTP_11;
         }
         Ok(())
     }
@@ -346,9 +351,11 @@ where
         &self,
         mut request: Request<B>,
     ) -> Result<Response<Incoming>, OriginError> {
-        // A request a reused connection could not start is tried again, on a new connection
-        // at the latest (which, being new, cannot have been closed while idle).
-        loop {
+        // A request a reused connection could not start is tried again: on another reused
+        // connection, or a new one, which is the last try (being new, it cannot have been
+        // closed while idle). The bound only guards against a pool that keeps handing out
+        // connections that cannot start anything.
+        for _ in 0..MAX_IDLE + 2 {
             let (sender, reused) = match self.take_shared_h2() {
                 Some(h2) => (Sender::H2(h2), true),
                 None => match self.take_idle() {
@@ -356,6 +363,7 @@ where
                     None => (self.dial(false).await?, false),
                 },
             };
+            let was_h2 = matches!(sender, Sender::H2(_));
             let result = match sender {
                 Sender::H2(mut h2) => {
                     if !reused {
@@ -376,7 +384,14 @@ where
             match result {
                 Ok(response) => return Ok(response),
                 Err(mut err) => match err.take_message() {
-                    Some(unsent) if reused => request = unsent,
+                    Some(unsent) if reused => {
+                        // A shared HTTP/2 connection that cannot start a stream is going away
+                        // (GOAWAY): the next request dials.
+                        if was_h2 {
+                            *lock(&self.inner.shared_h2) = None;
+                        }
+                        request = unsent;
+                    }
                     _ => {
                         return Err(OriginError::Http {
                             origin: self.origin(),
@@ -386,6 +401,7 @@ where
                 },
             }
         }
+        Err(self.connect_error("no connection could start the request"))
     }
 
     /// Sends an upgrade request (origin-form, with its `Connection: upgrade` and `Upgrade`
