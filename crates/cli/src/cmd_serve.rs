@@ -62,9 +62,9 @@ pub struct Args {
     #[command(flatten)]
     edge: Box<crate::cmd_edge::ServeEdgeArgs>,
     /// HTTPS (`--tls-cert`, `--tls-key`), plain HTTP (`--listen-http`,
-    /// `--allow-insecure-http`).
+    /// `--allow-insecure-http`); boxed like the edge's.
     #[command(flatten)]
-    tls: crate::tls::ServeTlsArgs,
+    tls: Box<crate::tls::ServeTlsArgs>,
 }
 
 /// Runs `netacl serve` until SIGINT or SIGTERM.

@@ -188,7 +188,7 @@ pub async fn spawn_file_source(
 }
 
 /// A remote `netacl serve` to follow (`--rules-url`, `--client-id`, `--client-secret`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RemoteRules {
     /// `https://HOST:PORT` of the admin server (`http://` on loopback, or with
@@ -211,6 +211,22 @@ pub struct RemoteRules {
     /// How long [`start_edge`](crate::start_edge) waits for the first rule set before it starts
     /// serving anyway (with no rules, logging an error), 10 s by default.
     pub initial_wait: Duration,
+}
+
+impl std::fmt::Debug for RemoteRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("RemoteRules")
+            .field("url", &self.url)
+            .field("trust", &self.trust)
+            .field("allow_insecure_http", &self.allow_insecure_http)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("audience", &self.audience)
+            .field("poll_timeout", &self.poll_timeout)
+            .field("initial_wait", &self.initial_wait)
+            .finish()
+    }
 }
 
 impl RemoteRules {
@@ -479,6 +495,13 @@ mod tests {
 
     fn remote(url: &'static str) -> RemoteRules {
         RemoteRules::new(Uri::from_static(url), "id".into(), "secret".into())
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_secret() {
+        let shown = format!("{:?}", remote("https://admin.example.com"));
+        assert!(shown.contains("<redacted>"), "{shown}");
+        assert!(!shown.contains("\"secret\""), "{shown}");
     }
 
     #[tokio::test]

@@ -310,10 +310,10 @@ async fn echo_upstream(tls: Option<tokio_rustls::TlsAcceptor>) -> EchoUpstream {
                     };
                     count.fetch_add(1, Ordering::SeqCst);
                     while let Some(Ok(message)) = ws.next().await {
-                        if message.is_text() || message.is_binary() {
-                            if ws.send(message).await.is_err() {
-                                return;
-                            }
+                        if (message.is_text() || message.is_binary())
+                            && ws.send(message).await.is_err()
+                        {
+                            return;
                         }
                     }
                 }
