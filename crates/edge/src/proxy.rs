@@ -7,10 +7,12 @@
 //! passed through (the `Host` header over HTTP/1.1, the `:authority` over HTTP/2; an HTTP/2
 //! client's authority counts as its `Host`); hop-by-hop headers (and those named in
 //! `Connection`) are dropped both ways; the peer address is appended to `X-Forwarded-For` and
-//! `X-Forwarded-Proto` is set. Protocol upgrades (WebSocket) from HTTP/1.1 clients are passed
-//! through after the ACL has let the upgrade request pass: the upstream gets the request on a
-//! connection of its own, and after its `101` the two streams are joined byte for byte. Not
-//! supported: upgrades over HTTP/2 (extended CONNECT), a path prefix on the upstream. An
+//! `X-Forwarded-Proto` is set. WebSocket upgrades from HTTP/1.1 clients are passed through after
+//! the ACL has let the upgrade request pass: the upstream gets the request on a connection of
+//! its own, and after its `101` the two streams are joined byte for byte. Other upgrades (`h2c`
+//! above all, which would carry later requests past the ACL) are not: such a request goes on as
+//! an ordinary one without its `Upgrade` header. Not supported: upgrades over HTTP/2 (extended
+//! CONNECT), a path prefix on the upstream. An
 //! unreachable upstream, or one whose certificate is not trusted, is a `502` with a JSON body.
 use std::convert::Infallible;
 use std::future::Future;
@@ -558,13 +560,29 @@ fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
 
 const BAD_GATEWAY_BODY: &str = r#"{"statusCode":502,"error":"Bad Gateway","message":"Upstream unavailable","errorCode":"bad_gateway"}"#;
 
-/// Whether an HTTP/1.1 request asks to switch protocols (`Connection: upgrade` and an
-/// `Upgrade` header): the upgrade, if the upstream accepts it, is passed through.
+/// Whether an `Upgrade` value names WebSocket and nothing else (`websocket`, any case, with or
+/// without a version).
+fn is_websocket(value: &HeaderValue) -> bool {
+    value.to_str().is_ok_and(|v| {
+        v.split(',').all(|protocol| {
+            let name = protocol.trim().split('/').next().unwrap_or_default();
+            name.eq_ignore_ascii_case("websocket")
+        })
+    })
+}
+
+/// Whether an HTTP/1.1 request asks to switch to WebSocket (`Connection: upgrade` and
+/// `Upgrade: websocket`): the upgrade, if the upstream accepts it, is passed through.
+///
+/// Other protocols are not: after an upgrade the edge only copies bytes, so an upgrade to
+/// `h2c` (or anything that carries HTTP requests) would let every later request on that
+/// connection reach the upstream unchecked by the ACL. Such a request goes on as an ordinary
+/// request, its `Upgrade` header dropped with the other hop-by-hop headers.
 fn upgrade_requested(parts: &http::request::Parts) -> Option<HeaderValue> {
     if parts.version != http::Version::HTTP_11 {
         return None;
     }
-    let upgrade = parts.headers.get(header::UPGRADE)?;
+    let upgrade = parts.headers.get(header::UPGRADE).filter(|v| is_websocket(v))?;
     let asks = parts
         .headers
         .get_all(header::CONNECTION)
@@ -655,7 +673,11 @@ impl Service<Request<Incoming>> for ProxyService {
             match answered {
                 Ok(mut response) => {
                     let switched = response.status() == StatusCode::SWITCHING_PROTOCOLS;
-                    let accepted = response.headers().get(header::UPGRADE).cloned();
+                    let accepted = response
+                        .headers()
+                        .get(header::UPGRADE)
+                        .filter(|v| is_websocket(v))
+                        .cloned();
                     let upstream_upgrade = switched
                         .then(|| {
                             response
@@ -671,8 +693,8 @@ impl Service<Request<Incoming>> for ProxyService {
                             set_upgrade_headers(&mut parts.headers, accepted);
                             join_upgraded(client, upstream);
                         }
-                        // A 101 that cannot be joined (no upgrade asked for, or none named)
-                        // must not reach the client.
+                        // A 101 that cannot be joined (no upgrade asked for, or not to
+                        // WebSocket) must not reach the client.
                         _ if switched => {
                             tracing::warn!(
                                 "upstream switched protocols without an upgrade to join"

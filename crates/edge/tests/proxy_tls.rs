@@ -63,6 +63,8 @@ struct Seen {
     /// Whether an HTTP/2 request also carried a `Host` header.
     host_header_in_h2: bool,
     forwarded_proto: Option<String>,
+    /// The `Upgrade` header it got, if any.
+    upgrade: Option<String>,
 }
 
 struct HttpsUpstream {
@@ -110,6 +112,7 @@ async fn https_upstream(pki: &Pki, alpn: &[&[u8]]) -> HttpsUpstream {
                     host,
                     host_header_in_h2: h2 && request.headers().contains_key("host"),
                     forwarded_proto: header("x-forwarded-proto"),
+                    upgrade: header("upgrade"),
                 });
                 async {
                     Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from(
@@ -154,10 +157,13 @@ async fn edge(upstream: &str, trust: ClientTrust, tls: Option<TlsFiles>) -> Runn
 
 /// `GET /` with `Host: app.example` on a plain connection: status and body.
 async fn get(addr: SocketAddr) -> (u16, String) {
+    send(addr, b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: close\r\n\r\n").await
+}
+
+/// Sends `request` on a new plain connection and reads the answer to its end: status and body.
+async fn send(addr: SocketAddr, request: &[u8]) -> (u16, String) {
     let mut tcp = TcpStream::connect(addr).await.expect("connect");
-    tcp.write_all(b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("write");
+    tcp.write_all(request).await.expect("write");
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut raw))
         .await
@@ -196,6 +202,7 @@ async fn https_upstreams_get_sni_verification_and_http2_when_they_offer_it() {
         host: Some("app.example".to_owned()),
         host_header_in_h2: false,
         forwarded_proto: Some("http".to_owned()),
+        upgrade: None,
     };
     assert_eq!(
         *h2.seen.lock().expect("lock"),
@@ -280,6 +287,24 @@ async fn an_https_upstream_needs_trust_anchors_that_load() {
 
 // ---------------------------------------------------------------------------------------------
 // WebSocket upgrades.
+
+#[tokio::test]
+async fn an_h2c_upgrade_goes_on_as_an_ordinary_request() {
+    // After an upgrade the edge copies bytes: an h2c upgrade would carry later requests past
+    // the ACL. It is not passed through; the request itself is.
+    let pki = pki();
+    let upstream = https_upstream(&pki, &[b"http/1.1"]).await;
+    let trusted = ClientTrust::CaFile(pki.ca_file.clone());
+    let edge = edge(&format!("https://localhost:{}", upstream.addr.port()), trusted, None).await;
+    let request = b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: Upgrade, HTTP2-Settings, close\r\n\
+        Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
+    let (status, body) = send(edge.http_addr().expect("addr"), request).await;
+    assert_eq!((status, body.as_str()), (200, "upstream"));
+    let seen = upstream.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].upgrade, None);
+    edge.shutdown();
+}
 
 struct EchoUpstream {
     addr: SocketAddr,
