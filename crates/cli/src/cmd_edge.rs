@@ -17,7 +17,7 @@ use netacl_edge::{
 /// Arguments of `netacl edge`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The upstream to proxy to, `http://HOST:PORT`.
+    /// The upstream to proxy to, `http://HOST:PORT` or `https://HOST:PORT`.
     #[arg(long, env = "NETACL_EDGE_UPSTREAM")]
     upstream: String,
     /// Plain-HTTP listen address.
@@ -57,7 +57,8 @@ pub struct Args {
     /// How often the GeoIP files are checked for changes (e.g. `60s`).
     #[arg(long, env = "NETACL_EDGE_GEOIP_RELOAD_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     geoip_reload_interval: Duration,
-    /// Follow the rules of a remote `netacl serve`, `http://HOST:PORT`.
+    /// Follow the rules of a remote `netacl serve`, `https://HOST:PORT` (`http://` on
+    /// loopback, or with --allow-insecure-rules-url).
     #[arg(long, env = "NETACL_EDGE_RULES_URL", conflicts_with = "rules_file")]
     rules_url: Option<String>,
     /// Client id for --rules-url (needs the read:network_acls scope).
@@ -95,10 +96,13 @@ pub struct Args {
     /// Time a client has to send its ClientHello and complete the TLS handshake.
     #[arg(long, env = "NETACL_EDGE_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     handshake_timeout: Duration,
+    /// Trust for https:// upstreams and rule sources, certificate reloads.
+    #[command(flatten)]
+    tls: crate::tls::EdgeTlsArgs,
 }
 
 /// Parses `250ms`, `10s`, `10m`, `1h`, or a bare number of seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
@@ -120,6 +124,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 fn config(args: Args) -> anyhow::Result<EdgeConfig> {
     let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
+    args.tls.apply(&mut config);
     apply_common(
         &mut config,
         Common {
@@ -148,6 +153,7 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
             };
             let mut remote = RemoteRules::new(url, id, secret);
             remote.audience = args.audience;
+            args.tls.apply_remote(&mut remote);
             RulesSource::Remote(remote)
         }
         (None, Some(path)) => RulesSource::File {
@@ -177,7 +183,8 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
 /// are used only while the engine holds the version they were derived from.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeEdgeArgs {
-    /// Also run the enforcing proxy in front of this upstream (`http://HOST:PORT`).
+    /// Also run the enforcing proxy in front of this upstream (`http://HOST:PORT` or
+    /// `https://HOST:PORT`).
     #[arg(long = "edge-upstream", env = "NETACL_EDGE_UPSTREAM")]
     edge_upstream: Option<String>,
     /// The edge's plain-HTTP listen address.
@@ -222,6 +229,9 @@ pub struct ServeEdgeArgs {
     /// Interval of the per-rule `acls_summary` events.
     #[arg(long = "edge-summary-interval", env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     edge_summary_interval: Duration,
+    /// Trust for an https:// upstream.
+    #[command(flatten)]
+    edge_tls: crate::tls::ServeEdgeTlsArgs,
 }
 
 impl ServeEdgeArgs {
@@ -235,6 +245,7 @@ impl ServeEdgeArgs {
             return Ok(None);
         };
         let mut config = EdgeConfig::new(parse_upstream(upstream)?);
+        self.edge_tls.apply(&mut config);
         apply_common(
             &mut config,
             Common {

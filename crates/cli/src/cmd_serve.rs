@@ -61,6 +61,10 @@ pub struct Args {
     /// The edge run in process (`--edge-*`; boxed: the flags are many).
     #[command(flatten)]
     edge: Box<crate::cmd_edge::ServeEdgeArgs>,
+    /// HTTPS (`--tls-cert`, `--tls-key`), plain HTTP (`--listen-http`,
+    /// `--allow-insecure-http`); boxed like the edge's.
+    #[command(flatten)]
+    tls: Box<crate::tls::ServeTlsArgs>,
 }
 
 /// Runs `netacl serve` until SIGINT or SIGTERM.
@@ -86,6 +90,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr().context("no local address")?;
+    let transport = args.tls.transport(local).await?;
     let tenant_domain = args
         .tenant_domain
         .clone()
@@ -147,7 +152,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .config(service.rule_sets())
         .context("invalid --edge-* settings")?
     {
-        Some(edge_config) => {
+        Some(mut edge_config) => {
+            edge_config.tls_reload_interval = args.tls.reload_interval();
             let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
                 .await
                 .context("cannot start the edge")?;
@@ -165,10 +171,16 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     };
 
     println!(
-        "netacl admin API listening on http://{local} (tenant {tenant_domain}, {location}, \
+        "netacl admin API listening on {}://{local} (tenant {tenant_domain}, {location}, \
          rule-set version {}, {} network ACLs)",
-        report.version, report.network_acls
+        transport.scheme(),
+        report.version,
+        report.network_acls
     );
+    if let Some(plain) = transport.plain_addr() {
+        println!("netacl admin API also listening on http://{plain} (plain HTTP)");
+    }
+    let base_url = transport.base_url(local, &tenant_domain);
     if report.signing_key_created {
         println!(
             "created the tenant's RS256 signing key (kid {})",
@@ -181,21 +193,18 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 "bootstrap client created; its secret is shown only now (stored as a hash):\n  \
                  client_id={client_id}\n  client_secret={secret}"
             );
-            print_curl(local, &tenant_domain, client_id, secret);
+            print_curl(&base_url, &tenant_domain, client_id, secret);
         }
         (Some(client_id), None) => {
             println!("bootstrap client: {client_id}");
             if let Some(secret) = &args.bootstrap_client_secret {
-                print_curl(local, &tenant_domain, client_id, secret);
+                print_curl(&base_url, &tenant_domain, client_id, secret);
             }
         }
         _ => {}
     }
 
-    let app = service
-        .router()
-        .into_make_service_with_connect_info::<SocketAddr>();
-    let admin = axum::serve(listener, app).with_graceful_shutdown(shutdown_signal());
+    let admin = transport.serve(listener, service.router(), shutdown_signal());
     match edge {
         None => admin.await.context("server failed")?,
         // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
@@ -211,7 +220,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_curl(local: SocketAddr, tenant_domain: &str, client_id: &str, secret: &str) {
+fn print_curl(base_url: &str, tenant_domain: &str, client_id: &str, secret: &str) {
     let body = serde_json::json!({
         "grant_type": "client_credentials",
         "client_id": client_id,
@@ -219,7 +228,7 @@ fn print_curl(local: SocketAddr, tenant_domain: &str, client_id: &str, secret: &
         "audience": format!("https://{tenant_domain}/api/v2/"),
     });
     println!(
-        "get a token:\n  curl -s http://{local}/oauth/token -H 'content-type: application/json' \
+        "get a token:\n  curl -s {base_url}/oauth/token -H 'content-type: application/json' \
          -d '{body}'"
     );
 }

@@ -162,7 +162,7 @@ fn startup_errors_are_reported() {
             "--rules-file",
             rules.to_str().expect("path"),
         ],
-        vec!["--upstream", "https://127.0.0.1:9", "--acl", "off"],
+        vec!["--upstream", "ftp://127.0.0.1:9", "--acl", "off"],
         vec!["--upstream", "http://127.0.0.1:9"],
         vec![
             "--upstream",

@@ -77,7 +77,17 @@
 //! [`run_edge`] takes an [`Engine`](netacl_eval::Engine): shared with `netacl serve` in
 //! process ([`RulesSource::Engine`], with [`EdgeConfig::rule_updates`] to follow the rule
 //! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
-//! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error.
+//! long-poll ([`RulesSource::Remote`], over `https://` with the server's certificate verified,
+//! or plain `http://` on loopback only unless [`RemoteRules::allow_insecure_http`]). Both keep
+//! the last good rules on any error.
+//!
+//! # TLS
+//!
+//! The TLS listener's certificate ([`EdgeConfig::tls`]) is reloaded when its files are replaced
+//! ([`EdgeConfig::tls_reload_interval`]); an `https://` upstream is verified against
+//! [`EdgeConfig::upstream_trust`] and spoken to over HTTP/2 when it selects `h2` by ALPN;
+//! WebSocket upgrades pass through (see the proxy's module docs for the details). Certificate
+//! loading and trust come from `netacl-tls`.
 //!
 //! # Observability
 //!
@@ -95,6 +105,7 @@ pub mod fingerprint;
 pub mod geo;
 mod layer;
 mod metrics;
+mod origin;
 mod path;
 mod proxy;
 mod source;
@@ -108,8 +119,9 @@ pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY};
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
+pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use path::normalize_path;
-pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge, TlsFiles};
+pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
 pub use source::{
     spawn_file_source, spawn_remote_source, RemoteRules, SourceError, MAX_RULES_BYTES,
 };

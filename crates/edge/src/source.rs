@@ -5,6 +5,11 @@
 //! validate or compile is logged and ignored until it changes again; an admin server that is
 //! unreachable or answers errors is retried with backoff (100 ms doubling to 5 s) while the
 //! edge keeps enforcing what it has.
+//!
+//! The admin server is reached over `https://` (its certificate verified against
+//! [`RemoteRules::trust`]: the system's roots or one CA file) or, since the client secret
+//! travels with every token request, over plain `http://` only on a loopback address, unless
+//! [`RemoteRules::allow_insecure_http`] says otherwise.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -12,13 +17,13 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 use netacl_model::{Limits, RuleSet};
+use netacl_tls::{ClientTrust, TlsError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
+use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
 
 /// Largest rule-set document accepted (file or remote), 512 MiB.
 pub const MAX_RULES_BYTES: usize = 512 << 20;
@@ -62,9 +67,19 @@ pub enum SourceError {
         #[source]
         source: netacl_eval::CompileError,
     },
-    /// The rules URL is not `http://HOST[:PORT]`.
-    #[error("invalid rules URL {0:?}: expected http://HOST[:PORT]")]
+    /// The rules URL is not `https://HOST[:PORT]` or `http://HOST[:PORT]`.
+    #[error("invalid rules URL {0:?}: expected https://HOST[:PORT] (or http:// on loopback)")]
     InvalidUrl(String),
+    /// A plain-HTTP rules URL that is not loopback: the client secret would cross the network
+    /// in clear.
+    #[error(
+        "refusing to send the client secret in clear to {0} (plain HTTP to an address that is \
+         not loopback): use https://, or allow it explicitly with --allow-insecure-rules-url"
+    )]
+    InsecureUrl(String),
+    /// The trust anchors for an `https://` rules URL could not be loaded.
+    #[error("rules URL TLS: {0}")]
+    Tls(#[source] TlsError),
     /// The admin server could not be reached or answered something unexpected.
     #[error("{0}")]
     Remote(String),
@@ -173,11 +188,18 @@ pub async fn spawn_file_source(
 }
 
 /// A remote `netacl serve` to follow (`--rules-url`, `--client-id`, `--client-secret`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RemoteRules {
-    /// `http://HOST:PORT` of the admin server.
+    /// `https://HOST:PORT` of the admin server (`http://` on loopback, or with
+    /// `allow_insecure_http`).
     pub url: Uri,
+    /// Whom an `https://` admin server's certificate must chain to: the system's roots
+    /// (default) or one CA file (`--rules-ca`).
+    pub trust: ClientTrust,
+    /// Send the client secret to a plain-HTTP URL that is not loopback
+    /// (`--allow-insecure-rules-url`); `false` by default: such a URL is refused.
+    pub allow_insecure_http: bool,
     /// Client id (client-credentials grant).
     pub client_id: String,
     /// Client secret.
@@ -191,11 +213,30 @@ pub struct RemoteRules {
     pub initial_wait: Duration,
 }
 
+impl std::fmt::Debug for RemoteRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("RemoteRules")
+            .field("url", &self.url)
+            .field("trust", &self.trust)
+            .field("allow_insecure_http", &self.allow_insecure_http)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("audience", &self.audience)
+            .field("poll_timeout", &self.poll_timeout)
+            .field("initial_wait", &self.initial_wait)
+            .finish()
+    }
+}
+
 impl RemoteRules {
-    /// A remote source with the default audience and poll timeout.
+    /// A remote source with the default audience and poll timeout, trusting the system's
+    /// roots, refusing plain HTTP off loopback.
     pub fn new(url: Uri, client_id: String, client_secret: String) -> Self {
         Self {
             url,
+            trust: ClientTrust::SystemRoots,
+            allow_insecure_http: false,
             client_id,
             client_secret,
             audience: None,
@@ -212,7 +253,7 @@ struct Token {
 }
 
 struct RemoteClient {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: OriginClient<Full<Bytes>>,
     base: String,
     config: RemoteRules,
     audience: String,
@@ -227,19 +268,31 @@ enum Poll {
 impl RemoteClient {
     fn new(config: RemoteRules) -> Result<Self, SourceError> {
         let url = &config.url;
-        let authority = match (url.scheme_str(), url.authority()) {
-            (Some("http"), Some(authority)) => authority.as_str().to_owned(),
-            _ => return Err(SourceError::InvalidUrl(url.to_string())),
-        };
+        let client =
+            OriginClient::new(url, &config.trust, true, Duration::from_secs(3)).map_err(|err| {
+                match err {
+                    OriginUrlError::Shape => SourceError::InvalidUrl(url.to_string()),
+                    OriginUrlError::Tls(err) => SourceError::Tls(err),
+                }
+            })?;
+        if !client.is_tls() && !is_loopback_url(url) {
+            if !config.allow_insecure_http {
+                return Err(SourceError::InsecureUrl(client.origin()));
+            }
+            tracing::warn!(
+                url = %client.origin(),
+                "the client secret and tokens go to the admin server in clear \
+                 (--allow-insecure-rules-url)"
+            );
+        }
+        let authority = url.authority().map(|a| a.as_str()).unwrap_or_default();
         let audience = config
             .audience
             .clone()
             .unwrap_or_else(|| format!("https://{authority}/api/v2/"));
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(Duration::from_secs(3)));
         Ok(Self {
-            client: Client::builder(TokioExecutor::new()).build(connector),
-            base: format!("http://{authority}"),
+            base: client.origin(),
+            client,
             config,
             audience,
         })
@@ -250,7 +303,7 @@ impl RemoteClient {
         request: Request<Full<Bytes>>,
         timeout: Duration,
     ) -> Result<(StatusCode, Bytes), SourceError> {
-        let response = tokio::time::timeout(timeout, self.client.request(request))
+        let response = tokio::time::timeout(timeout, self.client.send(request))
             .await
             .map_err(|_| {
                 SourceError::Remote(format!("{}: no answer within {timeout:?}", self.base))
@@ -277,7 +330,7 @@ impl RemoteClient {
         });
         let request = Request::builder()
             .method(Method::POST)
-            .uri(format!("{}/oauth/token", self.base))
+            .uri("/oauth/token")
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|e| SourceError::Remote(e.to_string()))?;
@@ -311,14 +364,8 @@ impl RemoteClient {
     async fn poll(&self, token: &str, since: Option<u64>) -> Result<Poll, SourceError> {
         let timeout_ms = self.config.poll_timeout.as_millis();
         let uri = match since {
-            Some(v) => format!(
-                "{}/_netacl/v1/network-acls/watch?since={v}&timeout_ms={timeout_ms}",
-                self.base
-            ),
-            None => format!(
-                "{}/_netacl/v1/network-acls/watch?timeout_ms={timeout_ms}",
-                self.base
-            ),
+            Some(v) => format!("/_netacl/v1/network-acls/watch?since={v}&timeout_ms={timeout_ms}"),
+            None => format!("/_netacl/v1/network-acls/watch?timeout_ms={timeout_ms}"),
         };
         let request = Request::builder()
             .method(Method::GET)
@@ -446,24 +493,44 @@ pub fn spawn_remote_source(
 mod tests {
     use super::*;
 
+    fn remote(url: &'static str) -> RemoteRules {
+        RemoteRules::new(Uri::from_static(url), "id".into(), "secret".into())
+    }
+
     #[test]
-    fn urls_must_be_plain_http() {
-        let bad = RemoteRules::new(
-            Uri::from_static("https://example.com"),
-            "id".into(),
-            "secret".into(),
-        );
+    fn debug_output_never_shows_the_secret() {
+        let shown = format!("{:?}", remote("https://admin.example.com"));
+        assert!(shown.contains("<redacted>"), "{shown}");
+        assert!(!shown.contains("\"secret\""), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn plain_http_only_on_loopback_unless_allowed() {
+        let client = RemoteClient::new(remote("http://127.0.0.1:8080")).unwrap();
+        assert_eq!(client.audience, "https://127.0.0.1:8080/api/v2/");
+        assert!(RemoteClient::new(remote("http://localhost:8080")).is_ok());
+
+        let err = RemoteClient::new(remote("http://10.1.2.3:8080"))
+            .err()
+            .unwrap();
+        assert!(matches!(err, SourceError::InsecureUrl(_)), "{err}");
+        let message = err.to_string();
+        assert!(message.contains("http://10.1.2.3:8080"), "{message}");
+        assert!(message.contains("--allow-insecure-rules-url"), "{message}");
+        assert!(!message.contains("secret\""), "{message}");
+
+        let mut allowed = remote("http://10.1.2.3:8080");
+        allowed.allow_insecure_http = true;
+        assert!(RemoteClient::new(allowed).is_ok());
+
         assert!(matches!(
-            RemoteClient::new(bad),
+            RemoteClient::new(remote("ftp://example.com")),
             Err(SourceError::InvalidUrl(_))
         ));
-        let good = RemoteRules::new(
-            Uri::from_static("http://127.0.0.1:8080"),
-            "id".into(),
-            "secret".into(),
-        );
-        let client = RemoteClient::new(good).unwrap();
-        assert_eq!(client.audience, "https://127.0.0.1:8080/api/v2/");
+        assert!(matches!(
+            RemoteClient::new(remote("http://127.0.0.1:8080/prefix")),
+            Err(SourceError::InvalidUrl(_))
+        ));
     }
 
     #[test]
