@@ -27,6 +27,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use netacl_eval::Engine;
 use netacl_model::RuleSet;
+use rustls_pki_types::pem::{self, PemObject};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -413,16 +415,21 @@ fn load_tls(files: &TlsFiles) -> Result<rustls::ServerConfig, EdgeError> {
         reason,
     };
     let cert_pem = std::fs::read(&files.cert).map_err(|e| tls_err(&files.cert, e.to_string()))?;
-    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+    let certs = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| tls_err(&files.cert, e.to_string()))?;
     if certs.is_empty() {
         return Err(tls_err(&files.cert, "no certificate in the file".into()));
     }
     let key_pem = std::fs::read(&files.key).map_err(|e| tls_err(&files.key, e.to_string()))?;
-    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .map_err(|e| tls_err(&files.key, e.to_string()))?
-        .ok_or_else(|| tls_err(&files.key, "no private key in the file".into()))?;
+    // The parser's detail is not passed on for the key: it could quote key material.
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+        let reason = match e {
+            pem::Error::NoItemsFound => "no private key in the file",
+            _ => "the private key is not valid PEM",
+        };
+        tls_err(&files.key, reason.into())
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -720,5 +727,52 @@ async fn metrics_loop(listener: TcpListener, metrics: Arc<EdgeMetrics>) -> Resul
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod pem_tests {
+    use super::*;
+
+    fn files(dir: &std::path::Path, cert: &str, key: &str) -> TlsFiles {
+        let files = TlsFiles {
+            cert: dir.join("cert.pem"),
+            key: dir.join("key.pem"),
+        };
+        std::fs::write(&files.cert, cert).expect("write cert");
+        std::fs::write(&files.key, key).expect("write key");
+        files
+    }
+
+    fn reason(result: Result<rustls::ServerConfig, EdgeError>) -> String {
+        match result {
+            Err(EdgeError::Tls { reason, .. }) => reason,
+            other => panic!("expected a TLS error, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn pem_files_load_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let certified =
+            rcgen::generate_simple_self_signed(vec!["edge.test".to_owned()]).expect("rcgen");
+        let (cert, key) = (certified.cert.pem(), certified.key_pair.serialize_pem());
+        assert!(load_tls(&files(dir.path(), &cert, &key)).is_ok());
+        // Both in one file, in either order, is fine too.
+        let both = format!("{key}{cert}");
+        assert!(load_tls(&files(dir.path(), &both, &both)).is_ok());
+
+        assert_eq!(
+            reason(load_tls(&files(dir.path(), &key, &key))),
+            "no certificate in the file"
+        );
+        assert_eq!(
+            reason(load_tls(&files(dir.path(), &cert, &cert))),
+            "no private key in the file"
+        );
+        // A damaged key: refused without quoting the file.
+        let damaged = key.replacen('\n', "\n!secret-bytes!", 1);
+        let reason = reason(load_tls(&files(dir.path(), &cert, &damaged)));
+        assert_eq!(reason, "the private key is not valid PEM");
     }
 }
