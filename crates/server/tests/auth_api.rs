@@ -19,8 +19,6 @@ use netacl_server::auth::{
     TenantAuthority, MANAGEMENT_SCOPES,
 };
 use netacl_server::rate_limit::{ManualClock, RateLimitConfig, RateLimiter};
-use rsa::pkcs1::EncodeRsaPrivateKey;
-use rsa::pkcs8::{EncodePublicKey, LineEnding};
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,14 +33,35 @@ const CLIENT_SECRET: &str = "correct-horse-battery-staple-secret";
 // ---------------------------------------------------------------------------------------
 // Fixtures: one key pair per binary (2048-bit generation is slow), cheap per-test authority.
 
-fn other_rsa_key() -> &'static rsa::RsaPrivateKey {
-    static KEY: OnceLock<rsa::RsaPrivateKey> = OnceLock::new();
-    KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).expect("keygen"))
+fn other_rsa_key() -> &'static SigningKey {
+    static KEY: OnceLock<SigningKey> = OnceLock::new();
+    KEY.get_or_init(|| SigningKey::generate().expect("keygen"))
 }
 
-fn our_rsa_key() -> rsa::RsaPrivateKey {
-    use rsa::pkcs8::DecodePrivateKey;
-    rsa::RsaPrivateKey::from_pkcs8_pem(key_pem()).expect("parse our key")
+fn our_rsa_key() -> SigningKey {
+    SigningKey::from_pem(key_pem()).expect("parse our key")
+}
+
+/// Our public key as SPKI PEM (`-----BEGIN PUBLIC KEY-----`), what an attacker can derive
+/// from the JWKS, for the HMAC key-confusion cases.
+fn our_public_key_pem() -> String {
+    use aws_lc_rs::encoding::AsDer;
+    use aws_lc_rs::signature::KeyPair as _;
+    use rustls_pki_types::pem::PemObject;
+    let der = rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(key_pem().as_bytes())
+        .expect("pkcs8 pem");
+    let pair = aws_lc_rs::rsa::KeyPair::from_pkcs8(der.secret_pkcs8_der()).expect("key");
+    let spki = pair.public_key().as_der().expect("spki");
+    let body = STANDARD.encode(spki.as_ref());
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|line| std::str::from_utf8(line).expect("ascii"))
+        .collect();
+    format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        lines.join("\n")
+    )
 }
 
 fn authority() -> Arc<TenantAuthority> {
@@ -238,15 +257,28 @@ fn without(mut claims: Value, key: &str) -> Value {
     claims
 }
 
-fn rs256_header(kid: Option<&str>) -> Header {
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = kid.map(str::to_owned);
+fn rs256_header(kid: Option<&str>) -> Value {
+    let mut header = json!({"typ": "JWT", "alg": "RS256"});
+    if let Some(kid) = kid {
+        header["kid"] = json!(kid);
+    }
     header
 }
 
-fn sign_with(key: &rsa::RsaPrivateKey, header: &Header, claims: &Value) -> String {
-    let der = key.to_pkcs1_der().expect("pkcs1");
-    jsonwebtoken::encode(header, claims, &EncodingKey::from_rsa_der(der.as_bytes())).expect("sign")
+fn sign_with(key: &SigningKey, header: &Value, claims: &Value) -> String {
+    sign_text(key, &header.to_string(), &claims.to_string())
+}
+
+/// A token whose header and claims are exactly `header` and `claims` (any JSON text, even
+/// text `serde_json::Value` cannot hold, such as `1e400`), signed RS256 by `key`.
+fn sign_text(key: &SigningKey, header: &str, claims: &str) -> String {
+    let message = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header),
+        URL_SAFE_NO_PAD.encode(claims)
+    );
+    let signature = key.sign_rs256(message.as_bytes()).expect("sign");
+    format!("{message}.{}", URL_SAFE_NO_PAD.encode(signature))
 }
 
 fn our_kid() -> String {
@@ -281,10 +313,7 @@ async fn bearer_token_table() {
     let app = app(authority());
     let now = now();
     let kid = our_kid();
-    let public_pem = our_rsa_key()
-        .to_public_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("public pem");
+    let public_pem = our_public_key_pem();
     let hs256_with_public_key = {
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some(kid.clone());
@@ -1157,10 +1186,7 @@ fn verifier_refuses_each_attack_for_its_own_reason() {
     let authority = authority();
     let now = now();
     let kid = our_kid();
-    let public_pem = our_rsa_key()
-        .to_public_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("public pem");
+    let public_pem = our_public_key_pem();
     let mut hs256 = Header::new(Algorithm::HS256);
     hs256.kid = Some(kid.clone());
     let hs256_token = jsonwebtoken::encode(
@@ -1320,4 +1346,61 @@ async fn all_scopes_token_on_a_long_domain_is_accepted() {
     assert!(token.len() > 8 * 1024, "token is {} bytes", token.len());
     let list = send(&app, api_get(Some(&bearer(token)))).await;
     assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+}
+
+/// A database written before the move from the `rsa` crate to AWS-LC holds its key as the
+/// `rsa` crate wrote it (PKCS#8 PEM, `testdata/keys/legacy-pkcs8.pem`): the service starts on
+/// it, serves the same JWKS as before, and issues tokens that verify.
+#[tokio::test]
+async fn a_key_stored_by_an_earlier_version_still_serves() {
+    use netacl_store::{CredentialStore, SqliteStore, StoredSigningKey, TenantId, TenantStore};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/keys");
+    let legacy_pem = std::fs::read_to_string(root.join("legacy-pkcs8.pem")).expect("fixture");
+    let legacy_jwks: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("legacy-jwks.json")).expect("fixture"),
+    )
+    .expect("json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = support::config();
+    {
+        let store = SqliteStore::open(dir.path(), config.limits).expect("store");
+        let tenant = TenantId::default_tenant();
+        store
+            .ensure_tenant(&tenant, support::DOMAIN)
+            .await
+            .expect("tenant");
+        let stored = StoredSigningKey {
+            kid: legacy_jwks["keys"][0]["kid"]
+                .as_str()
+                .expect("kid")
+                .to_owned(),
+            private_key_pem: legacy_pem,
+            created_at_ms: 0,
+        };
+        store
+            .add_signing_key(&tenant, &stored)
+            .await
+            .expect("add key");
+    }
+    let (service, token) = support::start_in(dir.path(), config).await;
+    let api = support::Api::new(service, token);
+    let jwks = api
+        .call(
+            Request::builder()
+                .uri("/.well-known/jwks.json")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(jwks.status, StatusCode::OK);
+    assert_eq!(jwks.body, legacy_jwks);
+    let header: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(api.token.split('.').next().unwrap_or_default())
+            .expect("base64"),
+    )
+    .expect("header");
+    assert_eq!(header["kid"], legacy_jwks["keys"][0]["kid"]);
+    let answer = api.send(Method::GET, "/api/v2/network-acls", None).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
 }
