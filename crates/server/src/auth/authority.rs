@@ -301,7 +301,7 @@ impl TenantAuthority {
         let audience = format!("https://{domain}/api/v2/");
         let mut validation = Validation::new(Algorithm::RS256);
         validation.algorithms = vec![Algorithm::RS256];
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.set_issuer(&[&issuer]);
         validation.set_audience(&[&audience]);
         validation.leeway = config.leeway_secs;
