@@ -778,3 +778,50 @@ async fn metrics_loop(listener: TcpListener, metrics: Arc<EdgeMetrics>) -> Resul
         });
     }
 }
+
+#[cfg(test)]
+mod pem_tests {
+    use super::*;
+
+    fn files(dir: &std::path::Path, cert: &str, key: &str) -> TlsFiles {
+        let files = TlsFiles {
+            cert: dir.join("cert.pem"),
+            key: dir.join("key.pem"),
+        };
+        std::fs::write(&files.cert, cert).expect("write cert");
+        std::fs::write(&files.key, key).expect("write key");
+        files
+    }
+
+    fn reason(result: Result<rustls::ServerConfig, EdgeError>) -> String {
+        match result {
+            Err(EdgeError::Tls { reason, .. }) => reason,
+            other => panic!("expected a TLS error, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn pem_files_load_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let certified =
+            rcgen::generate_simple_self_signed(vec!["edge.test".to_owned()]).expect("rcgen");
+        let (cert, key) = (certified.cert.pem(), certified.key_pair.serialize_pem());
+        assert!(load_tls(&files(dir.path(), &cert, &key)).is_ok());
+        // Both in one file, in either order, is fine too.
+        let both = format!("{key}{cert}");
+        assert!(load_tls(&files(dir.path(), &both, &both)).is_ok());
+
+        assert_eq!(
+            reason(load_tls(&files(dir.path(), &key, &key))),
+            "no certificate in the file"
+        );
+        assert_eq!(
+            reason(load_tls(&files(dir.path(), &cert, &cert))),
+            "no private key in the file"
+        );
+        // A damaged key: refused without quoting the file.
+        let damaged = key.replacen('\n', "\n!secret-bytes!", 1);
+        let reason = reason(load_tls(&files(dir.path(), &cert, &damaged)));
+        assert_eq!(reason, "the private key is not valid PEM");
+    }
+}
