@@ -329,7 +329,7 @@ impl Enforcer {
                 redirect_uri: None,
                 version: 0,
                 scope,
-                client_ip: addrs.map(|a| a.client),
+                client_ip: addrs.and_then(|a| a.client),
             };
         }
         // One load: the same snapshot serves the enrichment, the decision and the ids.
@@ -337,10 +337,14 @@ impl Enforcer {
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {
-                request = request
-                    .with_client_ip(a.client)
-                    .with_connecting_ip(a.connecting);
-                self.lookup_geo(&policy, a.client, true)
+                request = request.with_connecting_ip(a.connecting);
+                match a.client {
+                    Some(client) => {
+                        request = request.with_client_ip(client);
+                        self.lookup_geo(&policy, client, true)
+                    }
+                    None => GeoInfo::default(),
+                }
             }
             None => GeoInfo::default(),
         };
@@ -394,7 +398,7 @@ impl Enforcer {
             redirect_uri,
             version: decision.version(),
             scope,
-            client_ip: addrs.map(|a| a.client),
+            client_ip: addrs.and_then(|a| a.client),
         }
     }
 }

@@ -100,8 +100,8 @@ mod proxy;
 mod source;
 
 pub use client_addr::{
-    canonical_ip, ClientAddrResolver, ForwardedHeader, RequestAddrs, TrustedProxies,
-    TrustedProxyError,
+    canonical_ip, forwarded_client, ClientAddrResolver, ForwardedHeader, RequestAddrs,
+    TrustedProxies, TrustedProxyError,
 };
 pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
