@@ -15,6 +15,10 @@ pub enum AclVerdict {
     Block,
     /// A `redirect` rule decided; the edge answered 302.
     Redirect,
+    /// The request path is refused before any rule (a malformed percent-escape, a backslash, or
+    /// a path servers would route to different scopes: see
+    /// [`scope_of_path`](crate::scope_of_path)); the edge answered 400.
+    InvalidPath,
 }
 
 impl AclVerdict {
@@ -25,6 +29,7 @@ impl AclVerdict {
             AclVerdict::Allow => "allow",
             AclVerdict::Block => "block",
             AclVerdict::Redirect => "redirect",
+            AclVerdict::InvalidPath => "invalid_path",
         }
     }
 }
@@ -44,7 +49,8 @@ pub struct AclDecision {
     pub redirect_uri: Option<String>,
     /// The rule-set version the decision was made against.
     pub version: u64,
-    /// The request's scope (from its normalised path).
+    /// The request's scope (from its path, see [`scope_of_path`](crate::scope_of_path));
+    /// `authentication` for a refused path.
     pub scope: RequestScope,
     /// The client address used (absent when the request carried no
     /// [`ConnectionInfo`](crate::ConnectionInfo)).

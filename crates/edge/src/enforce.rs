@@ -14,7 +14,6 @@ use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::geo::{GeoEnricher, GeoInfo, GeoNeeds};
 use crate::metrics::EdgeMetrics;
-use crate::path::normalize_path;
 
 /// Signals that are known when a connection is accepted, before any request is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,20 +317,32 @@ impl Enforcer {
         authority: Option<&str>,
         headers: &HeaderMap,
     ) -> AclDecision {
-        let path = normalize_path(path);
-        let scope = RequestScope::from_path(&path);
+        let scope = netacl_model::scope_of_path(path);
         let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
-        if !self.enabled {
-            return AclDecision {
-                verdict: AclVerdict::None,
-                rule_id: None,
-                monitored: Vec::new(),
-                redirect_uri: None,
-                version: 0,
-                scope,
-                client_ip: addrs.and_then(|a| a.client),
-            };
-        }
+        let scope = match (scope, self.enabled) {
+            (Ok(scope), true) => scope,
+            (scope, enabled) => {
+                let verdict = if enabled {
+                    AclVerdict::InvalidPath
+                } else {
+                    AclVerdict::None
+                };
+                if enabled {
+                    let version = self.engine.policy().version();
+                    self.metrics
+                        .record(version, RequestScope::Authentication, verdict, None, &[]);
+                }
+                return AclDecision {
+                    verdict,
+                    rule_id: None,
+                    monitored: Vec::new(),
+                    redirect_uri: None,
+                    version: 0,
+                    scope: scope.unwrap_or_default(),
+                    client_ip: addrs.and_then(|a| a.client),
+                };
+            }
+        };
         // One load: the same snapshot serves the enrichment, the decision and the ids.
         let policy = self.engine.policy();
         let mut request = Request::new(scope);

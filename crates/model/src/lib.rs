@@ -87,6 +87,7 @@ mod error;
 mod formats;
 mod limits;
 mod organization;
+mod path;
 mod rule;
 mod schema;
 mod scope;
@@ -109,6 +110,7 @@ pub use organization::{
     EnabledConnection, Organization, OrganizationBranding, OrganizationColors, OrganizationId,
     OrganizationSpec, TokenQuota, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES,
 };
+pub use path::{normalize_path, scope_of_path, PathError};
 pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
 pub use timestamp::Timestamp;
