@@ -1,5 +1,6 @@
 //! The decision the edge acted on, as it is logged, counted and attached to requests.
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use netacl_model::{AclId, RequestScope};
 
@@ -45,8 +46,8 @@ pub struct AclDecision {
     pub rule_id: Option<AclId>,
     /// Monitoring-mode (`log`) rules that matched, in evaluation order.
     pub monitored: Vec<AclId>,
-    /// Where a redirect sends the client.
-    pub redirect_uri: Option<String>,
+    /// Where a redirect sends the client (shared with the policy that decided).
+    pub redirect_uri: Option<Arc<str>>,
     /// The rule-set version the decision was made against.
     pub version: u64,
     /// The request's scope (from its path, see [`scope_of_path`](crate::scope_of_path));

@@ -310,6 +310,11 @@ impl Enforcer {
     }
 
     /// Decides about one request: `path` is the request target's path, `headers` its headers.
+    ///
+    /// Allocates nothing for the common request (a path already in normal form, and no
+    /// monitoring-mode rule matching): the ids it reports are held inline and the redirect
+    /// target is shared with the policy. A matching `log` rule costs the `monitored` list; a
+    /// path that is not normal, its normal form.
     pub fn decide(
         &self,
         conn: Option<&ConnectionInfo>,
@@ -317,32 +322,29 @@ impl Enforcer {
         authority: Option<&str>,
         headers: &HeaderMap,
     ) -> AclDecision {
-        let scope = netacl_model::scope_of_path(path);
         let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
-        let scope = match (scope, self.enabled) {
-            (Ok(scope), true) => scope,
-            (scope, enabled) => {
-                let verdict = if enabled {
-                    AclVerdict::InvalidPath
-                } else {
-                    AclVerdict::None
-                };
-                if enabled {
-                    let version = self.engine.policy().version();
-                    self.metrics
-                        .record(version, RequestScope::Authentication, verdict, None, &[]);
-                }
-                return AclDecision {
-                    verdict,
-                    rule_id: None,
-                    monitored: Vec::new(),
-                    redirect_uri: None,
-                    version: 0,
-                    scope: scope.unwrap_or_default(),
-                    client_ip: addrs.and_then(|a| a.client),
-                };
-            }
+        let client_ip = addrs.and_then(|a| a.client);
+        let (scope, verdict) = match (netacl_model::scope_of_path(path), self.enabled) {
+            (Ok(scope), true) => (scope, None),
+            (Ok(scope), false) => (scope, Some(AclVerdict::None)),
+            (Err(_), false) => (RequestScope::default(), Some(AclVerdict::None)),
+            (Err(_), true) => (RequestScope::default(), Some(AclVerdict::InvalidPath)),
         };
+        if let Some(verdict) = verdict {
+            // Not evaluated: the ACL is off, or the path is refused before any rule.
+            if self.enabled {
+                self.metrics.record(0, scope, verdict, None, &[]);
+            }
+            return AclDecision {
+                verdict,
+                rule_id: None,
+                monitored: Vec::new(),
+                redirect_uri: None,
+                version: 0,
+                scope,
+                client_ip,
+            };
+        }
         // One load: the same snapshot serves the enrichment, the decision and the ids.
         let policy = self.engine.policy();
         let mut request = Request::new(scope);
@@ -385,16 +387,13 @@ impl Enforcer {
         let decision = policy.evaluate(&request);
         let verdict = verdict_from_eval(decision.verdict());
         let rule_id = decision.rule().map(|r| policy.rule_id(r).clone());
+        // Empty (no allocation) unless a `log` rule matched.
         let monitored: Vec<AclId> = decision
             .monitored()
             .iter()
             .map(|r| policy.rule_id(*r).clone())
             .collect();
-        let redirect_uri = if verdict == AclVerdict::Redirect {
-            policy.redirect_uri(&decision).map(str::to_owned)
-        } else {
-            None
-        };
+        let redirect_uri = policy.shared_redirect_uri(&decision).cloned();
         self.metrics.record(
             decision.version(),
             scope,
@@ -409,7 +408,7 @@ impl Enforcer {
             redirect_uri,
             version: decision.version(),
             scope,
-            client_ip: addrs.and_then(|a| a.client),
+            client_ip,
         }
     }
 }
