@@ -1,61 +1,7 @@
 //! Which address is the client's: the TCP peer, or what a trusted reverse proxy in front of the
 //! edge says it was.
 //!
-//! # Rules
-//!
-//! - The **connecting address** is always the TCP peer.
-//! - The **client address** is the peer, unless the peer lies inside one of the configured
-//!   trusted-proxy CIDRs. Only then is the forwarding header read (a header from anyone else is
-//!   ignored: any client can write one).
-//! - The header is walked **right to left** (the rightmost entry was written by the proxy closest
-//!   to the edge, and each trusted proxy appends the address of whoever connected to it). Entries
-//!   inside the trusted CIDRs are skipped; the first entry outside them is the client address.
-//!   When every entry is trusted, the leftmost one is the client address (a client inside the
-//!   trusted networks); with no header at all, the peer.
-//! - A hop that is **not a usable address** (malformed, not ASCII, `unknown`, an obfuscated
-//!   `_identifier`, a `Forwarded` element without `for=`) is never skipped like a trusted hop and
-//!   never replaced by one: the walk ends there and the client address is **unknown** (absent: a
-//!   rule's `match` on it does not match, its `not_match` holds, no geo or ASN). The walk only
-//!   reaches such a hop when every hop to its right was a trusted proxy, so the hop is what the
-//!   last trusted proxy was told, or said, about its client: answering with that proxy's own
-//!   address would let a client behind it pose as the proxy.
-//! - The header is read as **bytes** and split before anything is decoded, so that what a client
-//!   writes (non-ASCII bytes, an unbalanced quote, stray escapes) damages at most its own part,
-//!   never the entries the proxies append to its right:
-//!   - `X-Forwarded-For` is split on `,`;
-//!   - `Forwarded` is split into elements **from the right**: a quoted-string is matched from its
-//!     closing quote back to its opening one (a quote preceded by an odd run of backslashes is
-//!     escaped), so an unterminated quote on the client's side cannot reach across the proxies'
-//!     elements. A well-formed header splits exactly as a left-to-right parse splits it.
-//! - **Several header lines** of the same name are one list, in the order they arrived (the last
-//!   line is the nearest proxy's); each line is split on its own, so a broken line cannot run into
-//!   the next.
-//! - **Empty list elements** (`a,,b`, a trailing comma, an empty line) are not hops and are
-//!   skipped, as RFC 9110 §5.6.1 asks of every list header.
-//! - An entry is one of: an IPv4 address (canonical dotted decimal), an IPv6 address, either
-//!   with a port (`192.0.2.1:8080`, `[2001:db8::1]:443`), or a bracketed IPv6 address
-//!   (`[2001:db8::1]`); in `Forwarded`, an obfuscated port (`"192.0.2.1:_p1"`) too. Surrounding
-//!   spaces and tabs are ignored. Anything else is not a usable address.
-//! - `Forwarded` elements follow RFC 7239: `;`-separated `name=value` pairs (names compared
-//!   without case, `for` at most once; a pair with no `=` makes the element malformed), values a
-//!   token or a quoted-string whose backslash escapes are undone before the address is read
-//!   (`for="\[2001:db8::1\]"` is `[2001:db8::1]`). An unquoted value may also carry `:`, `[`
-//!   and `]` (`for=2001:db8::1`, which a proxy configured as `for=$remote_addr` writes). An
-//!   IPv6 address without brackets is read whole, in both headers: it cannot carry a port.
-//! - Addresses are canonicalised: an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) is the IPv4
-//!   address, both when matched against the trusted CIDRs and as the result.
-//!
-//! [`forwarded_client`] is the walk itself, over raw header lines: what the resolver runs per
-//! request, and what a fuzzer can call.
-//!
-//! # Which header
-//!
-//! Exactly one header is read, chosen by [`ForwardedHeader`]; the default is
-//! `X-Forwarded-For`. **When both `X-Forwarded-For` and `Forwarded` are present, the configured
-//! one wins and the other is ignored entirely.** A trusted proxy only vouches for the header it
-//! writes: a proxy that appends to `X-Forwarded-For` passes a client's forged `Forwarded` through
-//! untouched (and the other way round), so falling back from one to the other, or preferring
-//! whichever is present, would let a client choose its own address.
+//! The rules are on [`ClientAddrResolver`].
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::ControlFlow;
 
@@ -159,7 +105,8 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Which forwarding header a trusted proxy writes (see the module docs for why only one is read).
+/// Which forwarding header a trusted proxy writes (see [`ClientAddrResolver`] for why only one
+/// is read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ForwardedHeader {
@@ -185,6 +132,64 @@ impl ForwardedHeader {
 }
 
 /// Works out the client address of a request from its peer and headers.
+///
+/// # Rules
+///
+/// - The **connecting address** is always the TCP peer.
+/// - The **client address** is the peer, unless the peer lies inside one of the configured
+///   trusted-proxy CIDRs. Only then is the forwarding header read (a header from anyone else is
+///   ignored: any client can write one).
+/// - The header is walked **right to left** (the rightmost entry was written by the proxy closest
+///   to the edge, and each trusted proxy appends the address of whoever connected to it). Entries
+///   inside the trusted CIDRs are skipped; the first entry outside them is the client address.
+///   When every entry is trusted, the leftmost one is the client address (a client inside the
+///   trusted networks); with no header at all, the peer.
+/// - A hop that is **not a usable address** (malformed, not ASCII, `unknown`, an obfuscated
+///   `_identifier`, a `Forwarded` element without `for=`) is never skipped like a trusted hop and
+///   never replaced by one: the walk ends there and the client address is **unknown** (absent: a
+///   rule's `match` on it does not match, its `not_match` holds, no geo or ASN). The walk only
+///   reaches such a hop when every hop to its right was a trusted proxy, so the hop is what the
+///   last trusted proxy was told, or said, about its client: answering with that proxy's own
+///   address would let a client behind it pose as the proxy.
+/// - The header is read as **bytes** and split before anything is decoded, so that what a client
+///   writes (non-ASCII bytes, an unbalanced quote, stray escapes) damages at most its own part,
+///   never the entries the proxies append to its right:
+///   - `X-Forwarded-For` is split on `,`;
+///   - `Forwarded` is split into elements **from the right**: a quoted-string is matched from its
+///     closing quote back to its opening one (a quote preceded by an odd run of backslashes is
+///     escaped), so an unterminated quote on the client's side cannot reach across the proxies'
+///     elements. A well-formed header splits exactly as a left-to-right parse splits it.
+/// - **Several header lines** of the same name are one list, in the order they arrived (the last
+///   line is the nearest proxy's); each line is split on its own, so a broken line cannot run into
+///   the next.
+/// - **Empty list elements** (`a,,b`, a trailing comma, an empty line) are not hops and are
+///   skipped, as RFC 9110 §5.6.1 asks of every list header.
+/// - An entry is one of: an IPv4 address (canonical dotted decimal), an IPv6 address, either
+///   with a port (`192.0.2.1:8080`, `[2001:db8::1]:443`), or a bracketed IPv6 address
+///   (`[2001:db8::1]`); in `Forwarded`, an obfuscated port (`"192.0.2.1:_p1"`) too. Surrounding
+///   spaces and tabs are ignored. Anything else is not a usable address.
+/// - `Forwarded` elements follow RFC 7239: `;`-separated `name=value` pairs (names compared
+///   without case, `for` at most once; a pair with no `=` makes the element malformed), values a
+///   token or a quoted-string whose backslash escapes are undone before the address is read
+///   (`for="\[2001:db8::1\]"` is `[2001:db8::1]`). An unquoted value may also carry `:`, `[`
+///   and `]` (`for=2001:db8::1`, which a proxy configured as `for=$remote_addr` writes). An
+///   IPv6 address without brackets is read whole, in both headers: it cannot carry a port.
+/// - Addresses are canonicalised: an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) is the IPv4
+///   address, both when matched against the trusted CIDRs and as the result.
+///
+/// [`forwarded_client`](crate::forwarded_client) is the walk itself, over raw header lines: what the resolver runs per
+/// request, and what a fuzzer can call.
+///
+/// # Which header
+///
+/// Exactly one header is read, chosen by [`ForwardedHeader`]; the default is
+/// `X-Forwarded-For`. **When both `X-Forwarded-For` and `Forwarded` are present, the configured
+/// one wins and the other is ignored entirely.** A trusted proxy only vouches for the header it
+/// writes: a proxy that appends to `X-Forwarded-For` passes a client's forged `Forwarded` through
+/// untouched (and the other way round), so falling back from one to the other, or preferring
+/// whichever is present, would let a client choose its own address.
+///
+/// # Example
 ///
 /// ```
 /// use std::net::IpAddr;
@@ -235,7 +240,7 @@ impl ClientAddrResolver {
     }
 
     /// The client address of a request that arrived from `peer` (canonicalised); `None` when a
-    /// trusted proxy's header leaves it unknown (see the module docs).
+    /// trusted proxy's header leaves it unknown (see the type's docs).
     pub fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> Option<IpAddr> {
         let name = match self.header {
             ForwardedHeader::XForwardedFor => &X_FORWARDED_FOR,
@@ -250,7 +255,7 @@ impl ClientAddrResolver {
     }
 }
 
-/// The forwarding-header walk (the module docs have the rules): the client address of a request
+/// The forwarding-header walk ([`ClientAddrResolver`] has the rules): the client address of a request
 /// that arrived from `peer` carrying `lines`, the values of its `header` lines in the order
 /// they arrived, as raw bytes.
 ///

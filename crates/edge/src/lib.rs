@@ -79,6 +79,22 @@
 //! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
 //! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error.
 //!
+//! # Untrusted input
+//!
+//! Everything a request carries is the client's to choose. The two parsers the edge runs on it
+//! per request are public, so that a fuzzer calls exactly what the edge runs:
+//!
+//! - [`forwarded_client`]: the forwarding-header walk over raw header lines (the rules are on
+//!   [`ClientAddrResolver`]). Never panics, never allocates; the answer is the peer, an address
+//!   written in the lines, or `None` (unknown). Whatever bytes precede the entry a trusted proxy
+//!   appends to a line, that entry decides.
+//! - [`normalize_path`] and [`scope_of_path`]: a path's normal form and its scope (or why it is
+//!   refused). Never panic; normalising twice equals normalising once; the scope of a path equals
+//!   the scope of its normal form.
+//!
+//! [`Enforcer::decide`] allocates nothing for the common request (a path already in normal form,
+//! no `log` rule matching), which `tests/decide_allocations.rs` counts.
+//!
 //! # Observability
 //!
 //! Per-rule counters without locks ([`EdgeMetrics`]), one `acls_summary` event per rule per

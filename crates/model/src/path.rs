@@ -1,47 +1,12 @@
 //! Request paths: their normal form, and the request scope a path falls into.
 //!
-//! The scope of a request decides which rules apply to it, so a path must get the scope of what
-//! the upstream will serve for it, however it is spelt. [`normalize_path`] gives the path's
-//! **normal form**, RFC 3986's reading of it (which the WHATWG URL parser, and the servers and
-//! frameworks built on either, share):
-//!
-//! 1. the query and fragment are dropped; a path not starting with `/` is read as if it did;
-//! 2. percent-escapes of unreserved characters (`A-Z a-z 0-9 - . _ ~`) are decoded (RFC 3986
-//!    §6.2.2.2; `%2E` is a dot), every other escape is kept with its hex digits in upper case
-//!    (§6.2.2.1), and every byte that may not appear in a path (`"`, `{`, `|`, non-ASCII, ...) is
-//!    percent-encoded, as WHATWG encodes it before sending: `%2F` stays data inside a segment;
-//! 3. dot segments are removed by RFC 3986 §5.2.4 (`..` never climbs above the root); empty
-//!    segments are kept (`/api/v2//../users` is `/api/v2/users`).
-//!
-//! Normalising is idempotent (the normal form is its own normal form), and a request path that
-//! is already normal (the common case) is returned as it is, without allocating.
-//!
-//! **Refused** ([`PathError`], a `400` at the edge): a `%` not followed by two hex digits (not a
-//! URI, and servers disagree about what it means: nginx refuses it, others pass it on as a
-//! literal `%`), and a raw backslash (`\`): WHATWG reads it as `/` (`/api\v2\users` is
-//! `/api/v2/users` to a browser or to Node.js), other servers as an ordinary character. No
-//! browser sends one (it sends `/`), so refusing costs real clients nothing and leaves nothing to
-//! guess.
-//!
-//! [`scope_of_path`] is the scope of the normal form ([`RequestScope::from_path`]: segments
-//! compared without case, empty segments skipped), checked against the readings of servers that
-//! route differently from RFC 3986, so that no spelling gets one scope at the edge and another
-//! upstream:
-//!
-//! - servers that merge `//` before removing dot segments (nginx, Apache, Spring);
-//! - servers that decode `%2F` and `%5C` into separators before routing (nginx's locations, Go's
-//!   `URL.Path`, IIS);
-//! - servers that strip `;parameters` from segments (Java servlet containers: `/api;x/v2`).
-//!
-//! When any of these readings (alone or combined) gives another scope than the normal form's, the
-//! path is **ambiguous** and refused: `/api/v2//../users` (nginx serves `/api/users`),
-//! `/api%2Fv2%2Fusers` (nginx serves `/api/v2/users`), `/api;x/v2/users`. A path whose readings
-//! all agree keeps its scope (`/api/v2/users/auth0%7Cx%2Fy` is `management` however it is read).
+//! The rules are on [`normalize_path`] (the normal form, and what is refused) and
+//! [`scope_of_path`] (the scope, and what is ambiguous).
 use std::borrow::Cow;
 
 use crate::RequestScope;
 
-/// Why a request path is refused (see the module docs).
+/// Why a request path is refused (see [`normalize_path`] and [`scope_of_path`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PathError {
@@ -65,8 +30,34 @@ pub enum PathError {
     Ambiguous,
 }
 
-/// The normal form of a request path (see the module docs): borrowed when `path` (up to its
-/// query) is already normal.
+/// The normal form of a request path: borrowed when `path` (up to its query) is already
+/// normal.
+///
+/// The scope of a request decides which rules apply to it, so a path must get the scope of what
+/// the upstream will serve for it, however it is spelt. This gives the path's
+/// **normal form**, RFC 3986's reading of it (which the WHATWG URL parser, and the servers and
+/// frameworks built on either, share):
+///
+/// 1. the query and fragment are dropped; a path not starting with `/` is read as if it did;
+/// 2. percent-escapes of unreserved characters (`A-Z a-z 0-9 - . _ ~`) are decoded (RFC 3986
+///    §6.2.2.2; `%2E` is a dot), every other escape is kept with its hex digits in upper case
+///    (§6.2.2.1), and every byte that may not appear in a path (`"`, `{`, `|`, non-ASCII, ...) is
+///    percent-encoded, so that its raw and encoded spellings have one normal form; `%2F` stays
+///    data inside a segment;
+/// 3. dot segments are removed by RFC 3986 §5.2.4 (`..` never climbs above the root); empty
+///    segments are kept (`/api/v2//../users` is `/api/v2/users`).
+///
+/// Normalising is idempotent (the normal form is its own normal form), and a request path that
+/// is already normal (the common case) is returned as it is, without allocating.
+///
+/// **Refused** ([`PathError`], a `400` at the edge): a `%` not followed by two hex digits (not a
+/// URI, and servers disagree about what it means: nginx refuses it, others pass it on as a
+/// literal `%`), and a raw backslash (`\`): WHATWG reads it as `/` (`/api\v2\users` is
+/// `/api/v2/users` to a browser or to Node.js), other servers as an ordinary character. No
+/// browser sends one (it sends `/`), so refusing costs real clients nothing and leaves nothing to
+/// guess.
+///
+/// # Examples
 ///
 /// ```
 /// use netacl_model::normalize_path;
@@ -88,7 +79,24 @@ pub fn normalize_path(path: &str) -> Result<Cow<'_, str>, PathError> {
 
 /// The scope of a request for `path` (the request target's path, as received; a query is
 /// ignored): the scope of its normal form, or an error when the path is refused or ambiguous
-/// (see the module docs). Allocates only for a path that is not already normal.
+/// (see below). Allocates only for a path that is not already normal.
+///
+/// The scope is that of the normal form ([`RequestScope::from_path`]: segments compared
+/// without case, empty segments skipped), checked against the readings of servers that route
+/// differently from RFC 3986, so that no spelling gets one scope at the edge and another
+/// upstream:
+///
+/// - servers that merge `//` before removing dot segments (nginx, Apache, Spring);
+/// - servers that decode `%2F` and `%5C` into separators before routing (nginx's locations, Go's
+///   `URL.Path`, IIS);
+/// - servers that strip `;parameters` from segments (Java servlet containers: `/api;x/v2`).
+///
+/// When any of these readings (alone or combined) gives another scope than the normal form's, the
+/// path is **ambiguous** and refused: `/api/v2//../users` (nginx serves `/api/users`),
+/// `/api%2Fv2%2Fusers` (nginx serves `/api/v2/users`), `/api;x/v2/users`. A path whose readings
+/// all agree keeps its scope (`/api/v2/users/auth0%7Cx%2Fy` is `management` however it is read).
+///
+/// # Examples
 ///
 /// ```
 /// use netacl_model::{scope_of_path, PathError, RequestScope};
@@ -210,7 +218,7 @@ fn normalize_with(path: &str, reading: Reading) -> Result<String, PathError> {
     Ok(remove_dot_segments(&canonical, reading))
 }
 
-/// Step 2 of the module docs (and step 1's leading `/`): unreserved escapes decoded, other
+/// Step 2 of [`normalize_path`]'s docs (and step 1's leading `/`): unreserved escapes decoded, other
 /// escapes in upper case, bytes that may not appear in a path encoded; with
 /// `decode_separators`, `%2F` and `%5C` become `/`.
 fn canonical_escapes(path: &str, reading: Reading) -> Result<String, PathError> {
