@@ -14,7 +14,6 @@ use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::geo::{GeoEnricher, GeoInfo, GeoNeeds};
 use crate::metrics::EdgeMetrics;
-use crate::path::normalize_path;
 
 /// Signals that are known when a connection is accepted, before any request is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,6 +310,11 @@ impl Enforcer {
     }
 
     /// Decides about one request: `path` is the request target's path, `headers` its headers.
+    ///
+    /// Allocates nothing for the common request (a path already in normal form, and no
+    /// monitoring-mode rule matching): the ids it reports are held inline and the redirect
+    /// target is shared with the policy. A matching `log` rule costs the `monitored` list; a
+    /// path that is not normal, its normal form.
     pub fn decide(
         &self,
         conn: Option<&ConnectionInfo>,
@@ -318,18 +322,27 @@ impl Enforcer {
         authority: Option<&str>,
         headers: &HeaderMap,
     ) -> AclDecision {
-        let path = normalize_path(path);
-        let scope = RequestScope::from_path(&path);
         let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
-        if !self.enabled {
+        let client_ip = addrs.and_then(|a| a.client);
+        let (scope, verdict) = match (netacl_model::scope_of_path(path), self.enabled) {
+            (Ok(scope), true) => (scope, None),
+            (Ok(scope), false) => (scope, Some(AclVerdict::None)),
+            (Err(_), false) => (RequestScope::default(), Some(AclVerdict::None)),
+            (Err(_), true) => (RequestScope::default(), Some(AclVerdict::InvalidPath)),
+        };
+        if let Some(verdict) = verdict {
+            // Not evaluated: the ACL is off, or the path is refused before any rule.
+            if self.enabled {
+                self.metrics.record(0, scope, verdict, None, &[]);
+            }
             return AclDecision {
-                verdict: AclVerdict::None,
+                verdict,
                 rule_id: None,
                 monitored: Vec::new(),
                 redirect_uri: None,
                 version: 0,
                 scope,
-                client_ip: addrs.map(|a| a.client),
+                client_ip,
             };
         }
         // One load: the same snapshot serves the enrichment, the decision and the ids.
@@ -337,10 +350,14 @@ impl Enforcer {
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {
-                request = request
-                    .with_client_ip(a.client)
-                    .with_connecting_ip(a.connecting);
-                self.lookup_geo(&policy, a.client, true)
+                request = request.with_connecting_ip(a.connecting);
+                match a.client {
+                    Some(client) => {
+                        request = request.with_client_ip(client);
+                        self.lookup_geo(&policy, client, true)
+                    }
+                    None => GeoInfo::default(),
+                }
             }
             None => GeoInfo::default(),
         };
@@ -370,16 +387,13 @@ impl Enforcer {
         let decision = policy.evaluate(&request);
         let verdict = verdict_from_eval(decision.verdict());
         let rule_id = decision.rule().map(|r| policy.rule_id(r).clone());
+        // Empty (no allocation) unless a `log` rule matched.
         let monitored: Vec<AclId> = decision
             .monitored()
             .iter()
             .map(|r| policy.rule_id(*r).clone())
             .collect();
-        let redirect_uri = if verdict == AclVerdict::Redirect {
-            policy.redirect_uri(&decision).map(str::to_owned)
-        } else {
-            None
-        };
+        let redirect_uri = policy.shared_redirect_uri(&decision).cloned();
         self.metrics.record(
             decision.version(),
             scope,
@@ -394,7 +408,7 @@ impl Enforcer {
             redirect_uri,
             version: decision.version(),
             scope,
-            client_ip: addrs.map(|a| a.client),
+            client_ip,
         }
     }
 }

@@ -480,7 +480,7 @@ impl CompiledPolicy {
                 Action::Log => (ActionCode::Log, None),
                 Action::Redirect { redirect_uri } => (
                     ActionCode::Redirect,
-                    Some(redirect_uri.clone().into_boxed_str()),
+                    Some(std::sync::Arc::<str>::from(redirect_uri.as_str())),
                 ),
             };
             meta.push(RuleMeta {
@@ -578,7 +578,7 @@ impl CompiledPolicy {
             + policy
                 .ids
                 .iter()
-                .map(|id| id.as_str().len() + std::mem::size_of::<netacl_model::AclId>())
+                .map(|_| std::mem::size_of::<netacl_model::AclId>())
                 .sum::<usize>()
             + policy
                 .redirects

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::hint::select_unpredictable;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use netacl_model::{AclId, RequestScope, Signal};
@@ -382,7 +383,7 @@ pub struct CompiledPolicy {
     pub(crate) version: u64,
     pub(crate) meta: Vec<RuleMeta>,
     pub(crate) ids: Vec<AclId>,
-    pub(crate) redirects: Vec<Option<Box<str>>>,
+    pub(crate) redirects: Vec<Option<Arc<str>>>,
     /// Per request scope: active rules without `match` covering it, in order.
     pub(crate) unanchored: [Vec<u32>; REQUEST_SCOPES],
     pub(crate) postings: Postings,
@@ -539,9 +540,15 @@ impl CompiledPolicy {
 
     /// The redirect target of a redirect decision.
     pub fn redirect_uri(&self, decision: &Decision) -> Option<&str> {
+        self.shared_redirect_uri(decision).map(|uri| &**uri)
+    }
+
+    /// The redirect target of a redirect decision, shared: a copy that outlives the policy costs
+    /// a reference count, not an allocation (what the edge keeps in its decisions).
+    pub fn shared_redirect_uri(&self, decision: &Decision) -> Option<&Arc<str>> {
         match (decision.verdict, decision.rule) {
             (Verdict::Redirect, Some(rule)) => {
-                self.redirects.get(rule.get()).and_then(|r| r.as_deref())
+                self.redirects.get(rule.get()).and_then(|r| r.as_ref())
             }
             _ => None,
         }

@@ -92,6 +92,7 @@ mod limits;
 mod organization;
 mod organization_connection;
 mod organization_update;
+mod path;
 mod rule;
 mod schema;
 mod scope;
@@ -119,6 +120,7 @@ pub use organization_connection::{
     MAX_ORGANIZATION_CONNECTION_NAME,
 };
 pub use organization_update::OrganizationPatch;
+pub use path::{normalize_path, scope_of_path, PathError};
 pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
 pub use timestamp::Timestamp;
