@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use crate::criteria::{CidrEntry, FingerprintJa3, FingerprintJa4};
 use crate::formats;
 use crate::schema::{
-    check_array, check_string, format_error, ArrayRule, AtPath, ObjectReader, ObjectSchema,
-    Reason, StringRule,
+    check_array, check_string, format_error, ArrayRule, AtPath, ObjectReader, ObjectSchema, Reason,
+    StringRule,
 };
 use crate::ValidationError;
 
@@ -318,11 +318,14 @@ impl ManagedLists {
 
     /// Whether both hold the same content under the same names.
     pub fn same_content(&self, other: &ManagedLists) -> bool {
-        self.lists.iter().zip(&other.lists).all(|(a, b)| match (a, b) {
-            (None, None) => true,
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.digest() == b.digest(),
-            _ => false,
-        })
+        self.lists
+            .iter()
+            .zip(&other.lists)
+            .all(|(a, b)| match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.digest() == b.digest(),
+                _ => false,
+            })
     }
 }
 

@@ -13,8 +13,8 @@ use crate::schema::{
     ObjectReader, ObjectSchema, Reason, StringRule,
 };
 use crate::{
-    AclId, Action, Limits, ManagedListName, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority, Rule, RuleScope,
-    RuleSet, Timestamp, ValidationError,
+    AclId, Action, Limits, ManagedListName, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority,
+    Rule, RuleScope, RuleSet, Timestamp, ValidationError,
 };
 
 const SPEC: ObjectSchema<'static> = ObjectSchema {
@@ -308,7 +308,8 @@ fn criteria(
         )?,
         hostnames: strings(&object, "hostnames", list, any, formats::hostname)?,
         auth0_managed: strings(&object, "auth0_managed", list, any, |text| {
-            ManagedListName::parse(text).ok_or_else(|| format!("No enum match for: {}", Value::from(text)))
+            ManagedListName::parse(text)
+                .ok_or_else(|| format!("No enum match for: {}", Value::from(text)))
         })?,
     };
     Ok(Some(criteria))
@@ -510,6 +511,8 @@ fn criteria_to_json(criteria: &Criteria) -> Value {
     });
     texts(&mut out, MEMBERS[9], &criteria.user_agents, |e| e.text());
     texts(&mut out, MEMBERS[10], &criteria.hostnames, |e| e.text());
-    texts(&mut out, MEMBERS[11], &criteria.auth0_managed, |n| n.as_str());
+    texts(&mut out, MEMBERS[11], &criteria.auth0_managed, |n| {
+        n.as_str()
+    });
     Value::Object(out)
 }

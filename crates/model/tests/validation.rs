@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use netacl_model::{
-    AclId, Action, Limits, ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec, RequestScope, RuleScope,
-    RuleSet, Signal, ValidationError,
+    AclId, Action, Limits, ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec, RequestScope,
+    RuleScope, RuleSet, Signal, ValidationError,
 };
 use serde_json::{json, Map, Value};
 
