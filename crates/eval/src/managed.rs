@@ -17,7 +17,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use netacl_model::{ManagedEntry, ManagedListCounts, ManagedListName, ManagedLists};
+use netacl_model::{ManagedEntry, ManagedListName, ManagedLists};
 use serde::Serialize;
 
 use crate::hash::{ja3_key, random_seed, ByteMap, FixedMap, EMPTY};
@@ -228,9 +228,7 @@ impl ManagedIndex {
             .into_iter()
             .map(|name| {
                 let list = self.lists.get(name);
-                let counts = list
-                    .map(|l| l.counts())
-                    .unwrap_or(ManagedListCounts::default());
+                let counts = list.map(|l| l.counts()).unwrap_or_default();
                 ManagedListStats {
                     name: name.as_str(),
                     configured: list.is_some(),
@@ -292,7 +290,7 @@ impl ManagedIndex {
         if let (Some(map), Some(ja4)) = (&self.ja4, request.ja4()) {
             mask |= present(map.find_caseless(ja4.as_bytes()));
         }
-        debug_assert!(EMPTY == NONE);
+        const { assert!(EMPTY == NONE, "hash misses and range misses read alike") };
         mask & (MASKS as u32 - 1)
     }
 }
