@@ -94,6 +94,7 @@ mod enforce;
 pub mod fingerprint;
 pub mod geo;
 mod layer;
+mod lists;
 mod metrics;
 mod path;
 mod proxy;
@@ -107,9 +108,11 @@ pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY};
+pub use lists::PolicySources;
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 pub use path::normalize_path;
 pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge, TlsFiles};
 pub use source::{
-    spawn_file_source, spawn_remote_source, RemoteRules, SourceError, MAX_RULES_BYTES,
+    spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
+    RemoteRules, SourceError, MAX_RULES_BYTES,
 };

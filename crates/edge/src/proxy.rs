@@ -26,7 +26,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use netacl_eval::Engine;
-use netacl_model::RuleSet;
+use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -39,8 +39,9 @@ use crate::enforce::{ConnectionVerdict, Enforcer};
 use crate::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
 use crate::geo::GeoEnricher;
 use crate::layer::AclLayer;
+use crate::lists::PolicySources;
 use crate::metrics::EdgeMetrics;
-use crate::source::{spawn_file_source, spawn_remote_source, RemoteRules, SourceError};
+use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
 
 /// Why the edge could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +148,11 @@ pub struct EdgeConfig {
     pub rules: RulesSource,
     /// With [`RulesSource::Engine`]: the rule sets installed in the engine, as they change.
     pub rule_updates: Option<watch::Receiver<Arc<RuleSet>>>,
+    /// Managed lists from this edge's files (`--managed-list`), in force from the start and
+    /// winning over the lists a remote admin server sends; reload them with
+    /// [`RunningEdge::load_local_list`]. Not used with [`RulesSource::Engine`] (the engine's
+    /// owner compiles its own lists).
+    pub managed_lists: ManagedLists,
 }
 
 impl EdgeConfig {
@@ -170,6 +176,7 @@ impl EdgeConfig {
             handshake_timeout: Duration::from_secs(10),
             rules: RulesSource::Engine,
             rule_updates: None,
+            managed_lists: ManagedLists::new(),
         }
     }
 }
@@ -177,6 +184,7 @@ impl EdgeConfig {
 /// A started edge: its listeners are bound and serving.
 pub struct RunningEdge {
     enforcer: Arc<Enforcer>,
+    sources: Option<Arc<PolicySources>>,
     http_addr: Option<SocketAddr>,
     tls_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
@@ -212,6 +220,26 @@ impl RunningEdge {
     /// The enforcing core (counters, engine).
     pub fn enforcer(&self) -> &Arc<Enforcer> {
         &self.enforcer
+    }
+
+    /// What the policy is compiled from (rules, the server's lists, this edge's list files);
+    /// `None` for an edge whose engine is fed by its owner ([`RulesSource::Engine`]).
+    pub fn policy_sources(&self) -> Option<Arc<PolicySources>> {
+        self.sources.clone()
+    }
+
+    /// Puts the reloaded content of one of this edge's managed list files in force (the policy
+    /// is recompiled with it; on error the policy in service stays). Does nothing for an edge
+    /// whose engine is fed by its owner ([`RulesSource::Engine`]).
+    pub async fn load_local_list(
+        &self,
+        name: ManagedListName,
+        list: Arc<ManagedList>,
+    ) -> Result<(), SourceError> {
+        match &self.sources {
+            Some(sources) => sources.set_local_list(name, list).await,
+            None => Ok(()),
+        }
     }
 
     /// Serves until a listener fails.
@@ -274,6 +302,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
     }
     let enforcer = Arc::new(enforcer);
+    let mut sources = None;
 
     match &config.rules {
         RulesSource::Engine => {
@@ -297,14 +326,24 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             }
         }
         RulesSource::File { path, interval } => {
-            let task = spawn_file_source(enforcer.clone(), path.clone(), *interval).await?;
+            let inputs = Arc::new(PolicySources::new(
+                enforcer.clone(),
+                config.managed_lists.clone(),
+            ));
+            sources = Some(Arc::clone(&inputs));
+            let task = spawn_file_source_with(inputs, path.clone(), *interval).await?;
             tasks.spawn(async move {
                 let _ = task.await;
                 Ok(())
             });
         }
         RulesSource::Remote(remote) => {
-            let (task, mut installed) = spawn_remote_source(enforcer.clone(), remote.clone())?;
+            let inputs = Arc::new(PolicySources::new(
+                enforcer.clone(),
+                config.managed_lists.clone(),
+            ));
+            sources = Some(Arc::clone(&inputs));
+            let (task, mut installed) = spawn_remote_source_with(inputs, remote.clone())?;
             // Serving before the first rule set arrives would enforce nothing: wait a bounded
             // time for it, then serve regardless (the source keeps retrying).
             let first = tokio::time::timeout(
@@ -394,6 +433,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
     );
     Ok(RunningEdge {
         enforcer,
+        sources,
         http_addr,
         tls_addr,
         metrics_addr,

@@ -698,8 +698,7 @@ impl CompiledPolicy {
                 .unanchored
                 .iter()
                 .map(|u| u.capacity() * 4)
-                .sum::<usize>()
-            + policy.managed.bytes();
+                .sum::<usize>();
         policy.stats.compile_micros = started.elapsed().as_micros() as u64;
         policy
     }
