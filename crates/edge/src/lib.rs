@@ -77,7 +77,11 @@
 //! [`run_edge`] takes an [`Engine`](netacl_eval::Engine): shared with `netacl serve` in
 //! process ([`RulesSource::Engine`], with [`EdgeConfig::rule_updates`] to follow the rule
 //! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
-//! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error.
+//! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error. The
+//! managed lists (`auth0_managed`) of the policy come from the admin server with the rules
+//! (the watch carries them when the edge asks) and from the edge's own files
+//! ([`EdgeConfig::managed_lists`], reloaded through [`PolicySources`]), which win for their
+//! names; see [`PolicySources`].
 //!
 //! # Observability
 //!

@@ -38,10 +38,15 @@ impl Policy {
     }
 
     /// Logs a warning naming the active rules that name a managed list without entries (they
-    /// cannot match through it; in `not_match` the condition holds for every request).
-    pub(crate) fn warn_about_empty_lists(&self) {
+    /// cannot match through it; in `not_match` the condition holds for every request), those
+    /// that `previous` (the policy this one replaces) did not already have.
+    pub(crate) fn warn_about_empty_lists(&self, previous: Option<&Policy>) {
         let stats = self.0.stats();
+        let before = previous.map(|p| p.0.stats().rules_naming_empty_lists);
         for rule in &stats.rules_naming_empty_lists {
+            if before.as_ref().is_some_and(|b| b.contains(rule)) {
+                continue;
+            }
             tracing::warn!(
                 rule_id = %rule.rule_id,
                 list = rule.list,

@@ -296,7 +296,7 @@ impl TenantRuntime {
         .await
         .map_err(|err| LoadError::Compile(err.to_string()))?;
         let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
-        policy.warn_about_empty_lists();
+        policy.warn_about_empty_lists(None);
         let engine = PolicyEngine::new();
         engine.install(Arc::new(policy));
         let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
@@ -383,7 +383,7 @@ impl TenantRuntime {
         .await
         .map_err(|err| LoadError::Compile(err.to_string()))?;
         let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
-        policy.warn_about_empty_lists();
+        policy.warn_about_empty_lists(Some(&self.policy()));
         self.engine.install(Arc::new(policy));
         let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
         *self
@@ -522,7 +522,7 @@ impl TenantRuntime {
             tracing::error!(version, expected = next.version, "rule-set version skew");
             return Err(ApiError::internal());
         }
-        policy.warn_about_empty_lists();
+        policy.warn_about_empty_lists(Some(&self.policy()));
         self.engine.install(Arc::new(policy));
         *self
             .snapshot
