@@ -74,6 +74,18 @@ pub struct Args {
     /// reloaded when it changes.
     #[arg(long, env = "NETACL_EDGE_RULES_FILE")]
     rules_file: Option<PathBuf>,
+    /// The content of a managed list (`auth0_managed`) from a file of this edge: NAME=PATH,
+    /// one entry a line; repeatable (comma-separated in the variable). Wins over the list the
+    /// admin server of --rules-url sends. Checked every second; a malformed file is logged and
+    /// the last good content stays.
+    #[arg(
+        long = "managed-list",
+        value_name = "NAME=PATH",
+        env = "NETACL_EDGE_MANAGED_LISTS",
+        value_delimiter = ',',
+        value_parser = crate::managed_list_args::parse_flag
+    )]
+    managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// How often the rule file is checked for changes.
     #[arg(long, env = "NETACL_EDGE_RULES_FILE_INTERVAL", default_value = "250ms", value_parser = parse_duration)]
     rules_file_interval: Duration,
@@ -122,9 +134,15 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn config(args: Args) -> anyhow::Result<EdgeConfig> {
+fn config(args: Args) -> anyhow::Result<(EdgeConfig, Vec<crate::managed_list_args::ListFile>)> {
     let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
     args.tls.apply(&mut config);
+    let (lists, files) = crate::managed_list_args::load_all(
+        &args.managed_list,
+        netacl_model::Limits::default().max_entries_per_set,
+    )
+    .map_err(anyhow::Error::msg)?;
+    config.managed_lists = lists;
     apply_common(
         &mut config,
         Common {
@@ -164,7 +182,7 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
         (None, None) => bail!("give --rules-file or --rules-url (or --acl off)"),
         (Some(_), Some(_)) => bail!("--rules-url and --rules-file exclude each other"),
     };
-    Ok(config)
+    Ok((config, files))
 }
 
 /// The flags `netacl serve` takes to run the edge in process, next to the admin API, sharing
@@ -334,7 +352,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init()
     };
-    let config = config(args)?;
+    let (config, list_files) = config(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -342,6 +360,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let engine = Arc::new(netacl_eval::Engine::new());
         let edge = start_edge(engine, config).await?;
+        let _list_reloader = match (edge.policy_sources(), list_files.is_empty()) {
+            (Some(sources), false) => Some(crate::managed_list_args::spawn_reloader(
+                list_files,
+                netacl_model::Limits::default().max_entries_per_set,
+                move |name, list| {
+                    let sources = Arc::clone(&sources);
+                    async move {
+                        sources
+                            .set_local_list(name, list)
+                            .await
+                            .map_err(|err| err.to_string())
+                    }
+                },
+            )),
+            _ => None,
+        };
         let show = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
         println!(
             "netacl edge listening: http={} tls={} metrics={}",

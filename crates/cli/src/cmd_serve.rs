@@ -58,6 +58,19 @@ pub struct Args {
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
+    /// The content of a managed list (`auth0_managed`) from a file of this node: NAME=PATH
+    /// (auth0.tor=/etc/netacl/tor.txt), one entry a line; repeatable (comma-separated in the
+    /// variable). The file wins over the list stored through the API, which is then read-only
+    /// here (409). Checked every second; a changed file is put in force (bumping the rule-set
+    /// version), a malformed one is logged and the last good content stays.
+    #[arg(
+        long = "managed-list",
+        value_name = "NAME=PATH",
+        env = "NETACL_MANAGED_LISTS",
+        value_delimiter = ',',
+        value_parser = crate::managed_list_args::parse_flag
+    )]
+    managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// The edge run in process (`--edge-*`; boxed: the flags are many).
     #[command(flatten)]
     edge: Box<crate::cmd_edge::ServeEdgeArgs>,
@@ -103,11 +116,16 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             per_second: args.rate_limit_per_second,
         }
     };
+    let max_list_entries = args.limits.limits().max_entries_per_set;
+    let (file_lists, list_files) =
+        crate::managed_list_args::load_all(&args.managed_list, max_list_entries)
+            .map_err(anyhow::Error::msg)?;
     let config = ServerConfig::new(tenant_domain.clone())
         .with_rate_limit(rate_limit)
         .with_body_limit(args.body_limit)
         .with_token_lifetime_secs(args.token_lifetime)
-        .with_limits(args.limits.limits());
+        .with_limits(args.limits.limits())
+        .with_managed_list_files(file_lists);
 
     let limits = config.limits;
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
@@ -144,6 +162,19 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let _follower = changes.map(|changes| {
         let interval = std::time::Duration::from_millis(args.sync_interval_ms);
         service.follow_store(Some(changes), interval)
+    });
+    let _list_reloader = (!list_files.is_empty()).then(|| {
+        let service = service.clone();
+        crate::managed_list_args::spawn_reloader(list_files, max_list_entries, move |name, list| {
+            let service = service.clone();
+            async move {
+                service
+                    .load_file_list(name, list)
+                    .await
+                    .map(|_| ())
+                    .map_err(|err| err.message().to_owned())
+            }
+        })
     });
     // The edge shares the service's engine: what the write path (or the store follower)
     // installs is what the edge enforces, from the moment it is installed.

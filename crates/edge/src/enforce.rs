@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use http::HeaderMap;
-use netacl_eval::{CompileError, CompiledPolicy, Engine, Request, Verdict};
+use netacl_eval::{CompileError, CompiledPolicy, Engine, ManagedIndex, Request, Verdict};
 use netacl_model::{AclId, RequestScope, RuleScope, RuleSet, Signal};
 
 pub use crate::decision::{AclDecision, AclVerdict};
@@ -55,7 +55,12 @@ impl ConnectionSignals {
         match signal {
             Signal::ConnectingIp | Signal::Ja3 | Signal::Ja4 => true,
             Signal::Hostname => self.sni,
-            Signal::ClientIp | Signal::Asn | Signal::Country | Signal::Subdivision => self.direct,
+            // Managed lists match the client address too (and JA3/JA4, always known).
+            Signal::ClientIp
+            | Signal::Asn
+            | Signal::Country
+            | Signal::Subdivision
+            | Signal::Managed => self.direct,
             Signal::UserAgent => false,
         }
     }
@@ -84,7 +89,7 @@ impl ConnectionRules {
         }
     }
 
-    fn build(rules: &RuleSet) -> Result<Self, CompileError> {
+    fn build(rules: &RuleSet, managed: &Arc<ManagedIndex>) -> Result<Self, CompileError> {
         let mut ordered: Vec<_> = rules.acls.iter().filter(|a| a.spec.active).collect();
         ordered.sort_by(|a, b| {
             (a.spec.priority, a.id.as_str()).cmp(&(b.spec.priority, b.id.as_str()))
@@ -124,7 +129,11 @@ impl ConnectionRules {
                         version: rules.version,
                         acls: chosen.iter().map(|&i| ordered[i].clone()).collect(),
                     };
-                    let policy = Arc::new(CompiledPolicy::compile(&subset)?);
+                    let policy = Arc::new(CompiledPolicy::compile_with_lists(
+                        &subset,
+                        &netacl_model::Limits::default(),
+                        managed,
+                    )?);
                     built.push((chosen, policy.clone()));
                     policy
                 }
@@ -227,11 +236,21 @@ impl Enforcer {
         &self.addrs
     }
 
-    /// Compiles `rules`, swaps them into the engine, and updates the connection-level rules and
-    /// the counters. On error nothing changes.
+    /// Compiles `rules` (against the managed lists in force), swaps them into the engine, and
+    /// updates the connection-level rules and the counters. On error nothing changes.
     pub fn apply_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
-        let connection = ConnectionRules::build(rules)?;
-        self.engine.publish(rules)?;
+        let managed = Arc::clone(self.engine.policy().managed_index());
+        self.apply_rules_with_lists(rules, &managed)
+    }
+
+    /// Like [`Enforcer::apply_rules`], with the managed lists of `managed`.
+    pub fn apply_rules_with_lists(
+        &self,
+        rules: &RuleSet,
+        managed: &Arc<ManagedIndex>,
+    ) -> Result<(), CompileError> {
+        let connection = ConnectionRules::build(rules, managed)?;
+        self.engine.publish_with_lists(rules, managed)?;
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
         Ok(())
@@ -241,7 +260,8 @@ impl Enforcer {
     /// enforcer which rule set the engine now holds, so that connection-level refusal and the
     /// per-rule counters follow it. Does not touch the engine.
     pub fn observe_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
-        let connection = ConnectionRules::build(rules)?;
+        let live = self.engine.policy();
+        let connection = ConnectionRules::build(rules, live.managed_index())?;
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
         Ok(())

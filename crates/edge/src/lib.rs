@@ -79,7 +79,11 @@
 //! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
 //! long-poll ([`RulesSource::Remote`], over `https://` with the server's certificate verified,
 //! or plain `http://` on loopback only unless [`RemoteRules::allow_insecure_http`]). Both keep
-//! the last good rules on any error.
+//! the last good rules on any error. The
+//! managed lists (`auth0_managed`) of the policy come from the admin server with the rules
+//! (the watch carries them when the edge asks) and from the edge's own files
+//! ([`EdgeConfig::managed_lists`], reloaded through [`PolicySources`]), which win for their
+//! names; see [`PolicySources`].
 //!
 //! # TLS
 //!
@@ -120,6 +124,7 @@ mod enforce;
 pub mod fingerprint;
 pub mod geo;
 mod layer;
+mod lists;
 mod metrics;
 mod origin;
 mod proxy;
@@ -133,6 +138,7 @@ pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY};
+pub use lists::PolicySources;
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 pub use netacl_tls::{ClientTrust, TlsFiles};
 /// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
@@ -141,5 +147,6 @@ pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
 pub use source::{
-    spawn_file_source, spawn_remote_source, RemoteRules, SourceError, MAX_RULES_BYTES,
+    spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
+    RemoteRules, SourceError, MAX_RULES_BYTES,
 };

@@ -32,7 +32,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use netacl_eval::Engine;
-use netacl_model::RuleSet;
+use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
 use netacl_tls::{ClientTrust, ServerCertificate, TlsError, TlsFiles};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -46,9 +46,10 @@ use crate::enforce::{ConnectionVerdict, Enforcer};
 use crate::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
 use crate::geo::GeoEnricher;
 use crate::layer::AclLayer;
+use crate::lists::PolicySources;
 use crate::metrics::EdgeMetrics;
 use crate::origin::{OriginClient, OriginUrlError};
-use crate::source::{spawn_file_source, spawn_remote_source, RemoteRules, SourceError};
+use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
 
 /// Why the edge could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +152,11 @@ pub struct EdgeConfig {
     pub rules: RulesSource,
     /// With [`RulesSource::Engine`]: the rule sets installed in the engine, as they change.
     pub rule_updates: Option<watch::Receiver<Arc<RuleSet>>>,
+    /// Managed lists from this edge's files (`--managed-list`), in force from the start and
+    /// winning over the lists a remote admin server sends; reload them with
+    /// [`RunningEdge::load_local_list`]. Not used with [`RulesSource::Engine`] (the engine's
+    /// owner compiles its own lists).
+    pub managed_lists: ManagedLists,
 }
 
 impl EdgeConfig {
@@ -177,6 +183,7 @@ impl EdgeConfig {
             handshake_timeout: Duration::from_secs(10),
             rules: RulesSource::Engine,
             rule_updates: None,
+            managed_lists: ManagedLists::new(),
         }
     }
 }
@@ -184,6 +191,7 @@ impl EdgeConfig {
 /// A started edge: its listeners are bound and serving.
 pub struct RunningEdge {
     enforcer: Arc<Enforcer>,
+    sources: Option<Arc<PolicySources>>,
     http_addr: Option<SocketAddr>,
     tls_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
@@ -219,6 +227,26 @@ impl RunningEdge {
     /// The enforcing core (counters, engine).
     pub fn enforcer(&self) -> &Arc<Enforcer> {
         &self.enforcer
+    }
+
+    /// What the policy is compiled from (rules, the server's lists, this edge's list files);
+    /// `None` for an edge whose engine is fed by its owner ([`RulesSource::Engine`]).
+    pub fn policy_sources(&self) -> Option<Arc<PolicySources>> {
+        self.sources.clone()
+    }
+
+    /// Puts the reloaded content of one of this edge's managed list files in force (the policy
+    /// is recompiled with it; on error the policy in service stays). Does nothing for an edge
+    /// whose engine is fed by its owner ([`RulesSource::Engine`]).
+    pub async fn load_local_list(
+        &self,
+        name: ManagedListName,
+        list: Arc<ManagedList>,
+    ) -> Result<(), SourceError> {
+        match &self.sources {
+            Some(sources) => sources.set_local_list(name, list).await,
+            None => Ok(()),
+        }
     }
 
     /// Serves until a listener fails.
@@ -297,6 +325,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
     }
     let enforcer = Arc::new(enforcer);
+    let mut sources = None;
 
     match &config.rules {
         RulesSource::Engine => {
@@ -320,14 +349,24 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             }
         }
         RulesSource::File { path, interval } => {
-            let task = spawn_file_source(enforcer.clone(), path.clone(), *interval).await?;
+            let inputs = Arc::new(PolicySources::new(
+                enforcer.clone(),
+                config.managed_lists.clone(),
+            ));
+            sources = Some(Arc::clone(&inputs));
+            let task = spawn_file_source_with(inputs, path.clone(), *interval).await?;
             tasks.spawn(async move {
                 let _ = task.await;
                 Ok(())
             });
         }
         RulesSource::Remote(remote) => {
-            let (task, mut installed) = spawn_remote_source(enforcer.clone(), remote.clone())?;
+            let inputs = Arc::new(PolicySources::new(
+                enforcer.clone(),
+                config.managed_lists.clone(),
+            ));
+            sources = Some(Arc::clone(&inputs));
+            let (task, mut installed) = spawn_remote_source_with(inputs, remote.clone())?;
             // Serving before the first rule set arrives would enforce nothing: wait a bounded
             // time for it, then serve regardless (the source keeps retrying).
             let first = tokio::time::timeout(
@@ -409,6 +448,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
     );
     Ok(RunningEdge {
         enforcer,
+        sources,
         http_addr,
         tls_addr,
         metrics_addr,
@@ -776,52 +816,5 @@ async fn metrics_loop(listener: TcpListener, metrics: Arc<EdgeMetrics>) -> Resul
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
-    }
-}
-
-#[cfg(test)]
-mod pem_tests {
-    use super::*;
-
-    fn files(dir: &std::path::Path, cert: &str, key: &str) -> TlsFiles {
-        let files = TlsFiles {
-            cert: dir.join("cert.pem"),
-            key: dir.join("key.pem"),
-        };
-        std::fs::write(&files.cert, cert).expect("write cert");
-        std::fs::write(&files.key, key).expect("write key");
-        files
-    }
-
-    fn reason(result: Result<rustls::ServerConfig, EdgeError>) -> String {
-        match result {
-            Err(EdgeError::Tls { reason, .. }) => reason,
-            other => panic!("expected a TLS error, got {:?}", other.map(|_| ())),
-        }
-    }
-
-    #[test]
-    fn pem_files_load_and_bad_ones_are_named() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let certified =
-            rcgen::generate_simple_self_signed(vec!["edge.test".to_owned()]).expect("rcgen");
-        let (cert, key) = (certified.cert.pem(), certified.key_pair.serialize_pem());
-        assert!(load_tls(&files(dir.path(), &cert, &key)).is_ok());
-        // Both in one file, in either order, is fine too.
-        let both = format!("{key}{cert}");
-        assert!(load_tls(&files(dir.path(), &both, &both)).is_ok());
-
-        assert_eq!(
-            reason(load_tls(&files(dir.path(), &key, &key))),
-            "no certificate in the file"
-        );
-        assert_eq!(
-            reason(load_tls(&files(dir.path(), &cert, &cert))),
-            "no private key in the file"
-        );
-        // A damaged key: refused without quoting the file.
-        let damaged = key.replacen('\n', "\n!secret-bytes!", 1);
-        let reason = reason(load_tls(&files(dir.path(), &cert, &damaged)));
-        assert_eq!(reason, "the private key is not valid PEM");
     }
 }

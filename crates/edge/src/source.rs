@@ -10,6 +10,12 @@
 //! [`RemoteRules::trust`]: the system's roots or one CA file) or, since the client secret
 //! travels with every token request, over plain `http://` only on a loopback address, unless
 //! [`RemoteRules::allow_insecure_http`] says otherwise.
+//!
+//! The remote source also follows the server's managed lists: each poll names the lists the
+//! edge holds (`lists=NAME:DIGEST,...`), the answer carries every list in force on the server,
+//! with its items only where the digest differs, so a list of a million entries crosses the
+//! network when it changes, not with every rule change. A server older than this edge refuses
+//! the parameter (400): the edge then polls without it and gets no list from that server.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -17,13 +23,14 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use netacl_model::{Limits, RuleSet};
+use netacl_model::{Limits, ManagedList, ManagedListName, ManagedLists, RuleSet};
 use netacl_tls::{ClientTrust, TlsError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
 use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
+use crate::lists::PolicySources;
 
 /// Largest rule-set document accepted (file or remote), 512 MiB.
 pub const MAX_RULES_BYTES: usize = 512 << 20;
@@ -97,24 +104,6 @@ fn parse_rules(bytes: &[u8], version: u64, origin: &str) -> Result<RuleSet, Sour
     })
 }
 
-/// Compiles and installs `rules` off the async threads (compiling a big set takes a while).
-async fn install(
-    enforcer: &Arc<Enforcer>,
-    rules: RuleSet,
-    origin: &str,
-) -> Result<(), SourceError> {
-    let enforcer = enforcer.clone();
-    let joined = tokio::task::spawn_blocking(move || enforcer.apply_rules(&rules)).await;
-    match joined {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(source)) => Err(SourceError::Compile {
-            origin: origin.to_owned(),
-            source,
-        }),
-        Err(err) => Err(SourceError::Remote(format!("compiling {origin}: {err}"))),
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FileStamp {
     modified: Option<SystemTime>,
@@ -134,7 +123,7 @@ fn stamp(path: &Path) -> Option<FileStamp> {
 }
 
 async fn load_file(
-    enforcer: &Arc<Enforcer>,
+    inputs: &PolicySources,
     path: &Path,
     version: u64,
 ) -> Result<usize, SourceError> {
@@ -147,7 +136,7 @@ async fn load_file(
         })?;
     let rules = parse_rules(&bytes, version, &origin)?;
     let count = rules.acls.len();
-    install(enforcer, rules, &origin).await?;
+    inputs.set_rules(rules, &origin).await?;
     Ok(count)
 }
 
@@ -159,9 +148,20 @@ pub async fn spawn_file_source(
     path: PathBuf,
     interval: Duration,
 ) -> Result<JoinHandle<()>, SourceError> {
+    let inputs = Arc::new(PolicySources::new(enforcer, ManagedLists::new()));
+    spawn_file_source_with(inputs, path, interval).await
+}
+
+/// [`spawn_file_source`] installing through `inputs` (with the edge's managed lists).
+pub async fn spawn_file_source_with(
+    inputs: Arc<PolicySources>,
+    path: PathBuf,
+    interval: Duration,
+) -> Result<JoinHandle<()>, SourceError> {
+    let enforcer = Arc::clone(inputs.enforcer());
     let mut seen = stamp(&path);
     let mut version = 1;
-    let count = load_file(&enforcer, &path, version).await?;
+    let count = load_file(&inputs, &path, version).await?;
     tracing::info!(path = %path.display(), rules = count, version, "rules loaded");
     Ok(tokio::spawn(async move {
         let mut ticker = tokio::time::interval(interval);
@@ -173,7 +173,7 @@ pub async fn spawn_file_source(
                 continue;
             }
             seen = now;
-            match load_file(&enforcer, &path, version + 1).await {
+            match load_file(&inputs, &path, version + 1).await {
                 Ok(count) => {
                     version += 1;
                     tracing::info!(path = %path.display(), rules = count, version, "rules reloaded");
@@ -260,9 +260,69 @@ struct RemoteClient {
 }
 
 enum Poll {
-    Changed(RuleSet),
+    /// A new rule set, and the server's managed lists when it sent them.
+    Changed(RuleSet, Option<ManagedLists>),
     Unchanged,
     Unauthorized,
+    /// The server refused the `lists` parameter (a server older than this edge).
+    ListsRefused,
+}
+
+/// `NAME:DIGEST,...` of the lists held.
+fn held_param(held: &ManagedLists) -> String {
+    held.iter()
+        .map(|(name, list)| format!("{name}:{}", list.digest()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `managed_lists` of a watch answer: every list in force on the server; one without
+/// `items` is one the edge holds with that digest.
+fn parse_lists(
+    value: &serde_json::Value,
+    held: &ManagedLists,
+    origin: &str,
+) -> Result<ManagedLists, SourceError> {
+    let invalid =
+        |reason: String| SourceError::Remote(format!("{origin}: managed_lists: {reason}"));
+    let items = value
+        .as_array()
+        .ok_or_else(|| invalid("not an array".into()))?;
+    let mut lists = ManagedLists::new();
+    for (i, entry) in items.iter().enumerate() {
+        let name = entry
+            .get("name")
+            .and_then(|n| n.as_str())
+            .and_then(ManagedListName::parse)
+            .ok_or_else(|| invalid(format!("[{i}]: no known name")))?;
+        let digest = entry
+            .get("digest")
+            .and_then(|d| d.as_str())
+            .ok_or_else(|| invalid(format!("[{i}]: no digest")))?;
+        let list = match entry.get("items") {
+            Some(items) => {
+                let path = format!("managed_lists[{i}].items");
+                let list =
+                    ManagedList::from_json_items(items, &path, usize::MAX).map_err(|source| {
+                        SourceError::Invalid {
+                            origin: origin.to_owned(),
+                            source,
+                        }
+                    })?;
+                if list.digest() != digest {
+                    return Err(invalid(format!("[{i}]: the items do not have the digest")));
+                }
+                Arc::new(list)
+            }
+            None => held
+                .get(name)
+                .filter(|l| l.digest() == digest)
+                .cloned()
+                .ok_or_else(|| invalid(format!("[{i}]: no items for a list not held")))?,
+        };
+        lists.set(name, Some(list));
+    }
+    Ok(lists)
 }
 
 impl RemoteClient {
@@ -361,12 +421,22 @@ impl RemoteClient {
         })
     }
 
-    async fn poll(&self, token: &str, since: Option<u64>) -> Result<Poll, SourceError> {
+    /// One long poll; `held` (the server's lists this edge holds) asks for managed lists.
+    async fn poll(
+        &self,
+        token: &str,
+        since: Option<u64>,
+        held: Option<&ManagedLists>,
+    ) -> Result<Poll, SourceError> {
         let timeout_ms = self.config.poll_timeout.as_millis();
-        let uri = match since {
+        let mut uri = match since {
             Some(v) => format!("/_netacl/v1/network-acls/watch?since={v}&timeout_ms={timeout_ms}"),
             None => format!("/_netacl/v1/network-acls/watch?timeout_ms={timeout_ms}"),
         };
+        if let Some(held) = held {
+            uri.push_str("&lists=");
+            uri.push_str(&held_param(held));
+        }
         let request = Request::builder()
             .method(Method::GET)
             .uri(uri)
@@ -379,6 +449,7 @@ impl RemoteClient {
         match status {
             StatusCode::NOT_MODIFIED => Ok(Poll::Unchanged),
             StatusCode::UNAUTHORIZED => Ok(Poll::Unauthorized),
+            StatusCode::BAD_REQUEST if held.is_some() => Ok(Poll::ListsRefused),
             StatusCode::OK => {
                 let origin = format!("{}/_netacl/v1/network-acls/watch", self.base);
                 let json: serde_json::Value =
@@ -395,9 +466,13 @@ impl RemoteClient {
                 let acls = json.get("network_acls").ok_or_else(|| {
                     SourceError::Remote(format!("{origin}: answer without network_acls"))
                 })?;
+                let lists = match (json.get("managed_lists"), held) {
+                    (Some(lists), Some(held)) => Some(parse_lists(lists, held, &origin)?),
+                    _ => None,
+                };
                 let rules = RuleSet::from_json(acls, version, &Limits::default())
                     .map_err(|source| SourceError::Invalid { origin, source })?;
-                Ok(Poll::Changed(rules))
+                Ok(Poll::Changed(rules, lists))
             }
             other => Err(SourceError::Remote(format!(
                 "{}: watch answered {other}",
@@ -420,6 +495,17 @@ pub fn spawn_remote_source(
     enforcer: Arc<Enforcer>,
     config: RemoteRules,
 ) -> Result<(JoinHandle<()>, watch::Receiver<Option<u64>>), SourceError> {
+    let inputs = Arc::new(PolicySources::new(enforcer, ManagedLists::new()));
+    spawn_remote_source_with(inputs, config)
+}
+
+/// [`spawn_remote_source`] installing through `inputs` (with the edge's own managed lists,
+/// which win over the server's for their names).
+pub fn spawn_remote_source_with(
+    inputs: Arc<PolicySources>,
+    config: RemoteRules,
+) -> Result<(JoinHandle<()>, watch::Receiver<Option<u64>>), SourceError> {
+    let enforcer = Arc::clone(inputs.enforcer());
     let remote = RemoteClient::new(config)?;
     let (installed, installed_rx) = watch::channel(None);
     let task = tokio::spawn(async move {
@@ -427,6 +513,9 @@ pub fn spawn_remote_source(
         let mut since: Option<u64> = None;
         let mut backoff = BACKOFF_MIN;
         let mut refused_before = false;
+        // The server's lists as last sent (what the next poll says the edge holds); `None` once
+        // the server refused the parameter.
+        let mut held: Option<ManagedLists> = Some(ManagedLists::new());
         loop {
             let result = async {
                 let fresh = token
@@ -436,15 +525,32 @@ pub fn spawn_remote_source(
                     token = Some(remote.fetch_token().await?);
                 }
                 let value = token.as_ref().map(|t| t.value.clone()).unwrap_or_default();
-                remote.poll(&value, since).await
+                remote.poll(&value, since, held.as_ref()).await
             }
             .await;
             match result {
-                Ok(Poll::Changed(rules)) => {
+                Ok(Poll::ListsRefused) => {
+                    tracing::warn!(source = %remote.base, "the admin server does not send managed lists (an older version); following its rules only");
+                    held = None;
+                    continue;
+                }
+                Ok(Poll::Changed(rules, lists)) => {
                     let version = rules.version;
                     let count = rules.acls.len();
                     since = Some(version);
-                    match install(&enforcer, rules, &remote.base).await {
+                    let origin = remote.base.clone();
+                    let outcome = match lists {
+                        Some(lists) => {
+                            // Held from now on even if the rules do not install, so that the
+                            // server does not answer the next poll at once for them.
+                            held = Some(lists.clone());
+                            inputs
+                                .set_rules_and_remote_lists(rules, lists, &origin)
+                                .await
+                        }
+                        None => inputs.set_rules(rules, &origin).await,
+                    };
+                    match outcome {
                         Ok(()) => {
                             installed.send_replace(Some(version));
                             tracing::info!(version, rules = count, source = %remote.base, "rules updated");
@@ -472,6 +578,12 @@ pub fn spawn_remote_source(
                 }
                 Err(err) => {
                     enforcer.metrics().record_rule_source_error();
+                    if let (SourceError::Remote(message), Some(_)) = (&err, &held) {
+                        if message.contains("managed_lists") {
+                            // Lists that do not check out: ask for all of them again.
+                            held = Some(ManagedLists::new());
+                        }
+                    }
                     if matches!(err, SourceError::Invalid { .. } | SourceError::Json { .. }) {
                         tracing::error!(error = %err, "remote rules rejected; the previous rules stay in force");
                     } else {

@@ -619,6 +619,10 @@ struct AdminStub {
     version: std::sync::atomic::AtomicU64,
     tokens_issued: AtomicUsize,
     rules: std::sync::Mutex<Value>,
+    /// Answer 400 to a watch naming `lists` (a server older than the edge).
+    refuse_lists: std::sync::atomic::AtomicBool,
+    /// Watches that named `lists`.
+    asked_for_lists: AtomicUsize,
 }
 
 async fn admin_stub(stub: Arc<AdminStub>) -> SocketAddr {
@@ -665,6 +669,16 @@ async fn admin_stub(stub: Arc<AdminStub>) -> SocketAddr {
         let latest = format!("Bearer t{}", stub.tokens_issued.load(Ordering::SeqCst));
         if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(latest.as_str()) {
             return StatusCode::UNAUTHORIZED.into_response();
+        }
+        if q.contains_key("lists") {
+            stub.asked_for_lists.fetch_add(1, Ordering::SeqCst);
+            if stub.refuse_lists.load(Ordering::SeqCst) {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    "Additional properties not allowed: lists",
+                )
+                    .into_response();
+            }
         }
         let since: Option<u64> = q.get("since").and_then(|s| s.parse().ok());
         // A short long-poll: answer at once on a difference, else 304 after a while.
@@ -796,6 +810,124 @@ async fn remote_source_follows_versions_refreshes_tokens_and_keeps_rules_through
         "version 5 installed after the outage"
     );
     task.abort();
+}
+
+/// A server older than the edge refuses the `lists` parameter: the edge asks once, then follows
+/// the rules without it.
+#[tokio::test]
+async fn remote_source_falls_back_for_a_server_without_managed_lists() {
+    let stub = Arc::new(AdminStub::default());
+    stub.refuse_lists.store(true, Ordering::SeqCst);
+    stub.version.store(1, Ordering::SeqCst);
+    *stub.rules.lock().expect("lock") = json!([record(
+        1,
+        1,
+        json!({"block": true}),
+        "tenant",
+        json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+    )]);
+    let admin = admin_stub(stub.clone()).await;
+    let enforcer = enforcer(&[], vec![]);
+    let remote = netacl_edge::RemoteRules::new(
+        format!("http://{admin}").parse().expect("url"),
+        "edge".into(),
+        "s3cret".into(),
+    );
+    let (task, _installed) =
+        netacl_edge::spawn_remote_source(enforcer.clone(), remote).expect("source");
+    assert!(
+        eventually(|| enforcer.engine().policy().version() == 1).await,
+        "the rules arrive without lists"
+    );
+    stub.version.store(2, Ordering::SeqCst);
+    assert!(eventually(|| enforcer.engine().policy().version() == 2).await);
+    assert_eq!(
+        stub.asked_for_lists.load(Ordering::SeqCst),
+        1,
+        "asked once, then never again"
+    );
+    task.abort();
+}
+
+/// Managed lists at the edge: per request and at the connection (the client address is known
+/// before the handshake only for a direct peer; JA4 always).
+#[tokio::test]
+async fn managed_lists_decide_requests_and_connections() {
+    use netacl_eval::ManagedIndex;
+    use netacl_model::{ManagedList, ManagedListName, ManagedLists};
+    let mut lists = ManagedLists::new();
+    lists.set(
+        ManagedListName::Tor,
+        Some(Arc::new(
+            ManagedList::from_lines("192.0.2.0/24\nt13d1516h2_8daaf6152771_b186095e22b6\n", 10)
+                .expect("list"),
+        )),
+    );
+    let index = Arc::new(ManagedIndex::build(&lists));
+    let resolver = ClientAddrResolver::new(
+        TrustedProxies::parse(["10.0.0.0/8"]).expect("cidrs"),
+        ForwardedHeader::XForwardedFor,
+    );
+    let enforcer = Arc::new(Enforcer::new(Arc::new(Engine::new()), resolver));
+    let blocked = rules(
+        1,
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "tenant",
+            json!({"match": {"auth0_managed": ["auth0.tor"]}}),
+        )],
+    );
+    enforcer
+        .apply_rules_with_lists(&blocked, &index)
+        .expect("compiles");
+    let app = app(enforcer.clone());
+    assert_eq!(
+        send(&app, "192.0.2.9", "/", &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        send(&app, "::ffff:192.0.2.9", "/", &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        send(&app, "198.51.100.9", "/", &[]).await.status,
+        StatusCode::OK
+    );
+    let behind_proxy = send(&app, "10.0.0.1", "/", &[("x-forwarded-for", "192.0.2.9")]).await;
+    assert_eq!(behind_proxy.status, StatusCode::FORBIDDEN);
+
+    let tls = |ja4: &str| TlsInfo::new(None, &"0".repeat(32), ja4);
+    let other_ja4 = "t13d1517h2_8daaf6152771_b186095e22b6";
+    let refused = |peer: &str, ja4: &str| {
+        matches!(
+            enforcer.check_connection(peer.parse().expect("ip"), Some(&tls(ja4))),
+            netacl_edge::ConnectionVerdict::Refuse { .. }
+        )
+    };
+    assert!(refused("192.0.2.9", other_ja4), "a direct peer on the list");
+    assert!(!refused("198.51.100.9", other_ja4));
+    assert!(
+        refused("198.51.100.9", "t13d1516h2_8daaf6152771_b186095e22b6"),
+        "its JA4"
+    );
+    assert!(
+        !refused("10.0.0.1", other_ja4),
+        "behind a trusted proxy the client address is not known yet"
+    );
+    // A rule change keeps the lists (they are the live policy's).
+    enforcer
+        .apply_rules(&rules(
+            2,
+            blocked.acls.iter().map(|a| a.to_json()).collect(),
+        ))
+        .expect("compiles");
+    assert_eq!(
+        send(&app, "192.0.2.9", "/", &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert!(refused("192.0.2.9", other_ja4));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -89,6 +89,7 @@ mod directory;
 mod error;
 mod formats;
 mod limits;
+mod managed;
 mod organization;
 mod organization_connection;
 mod organization_update;
@@ -111,6 +112,10 @@ pub use directory::{
 };
 pub use error::ValidationError;
 pub use limits::Limits;
+pub use managed::{
+    ManagedEntry, ManagedList, ManagedListCounts, ManagedListFileError, ManagedListName,
+    ManagedLists,
+};
 pub use organization::{
     EnabledConnection, Organization, OrganizationBranding, OrganizationColors, OrganizationId,
     OrganizationSpec, TokenQuota, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES,

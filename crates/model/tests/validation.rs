@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use netacl_model::{
-    AclId, Action, Limits, NetworkAcl, NetworkAclPatch, NetworkAclSpec, RequestScope, RuleScope,
-    RuleSet, Signal, ValidationError,
+    AclId, Action, Limits, ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec, RequestScope,
+    RuleScope, RuleSet, Signal, ValidationError,
 };
 use serde_json::{json, Map, Value};
 
@@ -124,6 +124,16 @@ fn record_cases() {
             ];
             Some((acl.to_json(), reordered(body, &RECORD_ORDER, &defaults)))
         },
+    );
+}
+
+#[test]
+fn managed_list_cases() {
+    let limits = Limits::default();
+    run_cases(
+        "managed_list.json",
+        |body| ManagedList::from_json(body, limits.max_entries_per_set),
+        |list, body| Some((json!({"items": list.items_json()}), body.clone())),
     );
 }
 

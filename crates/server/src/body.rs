@@ -44,6 +44,7 @@ pub(crate) const NETWORK_ACL_FORM: FormShape = FormShape {
         "rule.action.allow",
         "rule.action.log",
         "rule.action.redirect",
+        "rule.match_all",
     ],
     integers: &["priority", "rule.match.asns[]", "rule.not_match.asns[]"],
     json_fields: &["rule", "rule.action", "rule.match", "rule.not_match"],

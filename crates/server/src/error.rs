@@ -88,6 +88,28 @@ impl ApiError {
         )
     }
 
+    /// 404 `inexistent_managed_list`: not one of the managed list names, or (for a delete) a
+    /// list without stored content.
+    pub fn no_such_managed_list(name: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("inexistent_managed_list"),
+            format!("The managed list {name} does not exist or has no stored content."),
+        )
+    }
+
+    /// 409: the managed list is given by a file of this node and read-only through the API.
+    pub fn list_from_file(name: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            Some("conflict"),
+            format!(
+                "The managed list {name} is supplied by a file on this node (--managed-list) \
+                 and is read-only through the API."
+            ),
+        )
+    }
+
     /// 404 for a path no route serves.
     pub fn no_such_route() -> Self {
         Self::new(StatusCode::NOT_FOUND, None, "Not Found")

@@ -29,6 +29,8 @@ pub(crate) fn document(domain: &str) -> Value {
         let mut parameters: Vec<Value> = Vec::new();
         if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
             parameters.extend(params);
+        } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+            parameters.extend(params);
         } else if op.path.contains("{id}") {
             parameters.push(json!({
                 "name": "id", "in": "path", "required": true,
@@ -131,6 +133,14 @@ pub(crate) fn document(domain: &str) -> Value {
     });
     crate::tenant_schemas::extend_document(&mut document);
     crate::organization_schemas::extend_document(&mut document);
+    if let Some(schemas) = document
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        for (name, schema) in crate::managed_lists::openapi::components() {
+            schemas.insert(name.into(), schema);
+        }
+    }
     document
 }
 
@@ -147,11 +157,15 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::OrganizationConnectionUpdate => "OrganizationConnectionUpdate",
         BodySchema::BrandingUpdate => "BrandingUpdate",
         BodySchema::DirectoryImport => "DirectoryImport",
+        BodySchema::ManagedListPut => "ManagedListPut",
     }
 }
 
 fn success_schema(operation_id: &str) -> Value {
     if let Some(schema) = crate::tenant_schemas::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
@@ -165,7 +179,12 @@ fn success_schema(operation_id: &str) -> Value {
         "netacl_watch" => {
             json!({"type": "object", "required": ["version", "network_acls"], "properties": {
                 "version": {"type": "integer"},
-                "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}}
+                "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
+                "managed_lists": {"type": "array", "description": "With the lists query parameter: every managed list in force; items left out when the caller holds that digest.",
+                    "items": {"type": "object", "required": ["name", "source", "version", "digest"], "properties": {
+                        "name": {"type": "string"}, "source": {"enum": ["api", "file"]},
+                        "version": {"type": "integer"}, "digest": {"type": "string"},
+                        "items": {"type": "array", "items": {"type": "string"}}}}}
             }})
         }
         "netacl_dry_run" => {
@@ -198,7 +217,10 @@ fn schemas() -> Value {
             "ja3_fingerprints": string_list("ja3"),
             "ja4_fingerprints": string_list("ja4"),
             "user_agents": string_list("user-agent-pattern"),
-            "hostnames": string_list("hostname")
+            "hostnames": string_list("hostname"),
+            "auth0_managed": {"type": "array", "minItems": 1, "uniqueItems": true,
+                "description": "Managed lists (content supplied by the operator); in match or in not_match, not both.",
+                "items": {"enum": netacl_model::ManagedListName::ALL.map(|n| n.as_str())}}
         }
     });
     let action = json!({
@@ -212,9 +234,10 @@ fn schemas() -> Value {
     });
     let rule = json!({
         "type": "object", "additionalProperties": false, "required": ["action", "scope"],
-        "description": "At least one of match and not_match.",
+        "description": "At least one of match and not_match, or match_all alone.",
         "properties": {
             "action": {"$ref": "#/components/schemas/NetworkAclAction"},
+            "match_all": {"const": true, "description": "Matches every request of the scope; excludes match and not_match."},
             "match": {"$ref": "#/components/schemas/NetworkAclCriteria"},
             "not_match": {"$ref": "#/components/schemas/NetworkAclCriteria"},
             "scope": {"enum": ["tenant", "management", "authentication", "dynamic_client_registration"]}
@@ -272,7 +295,12 @@ fn schemas() -> Value {
                 "network_acls": {"type": "array", "items": {"oneOf": [
                     {"$ref": "#/components/schemas/NetworkAcl"},
                     {"$ref": "#/components/schemas/NetworkAclCreate"}
-                ]}}
+                ]}},
+                "managed_lists": {"type": "object", "additionalProperties": false,
+                    "description": "Managed list content for this dry run only, by name (replaces the content in force for the names given).",
+                    "properties": {"auth0.low_reputation": {"type": "array"}, "auth0.tor": {"type": "array"},
+                        "auth0.proxy": {"type": "array"}, "auth0.vpn": {"type": "array"},
+                        "auth0.icloud_relay_proxy": {"type": "array"}}}
             }},
         "Outcome": {"type": "object", "required": ["action", "rule_id", "monitored"], "properties": {
             "action": {"enum": ["block", "allow", "redirect", "none"]},

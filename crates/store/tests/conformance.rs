@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netacl_model::{
-    AccessLevel, AclId, BrandingPatch, ConnectionView, DirectoryData, GroupId, Limits, NetworkAcl,
-    NetworkAclSpec, Organization, OrganizationConnection, OrganizationConnectionPatch,
-    OrganizationId, OrganizationPatch, OrganizationSpec, Timestamp,
+    AccessLevel, AclId, BrandingPatch, ConnectionView, DirectoryData, GroupId, Limits, ManagedList,
+    ManagedListName, NetworkAcl, NetworkAclSpec, Organization, OrganizationConnection,
+    OrganizationConnectionPatch, OrganizationId, OrganizationPatch, OrganizationSpec, Timestamp,
 };
 use netacl_store::{
-    ChangeNotice, ImportReport, NetworkAclStore, OrganizationCursor, PostgresStore, SqliteStore,
+    ChangeNotice, ImportReport, ManagedListStore, NetworkAclStore, OrganizationCursor, PostgresStore,
+    SqliteStore,
     Store, StoreError, StoredClient, StoredSigningKey, TenantId, TenantStore,
 };
 use serde_json::json;
@@ -171,6 +172,7 @@ conformance!(
     organization_connections_have_two_views,
     organization_writes_race_safely,
     branding_patches_merge_across_handles,
+    managed_lists_bump_the_version_and_read_back_what_changed,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1442,8 +1444,220 @@ async fn branding_patches_merge_across_handles(backend: Backend) {
     );
 }
 
+fn managed_list(lines: &str) -> ManagedList {
+    ManagedList::from_lines(lines, 1_000).expect("valid list")
+}
+
+async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let tor = managed_list("192.0.2.0/24\n2001:db8::1\ne7d705a3286e19ea42f587b344ee6865\n");
+    let vpn = managed_list("198.51.100.7\n");
+    store
+        .create_network_acl(&tenant, 0, &acl(1, 10, "10.0.0.0/8"))
+        .await
+        .expect("acl");
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 1, ManagedListName::Tor, &tor)
+            .await
+            .expect("put"),
+        2
+    );
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &vpn)
+            .await
+            .expect("put"),
+        3
+    );
+    // A stale version is refused and writes nothing.
+    assert!(matches!(
+        store
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &tor)
+            .await,
+        Err(StoreError::VersionConflict {
+            expected: 2,
+            actual: 3
+        })
+    ));
+    let policy = store.tenant_policy(&tenant, &[]).await.expect("policy");
+    assert_eq!(policy.rules.version, 3);
+    assert_eq!(policy.rules.acls.len(), 1);
+    let read: Vec<(ManagedListName, u64, Option<ManagedList>)> = policy
+        .managed_lists
+        .iter()
+        .map(|l| (l.name, l.version, l.list.as_deref().cloned()))
+        .collect();
+    let mut want = vec![
+        (ManagedListName::Tor, 2, Some(tor.clone())),
+        (ManagedListName::Vpn, 3, Some(vpn.clone())),
+    ];
+    want.sort_by_key(|(name, _, _)| name.as_str());
+    assert_eq!(read, want);
+    // The content of a list the caller holds at that version is not read again.
+    let policy = store
+        .tenant_policy(
+            &tenant,
+            &[(ManagedListName::Tor, 2), (ManagedListName::Vpn, 2)],
+        )
+        .await
+        .expect("policy");
+    for list in &policy.managed_lists {
+        assert_eq!(
+            list.list.is_none(),
+            list.name == ManagedListName::Tor,
+            "{list:?}"
+        );
+    }
+    // Replace, empty, delete, and the version moves every time.
+    let replaced = managed_list("203.0.113.0/24\n");
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 3, ManagedListName::Tor, &replaced)
+            .await
+            .expect("replace"),
+        4
+    );
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 4, ManagedListName::Proxy, &ManagedList::empty())
+            .await
+            .expect("empty"),
+        5
+    );
+    assert_eq!(
+        store
+            .delete_managed_list(&tenant, 5, ManagedListName::Vpn)
+            .await
+            .expect("delete"),
+        6
+    );
+    assert!(matches!(
+        store
+            .delete_managed_list(&tenant, 6, ManagedListName::Vpn)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(store.bump_version(&tenant, 6).await.expect("bump"), 7);
+    assert!(matches!(
+        store.bump_version(&tenant, 6).await,
+        Err(StoreError::VersionConflict { .. })
+    ));
+    let policy = store.tenant_policy(&tenant, &[]).await.expect("policy");
+    assert_eq!(policy.rules.version, 7);
+    let read: Vec<(&str, u64, usize)> = policy
+        .managed_lists
+        .iter()
+        .map(|l| {
+            (
+                l.name.as_str(),
+                l.version,
+                l.list.as_ref().map_or(99, |l| l.len()),
+            )
+        })
+        .collect();
+    assert_eq!(read, [("auth0.proxy", 5, 0), ("auth0.tor", 4, 1)]);
+    assert_eq!(
+        store
+            .network_acl_rule_set(&tenant)
+            .await
+            .expect("rules")
+            .version,
+        7
+    );
+    // A reopened handle reads the same.
+    let other = (backend.reopen)().await;
+    let again = other.tenant_policy(&tenant, &[]).await.expect("policy");
+    assert_eq!(again, policy);
+}
+
+/// Migration 4 (managed lists) applied to a database at schema version 3 keeps its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_managed_lists_migration_keeps_existing_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tenant = TenantId::default_tenant();
+    let a = acl(3, 20, "192.0.2.0/24");
+    let file = {
+        let sqlite = SqliteStore::open(dir.path(), Limits::default()).expect("open");
+        let file = sqlite.path().to_owned();
+        let store: Arc<dyn Store> = Arc::new(sqlite);
+        with_tenant(&store).await;
+        store.create_network_acl(&tenant, 0, &a).await.expect("acl");
+        file
+    };
+    {
+        // Back to the schema of the previous release.
+        let conn = rusqlite::Connection::open(&file).expect("open file");
+        conn.execute_batch("DROP TABLE managed_lists; PRAGMA user_version = 3;")
+            .expect("downgrade");
+    }
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls), (1, vec![a]));
+    assert_eq!(
+        store
+            .put_managed_list(
+                &tenant,
+                1,
+                ManagedListName::Tor,
+                &managed_list("10.0.0.1\n")
+            )
+            .await
+            .expect("the new table works"),
+        2
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL only: migrations, notifications, reconnection, corruption, unavailability
+
+/// Migration 4 (managed lists) applied to a database at schema version 3 keeps its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_managed_lists_migration_keeps_existing_data() {
+    let Some(url) = database_url("postgres_managed_lists_migration_keeps_existing_data") else {
+        return;
+    };
+    let (backend, db) = postgres(&url).await;
+    let tenant = with_tenant(&backend.store).await;
+    let a = acl(4, 30, "198.51.100.0/24");
+    backend
+        .store
+        .create_network_acl(&tenant, 0, &a)
+        .await
+        .expect("acl");
+    drop(backend);
+    let (client, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(
+            "DROP TABLE managed_lists; DELETE FROM netacl_schema_migrations WHERE version = 4;",
+        )
+        .await
+        .expect("downgrade");
+    drop(client);
+    let _ = driver.await;
+    let store = PostgresStore::connect(&db, Limits::default())
+        .await
+        .expect("migrate");
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls), (1, vec![a]));
+    assert_eq!(
+        store
+            .put_managed_list(
+                &tenant,
+                1,
+                ManagedListName::Vpn,
+                &managed_list("10.0.0.1\n")
+            )
+            .await
+            .expect("the new table works"),
+        2
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_nodes_starting_together_migrate_once() {

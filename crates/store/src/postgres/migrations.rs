@@ -153,6 +153,19 @@ pub(super) const MIGRATIONS: &[&str] = &[
 
     CREATE INDEX organizations_created ON organizations (tenant_id, created_at, id COLLATE "C");
     "#,
+    // 4: managed lists (`auth0_managed` content written through the API). `items` is the JSON
+    // array of the accepted entries; `version` the tenant's rule-set version its last write
+    // produced.
+    r#"
+    CREATE TABLE managed_lists (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        name       TEXT NOT NULL,
+        items      TEXT NOT NULL,
+        version    BIGINT NOT NULL CHECK (version >= 0),
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

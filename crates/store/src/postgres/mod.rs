@@ -15,6 +15,7 @@ mod branding;
 mod credentials;
 mod directory;
 mod listen;
+mod managed_lists;
 mod migrations;
 mod network_acls;
 mod organizations;

@@ -154,6 +154,19 @@ pub(super) const MIGRATIONS: &[&str] = &[
 
     CREATE INDEX organizations_created ON organizations (tenant_id, created_at, id);
     "#,
+    // 4: managed lists (`auth0_managed` content written through the API). `items` is the JSON
+    // array of the accepted entries; `version` the tenant's rule-set version its last write
+    // produced.
+    r#"
+    CREATE TABLE managed_lists (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        name       TEXT NOT NULL,
+        items      TEXT NOT NULL,
+        version    INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.
