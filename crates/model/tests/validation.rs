@@ -129,9 +129,11 @@ fn record_cases() {
 
 #[test]
 fn branding_patch_cases() {
-    run_cases("branding_patch.json", BrandingPatch::from_json, |patch, body| {
-        Some((patch.to_json(), body.clone()))
-    });
+    run_cases(
+        "branding_patch.json",
+        BrandingPatch::from_json,
+        |patch, body| Some((patch.to_json(), body.clone())),
+    );
 }
 
 #[test]

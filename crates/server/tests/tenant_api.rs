@@ -875,9 +875,21 @@ async fn non_ascii_uris_are_refused_without_a_panic_as_json_and_as_forms() {
     for value in ["https:/é", "https:/😀", "HTTPS:/ü"] {
         let encoded: String = url_encode(value);
         for (json_body, form, path) in [
-            (json!({"logo_url": value}), format!("logo_url={encoded}"), "logo_url"),
-            (json!({"favicon_url": value}), format!("favicon_url={encoded}"), "favicon_url"),
-            (json!({"font": {"url": value}}), format!("font[url]={encoded}"), "font.url"),
+            (
+                json!({"logo_url": value}),
+                format!("logo_url={encoded}"),
+                "logo_url",
+            ),
+            (
+                json!({"favicon_url": value}),
+                format!("favicon_url={encoded}"),
+                "favicon_url",
+            ),
+            (
+                json!({"font": {"url": value}}),
+                format!("font[url]={encoded}"),
+                "font.url",
+            ),
         ] {
             let answer = api
                 .send(Method::PATCH, "/api/v2/branding", Some(json_body))
@@ -893,10 +905,20 @@ async fn non_ascii_uris_are_refused_without_a_panic_as_json_and_as_forms() {
                 Some(json!({"name": "acme", "branding": {"logo_url": value}})),
             )
             .await;
-        assert_error(&answer, 400, "invalid_body", &message(value, "branding.logo_url"));
+        assert_error(
+            &answer,
+            400,
+            "invalid_body",
+            &message(value, "branding.logo_url"),
+        );
         let form = format!("name=acme&branding[logo_url]={encoded}");
         let answer = api.form(Method::POST, "/api/v2/organizations", &form).await;
-        assert_error(&answer, 400, "invalid_body", &message(value, "branding.logo_url"));
+        assert_error(
+            &answer,
+            400,
+            "invalid_body",
+            &message(value, "branding.logo_url"),
+        );
     }
     assert_eq!(api.get_ok("/api/v2/branding").await, json!({}));
 }

@@ -33,7 +33,11 @@ fn anchor_lists_stop_at_the_first_rule_that_decides_alone() {
         1,
     );
     let policy = CompiledPolicy::compile(&cut).expect("compiles");
-    assert_eq!(policy.stats().postings, 0, "only the first rule is kept, inline");
+    assert_eq!(
+        policy.stats().postings,
+        0,
+        "only the first rule is kept, inline"
+    );
     let outcome = policy.outcome(&policy.evaluate(&request));
     assert_eq!(outcome, reference::evaluate(&cut, &request));
     assert_eq!(outcome.rule_id.as_deref(), Some(id("First").as_str()));
@@ -47,7 +51,11 @@ fn anchor_lists_stop_at_the_first_rule_that_decides_alone() {
         1,
     );
     let policy = CompiledPolicy::compile(&log_first).expect("compiles");
-    assert_eq!(policy.stats().postings, 1, "the log rule and the deciding one");
+    assert_eq!(
+        policy.stats().postings,
+        1,
+        "the log rule and the deciding one"
+    );
     let outcome = policy.outcome(&policy.evaluate(&request));
     assert_eq!(outcome, reference::evaluate(&log_first, &request));
     assert_eq!(outcome.monitored, vec![id("Watch").to_string()]);
