@@ -14,7 +14,7 @@ use http::{header, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
-use netacl_model::{Limits, RuleSet};
+use netacl_model::{parse_json, Limits, RuleSet, MAX_NESTING_DEPTH};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -71,11 +71,10 @@ pub enum SourceError {
 }
 
 fn parse_rules(bytes: &[u8], version: u64, origin: &str) -> Result<RuleSet, SourceError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| SourceError::Json {
-            origin: origin.to_owned(),
-            reason: e.to_string(),
-        })?;
+    let value = parse_json(bytes, MAX_NESTING_DEPTH).map_err(|e| SourceError::Json {
+        origin: origin.to_owned(),
+        reason: e.to_string(),
+    })?;
     RuleSet::from_json(&value, version, &Limits::default()).map_err(|source| SourceError::Invalid {
         origin: origin.to_owned(),
         source,
@@ -477,5 +476,13 @@ mod tests {
             Err(SourceError::Invalid { .. })
         ));
         assert_eq!(parse_rules(b"[]", 7, "f").unwrap().version, 7);
+        let deep = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
+        match parse_rules(deep.as_bytes(), 1, "f") {
+            Err(SourceError::Json { reason, .. }) => assert_eq!(
+                reason,
+                "Nested deeper than the limit of 32 levels of arrays and objects"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }
