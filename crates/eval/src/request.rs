@@ -400,7 +400,7 @@ struct RequestInputFields<'a> {
     client_ip: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "borrow_str")]
     connecting_ip: Option<Cow<'a, str>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "asn_number")]
     asn: Option<u32>,
     #[serde(default, borrow, deserialize_with = "borrow_str")]
     country: Option<Cow<'a, str>>,
@@ -453,6 +453,33 @@ impl<'de> Deserialize<'de> for RequestInput {
             user_agent: owned(input.user_agent),
             hostname: owned(input.hostname),
         })
+    }
+}
+
+/// An ASN: a JSON integer in 0..=4294967295, or `null`. A number with a zero fraction
+/// (`64500.0`) is that integer, as JSON Schema's `integer` has it.
+fn asn_number<'de, D>(deserializer: D) -> Result<Option<u32>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::{Error, Unexpected};
+    match Option::<serde_json::Number>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(number) => {
+            let integral = number.as_u64().or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
+                    .map(|f| f as u64)
+            });
+            match integral.and_then(|n| u32::try_from(n).ok()) {
+                Some(asn) => Ok(Some(asn)),
+                None => Err(D::Error::invalid_value(
+                    Unexpected::Other(&number.to_string()),
+                    &"an integer in 0..=4294967295",
+                )),
+            }
+        }
     }
 }
 
@@ -871,6 +898,14 @@ mod tests {
         let borrowed: RequestInputRef<'_> = serde_json::from_str(text).expect("object");
         assert!(matches!(borrowed.client_ip, Some(Cow::Borrowed(_))));
         assert_eq!(serde_json::to_string(&borrowed).expect("serialise"), text);
+        // An integral number is an integer (JSON Schema's `integer`); others are refused.
+        let asn = |text: &str| serde_json::from_str::<RequestInput>(text).map(|r| r.asn);
+        assert_eq!(asn(r#"{"asn": 64500.0}"#).expect("integral"), Some(64500));
+        assert_eq!(asn(r#"{"asn": 4294967295}"#).expect("max"), Some(u32::MAX));
+        assert_eq!(asn(r#"{"asn": null}"#).expect("null"), None);
+        for bad in ["64500.5", "-1", "4294967296", "4294967296.0", "1e100", "\"1\""] {
+            assert!(asn(&format!(r#"{{"asn": {bad}}}"#)).is_err(), "{bad}");
+        }
         let err = serde_json::from_str::<RequestInput>(r#"{"scope":"x","scope":"y"}"#)
             .expect_err("duplicate");
         assert!(err.to_string().contains("duplicate field `scope`"), "{err}");

@@ -90,6 +90,7 @@ mod formats;
 mod limits;
 mod nesting;
 mod organization;
+pub mod patterns;
 mod rule;
 mod schema;
 mod scope;
