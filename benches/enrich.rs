@@ -11,168 +11,27 @@
 //! holds); `lookup/all_cold` cycles over 262,144 networks, so nearly every lookup decodes its
 //! City record.
 //!
-//! Run: `cargo bench -p netacl-benches --bench enrich`.
+//! Loading is measured too: `load/open` (criterion) opens both databases, and the setup prints
+//! the file sizes, one open's time and the process's resident memory (`VmRSS`) before the open,
+//! after it, and after the cold lookups have touched the records (Linux; printed, not asserted).
+//!
+//! Run: `cargo bench -p netacl-benches --bench enrich` (`-- load` for the loading figures alone).
 
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mmdb_writer::ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use mmdb_writer::{IpVersion, Value, Writer};
 use netacl_edge::geo::{GeoEnricher, GeoNeeds};
 use netacl_eval::synthetic::{generate, Rng, SyntheticConfig};
 use netacl_eval::{CompiledPolicy, Request};
 use netacl_model::RequestScope;
 
-const V4_NETWORKS: u32 = 1_000_000;
-const V6_NETWORKS: u32 = 50_000;
-const ASN_NETWORKS: u32 = 200_000;
-const LOCATIONS: usize = 4_000;
-
-const COUNTRIES: [(&str, &[&str]); 24] = [
-    ("US", &["NY", "CA", "TX", "WA", "FL"]),
-    ("GB", &["ENG", "SCT", "WLS"]),
-    ("FR", &["75C", "IDF", "ARA"]),
-    ("DE", &["BY", "BE", "HH"]),
-    ("NL", &["NH", "ZH"]),
-    ("SE", &["AB"]),
-    ("ES", &["M", "B", "AN"]),
-    ("IT", &["62", "25"]),
-    ("PL", &["14"]),
-    ("BR", &["SP", "RJ"]),
-    ("AR", &["B"]),
-    ("MX", &["CMX"]),
-    ("CA", &["ON", "QC", "BC"]),
-    ("JP", &["13", "27"]),
-    ("KR", &["11"]),
-    ("CN", &["BJ", "SH"]),
-    ("IN", &["MH", "KA", "DL"]),
-    ("SG", &[]),
-    ("AU", &["NSW", "VIC"]),
-    ("NZ", &["AUK"]),
-    ("ZA", &["GP"]),
-    ("NG", &["LA"]),
-    ("RU", &["MOW"]),
-    ("UA", &["30"]),
-];
-
-fn names(base: &str) -> Value {
-    Value::map(
-        ["de", "en", "es", "fr", "ja", "pt-BR", "ru", "zh-CN"]
-            .iter()
-            .map(|lang| (*lang, Value::String(format!("{base} ({lang})")))),
-    )
-}
-
-/// A record shaped like a GeoIP2 City record.
-fn location_record(index: usize) -> Value {
-    let (country, subdivisions) = COUNTRIES[index % COUNTRIES.len()];
-    let mut fields = vec![
-        (
-            "city",
-            Value::map([
-                ("geoname_id", Value::U32(100_000 + index as u32)),
-                ("names", names(&format!("City {index}"))),
-            ]),
-        ),
-        (
-            "continent",
-            Value::map([
-                ("code", Value::from("XX")),
-                ("geoname_id", Value::U32(6_255_148)),
-                ("names", names("Continent")),
-            ]),
-        ),
-        (
-            "country",
-            Value::map([
-                (
-                    "geoname_id",
-                    Value::U32(1_000 + (index % COUNTRIES.len()) as u32),
-                ),
-                ("iso_code", Value::from(country)),
-                ("names", names(country)),
-            ]),
-        ),
-        (
-            "location",
-            Value::map([
-                ("accuracy_radius", Value::U16(100)),
-                ("latitude", Value::Double(index as f64 / 100.0)),
-                ("longitude", Value::Double(-(index as f64) / 100.0)),
-                ("time_zone", Value::from("Etc/UTC")),
-            ]),
-        ),
-        (
-            "registered_country",
-            Value::map([
-                ("geoname_id", Value::U32(1_000)),
-                ("iso_code", Value::from(country)),
-                ("names", names(country)),
-            ]),
-        ),
-    ];
-    if !subdivisions.is_empty() {
-        let code = subdivisions[index / COUNTRIES.len() % subdivisions.len()];
-        fields.push((
-            "subdivisions",
-            Value::array([Value::map([
-                ("geoname_id", Value::U32(200_000 + index as u32)),
-                ("iso_code", Value::from(code)),
-                ("names", names(code)),
-            ])]),
-        ));
-    }
-    Value::map(fields)
-}
-
-/// The IPv4 networks: /24s spread over the space with gaps (one in three /24s from 1.0.0.0).
-fn v4_network(i: u32) -> Ipv4Net {
-    let base = (1u32 << 24) + i * 3 * 256;
-    Ipv4Net::new(Ipv4Addr::from(base), 24).expect("valid prefix")
-}
-
-fn v6_network(i: u32) -> Ipv6Net {
-    let base = (0x2a00u128 << 112) | (u128::from(i) << 80);
-    Ipv6Net::new(Ipv6Addr::from(base), 48).expect("valid prefix")
-}
-
-fn write_databases(dir: &Path) {
-    let mut city = Writer::builder("NetACL-Bench-City")
-        .ip_version(IpVersion::V6)
-        .build();
-    let records: Vec<Value> = (0..LOCATIONS).map(location_record).collect();
-    for i in 0..V4_NETWORKS {
-        let record = records[(i as usize * 7919) % LOCATIONS].clone();
-        city.insert_value(IpNet::V4(v4_network(i)), record)
-            .expect("insert");
-    }
-    for i in 0..V6_NETWORKS {
-        let record = records[(i as usize * 104_729) % LOCATIONS].clone();
-        city.insert_value(IpNet::V6(v6_network(i)), record)
-            .expect("insert");
-    }
-    std::fs::write(dir.join("city.mmdb"), city.to_bytes().expect("write city"))
-        .expect("write city");
-
-    let mut asn = Writer::builder("NetACL-Bench-ASN")
-        .ip_version(IpVersion::V6)
-        .build();
-    for i in 0..ASN_NETWORKS {
-        // One ASN network per five city /24s, as a /22-ish block.
-        let net = v4_network(i * 5);
-        let record = Value::map([
-            ("autonomous_system_number", Value::U32(1 + i % 400_000)),
-            (
-                "autonomous_system_organization",
-                Value::String(format!("Example Network {}", i % 5_000)),
-            ),
-        ]);
-        asn.insert_value(IpNet::V4(net), record).expect("insert");
-    }
-    std::fs::write(dir.join("asn.mmdb"), asn.to_bytes().expect("write asn")).expect("write asn");
-}
+#[path = "mmdb_fixture.rs"]
+mod mmdb_fixture;
+use mmdb_fixture::{
+    v4_network, v6_network, write_databases, ASN_NETWORKS, V4_NETWORKS, V6_NETWORKS,
+};
 
 /// Lookup addresses: nine in ten inside a written network, one in ten in a gap.
 fn probe_addresses() -> Vec<IpAddr> {
@@ -198,14 +57,47 @@ fn probe_addresses() -> Vec<IpAddr> {
         .collect()
 }
 
+/// The process's resident memory in KiB (Linux), or 0 when unknown.
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn open_both(dir: &Path) -> GeoEnricher {
+    GeoEnricher::open(Some(&dir.join("city.mmdb")), Some(&dir.join("asn.mmdb")))
+        .expect("open the generated databases")
+}
+
 fn bench_enrich(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     write_databases(dir.path());
-    let geo = GeoEnricher::open(
-        Some(&dir.path().join("city.mmdb")),
-        Some(&dir.path().join("asn.mmdb")),
-    )
-    .expect("open the generated databases");
+    let size_mib = |name: &str| {
+        std::fs::metadata(dir.path().join(name)).map_or(0.0, |m| m.len() as f64 / 1048576.0)
+    };
+    let rss_before = resident_kib();
+    let started = std::time::Instant::now();
+    let geo = open_both(dir.path());
+    let open_ms = started.elapsed().as_secs_f64() * 1e3;
+    let rss_opened = resident_kib();
+    eprintln!(
+        "load: city.mmdb {:.1} MiB, asn.mmdb {:.1} MiB; open {open_ms:.0} ms; resident memory +{:.1} MiB after open",
+        size_mib("city.mmdb"),
+        size_mib("asn.mmdb"),
+        rss_opened.saturating_sub(rss_before) as f64 / 1024.0,
+    );
+    {
+        let mut group = c.benchmark_group("load");
+        group.sample_size(10);
+        group.bench_function("open", |b| b.iter(|| black_box(open_both(dir.path()))));
+        group.finish();
+    }
     let probes = probe_addresses();
 
     let config = SyntheticConfig {
@@ -282,6 +174,10 @@ fn bench_enrich(c: &mut Criterion) {
         })
     });
     group.finish();
+    eprintln!(
+        "load: resident memory +{:.1} MiB over the process before the first open, after the lookups",
+        resident_kib().saturating_sub(rss_before) as f64 / 1024.0
+    );
 
     // How often the probes find something, so the figures can be read.
     let found = probes

@@ -6,13 +6,22 @@
 //! cost when the per-thread memo of user-agent results never helps); the reference evaluator
 //! decides a bounded sample (it is linear in the rule set) in the same run, and both must agree
 //! on every request of the sample.
+//!
+//! `--deny-all` adds a `match_all` block rule after every other rule (a deny-all under the
+//! tenant's allow rules). `--managed-list-cidrs N` also measures a managed list of N IPv4
+//! CIDRs named by `--managed-list-rules` rules against the same CIDRs written into one rule
+//! (the same tenant around them, the same requests, a fifth of them from a listed network):
+//! index build and compile times, and the cost per decision of each, in alternating rounds.
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
+use std::sync::Arc;
+
 use netacl_eval::synthetic::{self, SyntheticConfig};
-use netacl_eval::{reference, CompiledPolicy, Request, RequestInput, Verdict};
+use netacl_eval::{reference, CompiledPolicy, ManagedIndex, Request, RequestInput, Verdict};
+use netacl_model::{AclId, ManagedList, ManagedListName, ManagedLists, RuleSet};
 use serde::Serialize;
 
 /// Arguments of `netacl bench`.
@@ -40,6 +49,15 @@ pub struct Args {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Add a rule blocking every request (`match_all`, scope tenant) after all the others.
+    #[arg(long)]
+    deny_all: bool,
+    /// Also measure a managed list of this many IPv4 CIDRs (0: not measured).
+    #[arg(long, default_value_t = 0)]
+    managed_list_cidrs: usize,
+    /// Rules naming the managed list of --managed-list-cidrs.
+    #[arg(long, default_value_t = 10)]
+    managed_list_rules: usize,
 }
 
 #[derive(Serialize)]
@@ -70,6 +88,37 @@ struct Report {
     policy_bytes: usize,
     bytes_per_cidr: f64,
     verdicts: Verdicts,
+    /// Whether a `match_all` deny-all rule was added after the others.
+    deny_all: bool,
+    /// The managed-list measurement (`--managed-list-cidrs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    managed_list: Option<ManagedReport>,
+}
+
+/// A managed list named by several rules against the same CIDRs written into one rule.
+#[derive(Serialize)]
+struct ManagedReport {
+    cidrs: usize,
+    rules: usize,
+    /// Validating the list's text.
+    validate_ms: f64,
+    /// Compiling the list into the shared index.
+    index_build_ms: f64,
+    /// Compiling the rule set against the index.
+    compile_ms: f64,
+    /// Both: what a list change costs before it is in force.
+    compile_total_ms: f64,
+    /// Compiling the rule set with the CIDRs written into one rule instead.
+    inline_compile_ms: f64,
+    /// Median cost per decision with the list.
+    ns_per_decision: f64,
+    /// Median cost per decision with the CIDRs written into one rule (alternating rounds).
+    inline_ns_per_decision: f64,
+    /// Share of the requests whose client address is on the list.
+    listed_share: f64,
+    index_bytes: usize,
+    inline_policy_bytes: usize,
+    policy_bytes: usize,
 }
 
 #[derive(Serialize, Default)]
@@ -125,7 +174,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     let t = Instant::now();
-    let generated = synthetic::generate(&config);
+    let mut generated = synthetic::generate(&config);
+    if args.deny_all {
+        if let serde_json::Value::Array(records) = &mut generated.records {
+            records.push(serde_json::json!({
+                "id": "acl_zzzzzzzzzzzzzzzzzzzzzz", "description": "deny all the rest",
+                "active": true, "priority": 100,
+                "rule": {"action": {"block": true}, "scope": "tenant", "match_all": true},
+                "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+            }));
+        }
+    }
     let generate_ms = ms(t);
 
     let t = Instant::now();
@@ -224,6 +283,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
 
+    let managed_list = if args.managed_list_cidrs > 0 {
+        Some(measure_managed_list(&args, &config, &generated, rounds)?)
+    } else {
+        None
+    };
+
     let stats = policy.stats();
     let cidrs = generated.cidrs;
     let report = Report {
@@ -252,6 +317,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             stats.approx_bytes as f64 / cidrs as f64
         },
         verdicts,
+        deny_all: args.deny_all,
+        managed_list,
     };
 
     if args.json {
@@ -291,13 +358,172 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             r.reference_ns_per_decision, r.reference_requests, r.speedup
         );
         println!(
-            "mix: {} block, {} allow, {} redirect, {} none; {} with log matches",
+            "mix: {} block, {} allow, {} redirect, {} none; {} with log matches{}",
             r.verdicts.block,
             r.verdicts.allow,
             r.verdicts.redirect,
             r.verdicts.none,
-            r.verdicts.with_monitored
+            r.verdicts.with_monitored,
+            if r.deny_all {
+                " (with a deny-all rule last)"
+            } else {
+                ""
+            }
         );
+        if let Some(m) = &r.managed_list {
+            println!(
+                "managed list: {} CIDRs named by {} rules: validate {:.1} ms, index {:.1} ms, compile {:.1} ms (total {:.1} ms; {:.1} ms with the CIDRs in one rule)",
+                m.cidrs, m.rules, m.validate_ms, m.index_build_ms, m.compile_ms, m.compile_total_ms, m.inline_compile_ms
+            );
+            println!(
+                "              {:.0} ns per decision ({:.0} ns with the CIDRs in one rule), {:.0}% of requests listed",
+                m.ns_per_decision,
+                m.inline_ns_per_decision,
+                m.listed_share * 100.0
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A synthetic record (the managed-list measurement's rules).
+fn record(id: AclId, priority: u64, scope: &str, criteria: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "id": id.as_str(), "description": "managed-list measurement", "active": true,
+        "priority": priority,
+        "rule": {"action": {"block": true}, "scope": scope, "match": criteria},
+        "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+    })
+}
+
+/// The managed-list measurement (see the module docs).
+fn measure_managed_list(
+    args: &Args,
+    config: &SyntheticConfig,
+    generated: &synthetic::Synthetic,
+    rounds: usize,
+) -> anyhow::Result<ManagedReport> {
+    let n = args.managed_list_cidrs;
+    let k = args.managed_list_rules.max(1);
+    let cidrs = synthetic::list_cidrs(n, args.seed);
+    let text = cidrs.join("\n");
+    let t = Instant::now();
+    let list = ManagedList::from_lines(&text, usize::MAX).context("the synthetic list")?;
+    let validate_ms = ms(t);
+    let mut lists = ManagedLists::new();
+    lists.set(ManagedListName::LowReputation, Some(Arc::new(list)));
+
+    // The same tenant, plus the rules naming the list (first in evaluation order: priority 1,
+    // the smallest ids), or plus one rule holding its CIDRs.
+    let base = generated
+        .records
+        .as_array()
+        .context("records are an array")?;
+    let scopes = [
+        "management",
+        "authentication",
+        "dynamic_client_registration",
+        "tenant",
+    ];
+    let mut with_list = base.clone();
+    for i in 0..k {
+        with_list.push(record(
+            AclId::from_random(i as u128),
+            1,
+            scopes[i % scopes.len()],
+            serde_json::json!({"auth0_managed": ["auth0.low_reputation"]}),
+        ));
+    }
+    let mut inline = base.clone();
+    inline.push(record(
+        AclId::from_random(0),
+        1,
+        "tenant",
+        serde_json::json!({"ipv4_cidrs": cidrs}),
+    ));
+    let base_limits = synthetic::limits_for(config);
+    let limits = netacl_model::Limits::new(
+        base_limits.max_entries_per_member.max(n),
+        base_limits.max_entries_per_rule.max(n),
+        base_limits.max_rules_per_set + k,
+        base_limits.max_entries_per_set + n + k,
+    );
+    let with_list = RuleSet::from_json(&serde_json::Value::Array(with_list), 1, &limits)
+        .context("rules naming the list")?;
+    let inline = RuleSet::from_json(&serde_json::Value::Array(inline), 1, &limits)
+        .context("the rule holding the CIDRs")?;
+
+    let t = Instant::now();
+    let index = Arc::new(ManagedIndex::build(&lists));
+    let index_build_ms = ms(t);
+    let t = Instant::now();
+    let listed = CompiledPolicy::compile_with_lists(&with_list, &limits, &index)
+        .context("compiling against the list")?;
+    let compile_ms = ms(t);
+    let t = Instant::now();
+    let written = CompiledPolicy::compile_with_limits(&inline, &limits)
+        .context("compiling the CIDRs in one rule")?;
+    let inline_compile_ms = ms(t);
+
+    // The mix, a fifth of it from listed networks, laid out after compilation.
+    let mut rng = synthetic::Rng::new(args.seed ^ 0x6d61_6e61);
+    let mut mix = generated.requests.clone();
+    let mut on_list = 0usize;
+    for request in &mut mix {
+        if rng.chance(20) {
+            let cidr = rng.pick(&cidrs).clone();
+            request.client_ip = Some(synthetic::address_in(&mut rng, &cidr));
+            on_list += 1;
+        }
+    }
+    // Copied again so that each request's strings lie together (see `run`).
+    let mix = mix.clone();
+    let requests = digests(&mix)?;
+    for request in &requests {
+        anyhow::ensure!(
+            listed.evaluate(request).verdict() == written.evaluate(request).verdict(),
+            "the list and the inline CIDRs decide differently on {request:?}"
+        );
+    }
+    let step = (requests.len() / args.reference_requests.max(1)).max(1);
+    for request in requests.iter().step_by(step).take(args.reference_requests) {
+        let expected = reference::evaluate_with_lists(&with_list, &lists, request);
+        let got = listed.outcome(&listed.evaluate(request));
+        anyhow::ensure!(
+            got == expected,
+            "the compiled and reference evaluators disagree on {request:?}"
+        );
+    }
+
+    let t = Instant::now();
+    decide_passes(&listed, &requests, 1);
+    let one_pass = t.elapsed().as_secs_f64().max(1e-6);
+    let passes = ((0.1 / one_pass).ceil() as usize).clamp(1, 1_000);
+    let per_round = (passes * requests.len()) as f64;
+    let (mut a, mut b) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        let t = Instant::now();
+        decide_passes(&listed, &requests, passes);
+        a.push(t.elapsed().as_secs_f64() * 1e9 / per_round);
+        let t = Instant::now();
+        decide_passes(&written, &requests, passes);
+        b.push(t.elapsed().as_secs_f64() * 1e9 / per_round);
+    }
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    Ok(ManagedReport {
+        cidrs: n,
+        rules: k,
+        validate_ms,
+        index_build_ms,
+        compile_ms,
+        compile_total_ms: index_build_ms + compile_ms,
+        inline_compile_ms,
+        ns_per_decision: a[a.len() / 2],
+        inline_ns_per_decision: b[b.len() / 2],
+        listed_share: on_list as f64 / requests.len() as f64,
+        index_bytes: index.bytes(),
+        inline_policy_bytes: written.stats().approx_bytes,
+        policy_bytes: listed.stats().approx_bytes,
+    })
 }

@@ -17,7 +17,7 @@ use netacl_edge::{
 /// Arguments of `netacl edge`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The upstream to proxy to, `http://HOST:PORT`.
+    /// The upstream to proxy to, `http://HOST:PORT` or `https://HOST:PORT`.
     #[arg(long, env = "NETACL_EDGE_UPSTREAM")]
     upstream: String,
     /// Plain-HTTP listen address.
@@ -57,7 +57,8 @@ pub struct Args {
     /// How often the GeoIP files are checked for changes (e.g. `60s`).
     #[arg(long, env = "NETACL_EDGE_GEOIP_RELOAD_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     geoip_reload_interval: Duration,
-    /// Follow the rules of a remote `netacl serve`, `http://HOST:PORT`.
+    /// Follow the rules of a remote `netacl serve`, `https://HOST:PORT` (`http://` on
+    /// loopback, or with --allow-insecure-rules-url).
     #[arg(long, env = "NETACL_EDGE_RULES_URL", conflicts_with = "rules_file")]
     rules_url: Option<String>,
     /// Client id for --rules-url (needs the read:network_acls scope).
@@ -73,6 +74,18 @@ pub struct Args {
     /// reloaded when it changes.
     #[arg(long, env = "NETACL_EDGE_RULES_FILE")]
     rules_file: Option<PathBuf>,
+    /// The content of a managed list (`auth0_managed`) from a file of this edge: NAME=PATH,
+    /// one entry a line; repeatable (comma-separated in the variable). Wins over the list the
+    /// admin server of --rules-url sends. Checked every second; a malformed file is logged and
+    /// the last good content stays.
+    #[arg(
+        long = "managed-list",
+        value_name = "NAME=PATH",
+        env = "NETACL_EDGE_MANAGED_LISTS",
+        value_delimiter = ',',
+        value_parser = crate::managed_list_args::parse_flag
+    )]
+    managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// How often the rule file is checked for changes.
     #[arg(long, env = "NETACL_EDGE_RULES_FILE_INTERVAL", default_value = "250ms", value_parser = parse_duration)]
     rules_file_interval: Duration,
@@ -95,10 +108,13 @@ pub struct Args {
     /// Time a client has to send its ClientHello and complete the TLS handshake.
     #[arg(long, env = "NETACL_EDGE_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     handshake_timeout: Duration,
+    /// Trust for https:// upstreams and rule sources, certificate reloads.
+    #[command(flatten)]
+    tls: crate::tls::EdgeTlsArgs,
 }
 
 /// Parses `250ms`, `10s`, `10m`, `1h`, or a bare number of seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
@@ -118,8 +134,15 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn config(args: Args) -> anyhow::Result<EdgeConfig> {
+fn config(args: Args) -> anyhow::Result<(EdgeConfig, Vec<crate::managed_list_args::ListFile>)> {
     let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
+    args.tls.apply(&mut config);
+    let (lists, files) = crate::managed_list_args::load_all(
+        &args.managed_list,
+        netacl_model::Limits::default().max_entries_per_set,
+    )
+    .map_err(anyhow::Error::msg)?;
+    config.managed_lists = lists;
     apply_common(
         &mut config,
         Common {
@@ -148,6 +171,7 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
             };
             let mut remote = RemoteRules::new(url, id, secret);
             remote.audience = args.audience;
+            args.tls.apply_remote(&mut remote);
             RulesSource::Remote(remote)
         }
         (None, Some(path)) => RulesSource::File {
@@ -158,7 +182,7 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
         (None, None) => bail!("give --rules-file or --rules-url (or --acl off)"),
         (Some(_), Some(_)) => bail!("--rules-url and --rules-file exclude each other"),
     };
-    Ok(config)
+    Ok((config, files))
 }
 
 /// The flags `netacl serve` takes to run the edge in process, next to the admin API, sharing
@@ -177,7 +201,8 @@ fn config(args: Args) -> anyhow::Result<EdgeConfig> {
 /// are used only while the engine holds the version they were derived from.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeEdgeArgs {
-    /// Also run the enforcing proxy in front of this upstream (`http://HOST:PORT`).
+    /// Also run the enforcing proxy in front of this upstream (`http://HOST:PORT` or
+    /// `https://HOST:PORT`).
     #[arg(long = "edge-upstream", env = "NETACL_EDGE_UPSTREAM")]
     edge_upstream: Option<String>,
     /// The edge's plain-HTTP listen address.
@@ -222,6 +247,9 @@ pub struct ServeEdgeArgs {
     /// Interval of the per-rule `acls_summary` events.
     #[arg(long = "edge-summary-interval", env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     edge_summary_interval: Duration,
+    /// Trust for an https:// upstream.
+    #[command(flatten)]
+    edge_tls: crate::tls::ServeEdgeTlsArgs,
 }
 
 impl ServeEdgeArgs {
@@ -235,6 +263,7 @@ impl ServeEdgeArgs {
             return Ok(None);
         };
         let mut config = EdgeConfig::new(parse_upstream(upstream)?);
+        self.edge_tls.apply(&mut config);
         apply_common(
             &mut config,
             Common {
@@ -323,7 +352,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init()
     };
-    let config = config(args)?;
+    let (config, list_files) = config(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -331,6 +360,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let engine = Arc::new(netacl_eval::Engine::new());
         let edge = start_edge(engine, config).await?;
+        let _list_reloader = match (edge.policy_sources(), list_files.is_empty()) {
+            (Some(sources), false) => Some(crate::managed_list_args::spawn_reloader(
+                list_files,
+                netacl_model::Limits::default().max_entries_per_set,
+                move |name, list| {
+                    let sources = Arc::clone(&sources);
+                    async move {
+                        sources
+                            .set_local_list(name, list)
+                            .await
+                            .map_err(|err| err.to_string())
+                    }
+                },
+            )),
+            _ => None,
+        };
         let show = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
         println!(
             "netacl edge listening: http={} tls={} metrics={}",

@@ -11,6 +11,10 @@
 //!   gets `{"error":"line N: ..."}` instead and the run goes on; the count of such lines is
 //!   reported on standard error at the end (the exit status stays 0).
 //! - Blank lines (empty or only whitespace) are skipped and produce no output line.
+//! - `--managed-list NAME=PATH` (repeatable) gives a managed list's content, one entry a line
+//!   (read once, at start); a malformed file is reported with its line, exit status 2. Rules
+//!   naming a list without entries are named on standard error (they match nothing through
+//!   it; in `not_match` the condition holds).
 //!
 //! The run streams in constant memory: lines are parsed with borrowed strings and outcomes are
 //! serialised straight into a large output buffer.
@@ -20,7 +24,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use netacl_eval::{CompiledPolicy, RequestInputRef};
+use netacl_eval::{CompiledPolicy, ManagedIndex, RequestInputRef};
 use netacl_model::{parse_json, JsonTextError, RuleSet, ValidationError, MAX_NESTING_DEPTH};
 
 const BUFFER: usize = 1 << 20;
@@ -40,6 +44,14 @@ pub struct Args {
     rules_version: u64,
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
+    /// The content of a managed list (`auth0_managed`): NAME=PATH, one entry a line (blank
+    /// lines and `#` comments ignored); repeatable.
+    #[arg(
+        long = "managed-list",
+        value_name = "NAME=PATH",
+        value_parser = crate::managed_list_args::parse_flag
+    )]
+    managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
 }
 
 /// The record index a rule-set validation path starts with (`[3].rule...`,
@@ -93,7 +105,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     drop(value);
-    let policy = match CompiledPolicy::compile_with_limits(&rules, &args.limits.limits()) {
+    let lists = match crate::managed_list_args::load_all(
+        &args.managed_list,
+        args.limits.limits().max_entries_per_set,
+    ) {
+        Ok((lists, _)) => lists,
+        Err(err) => {
+            eprintln!("netacl eval: invalid {err}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let index = std::sync::Arc::new(ManagedIndex::build(&lists));
+    let policy = match CompiledPolicy::compile_with_lists(&rules, &args.limits.limits(), &index) {
         Ok(policy) => policy,
         Err(err) => {
             eprintln!(
@@ -104,6 +127,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     drop(rules);
+    for rule in policy.stats().rules_naming_empty_lists {
+        let what = if rule.configured {
+            "is empty"
+        } else {
+            "has no content (give it with --managed-list)"
+        };
+        eprintln!(
+            "netacl eval: warning: rule {} names {}, which {what}: it matches nothing through it \
+             (in not_match the condition holds)",
+            rule.rule_id, rule.list
+        );
+    }
 
     let input: Box<dyn Read> = match &args.requests {
         Some(path) => Box::new(

@@ -58,9 +58,26 @@ pub struct Args {
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
+    /// The content of a managed list (`auth0_managed`) from a file of this node: NAME=PATH
+    /// (auth0.tor=/etc/netacl/tor.txt), one entry a line; repeatable (comma-separated in the
+    /// variable). The file wins over the list stored through the API, which is then read-only
+    /// here (409). Checked every second; a changed file is put in force (bumping the rule-set
+    /// version), a malformed one is logged and the last good content stays.
+    #[arg(
+        long = "managed-list",
+        value_name = "NAME=PATH",
+        env = "NETACL_MANAGED_LISTS",
+        value_delimiter = ',',
+        value_parser = crate::managed_list_args::parse_flag
+    )]
+    managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// The edge run in process (`--edge-*`; boxed: the flags are many).
     #[command(flatten)]
     edge: Box<crate::cmd_edge::ServeEdgeArgs>,
+    /// HTTPS (`--tls-cert`, `--tls-key`), plain HTTP (`--listen-http`,
+    /// `--allow-insecure-http`); boxed like the edge's.
+    #[command(flatten)]
+    tls: Box<crate::tls::ServeTlsArgs>,
 }
 
 /// Runs `netacl serve` until SIGINT or SIGTERM.
@@ -86,6 +103,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr().context("no local address")?;
+    let transport = args.tls.transport(local).await?;
     let tenant_domain = args
         .tenant_domain
         .clone()
@@ -98,11 +116,16 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             per_second: args.rate_limit_per_second,
         }
     };
+    let max_list_entries = args.limits.limits().max_entries_per_set;
+    let (file_lists, list_files) =
+        crate::managed_list_args::load_all(&args.managed_list, max_list_entries)
+            .map_err(anyhow::Error::msg)?;
     let config = ServerConfig::new(tenant_domain.clone())
         .with_rate_limit(rate_limit)
         .with_body_limit(args.body_limit)
         .with_token_lifetime_secs(args.token_lifetime)
-        .with_limits(args.limits.limits());
+        .with_limits(args.limits.limits())
+        .with_managed_list_files(file_lists);
 
     let limits = config.limits;
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
@@ -140,6 +163,19 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         let interval = std::time::Duration::from_millis(args.sync_interval_ms);
         service.follow_store(Some(changes), interval)
     });
+    let _list_reloader = (!list_files.is_empty()).then(|| {
+        let service = service.clone();
+        crate::managed_list_args::spawn_reloader(list_files, max_list_entries, move |name, list| {
+            let service = service.clone();
+            async move {
+                service
+                    .load_file_list(name, list)
+                    .await
+                    .map(|_| ())
+                    .map_err(|err| err.message().to_owned())
+            }
+        })
+    });
     // The edge shares the service's engine: what the write path (or the store follower)
     // installs is what the edge enforces, from the moment it is installed.
     let edge = match args
@@ -147,7 +183,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .config(service.rule_sets())
         .context("invalid --edge-* settings")?
     {
-        Some(edge_config) => {
+        Some(mut edge_config) => {
+            edge_config.tls_reload_interval = args.tls.reload_interval();
             let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
                 .await
                 .context("cannot start the edge")?;
@@ -165,10 +202,16 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     };
 
     println!(
-        "netacl admin API listening on http://{local} (tenant {tenant_domain}, {location}, \
+        "netacl admin API listening on {}://{local} (tenant {tenant_domain}, {location}, \
          rule-set version {}, {} network ACLs)",
-        report.version, report.network_acls
+        transport.scheme(),
+        report.version,
+        report.network_acls
     );
+    if let Some(plain) = transport.plain_addr() {
+        println!("netacl admin API also listening on http://{plain} (plain HTTP)");
+    }
+    let base_url = transport.base_url(local, &tenant_domain);
     if report.signing_key_created {
         println!(
             "created the tenant's RS256 signing key (kid {})",
@@ -181,21 +224,18 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 "bootstrap client created; its secret is shown only now (stored as a hash):\n  \
                  client_id={client_id}\n  client_secret={secret}"
             );
-            print_curl(local, &tenant_domain, client_id, secret);
+            print_curl(&base_url, &tenant_domain, client_id, secret);
         }
         (Some(client_id), None) => {
             println!("bootstrap client: {client_id}");
             if let Some(secret) = &args.bootstrap_client_secret {
-                print_curl(local, &tenant_domain, client_id, secret);
+                print_curl(&base_url, &tenant_domain, client_id, secret);
             }
         }
         _ => {}
     }
 
-    let app = service
-        .router()
-        .into_make_service_with_connect_info::<SocketAddr>();
-    let admin = axum::serve(listener, app).with_graceful_shutdown(shutdown_signal());
+    let admin = transport.serve(listener, service.router(), shutdown_signal());
     match edge {
         None => admin.await.context("server failed")?,
         // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
@@ -211,7 +251,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_curl(local: SocketAddr, tenant_domain: &str, client_id: &str, secret: &str) {
+fn print_curl(base_url: &str, tenant_domain: &str, client_id: &str, secret: &str) {
     let body = serde_json::json!({
         "grant_type": "client_credentials",
         "client_id": client_id,
@@ -219,7 +259,7 @@ fn print_curl(local: SocketAddr, tenant_domain: &str, client_id: &str, secret: &
         "audience": format!("https://{tenant_domain}/api/v2/"),
     });
     println!(
-        "get a token:\n  curl -s http://{local}/oauth/token -H 'content-type: application/json' \
+        "get a token:\n  curl -s {base_url}/oauth/token -H 'content-type: application/json' \
          -d '{body}'"
     );
 }

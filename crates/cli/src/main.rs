@@ -12,6 +12,8 @@ mod cmd_eval;
 mod cmd_fingerprint;
 mod cmd_serve;
 mod limits_args;
+mod managed_list_args;
+mod tls;
 
 /// A network ACL evaluation engine and the tenant admin service that feeds it.
 #[derive(Parser)]

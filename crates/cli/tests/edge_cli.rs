@@ -162,7 +162,7 @@ fn startup_errors_are_reported() {
             "--rules-file",
             rules.to_str().expect("path"),
         ],
-        vec!["--upstream", "https://127.0.0.1:9", "--acl", "off"],
+        vec!["--upstream", "ftp://127.0.0.1:9", "--acl", "off"],
         vec!["--upstream", "http://127.0.0.1:9"],
         vec![
             "--upstream",
@@ -375,4 +375,146 @@ fn tls_clients_are_refused_by_ja4_before_the_handshake() {
     let response = https_get(addr, &config).expect("allowed");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.ends_with("upstream"), "{response}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Managed lists at the edge: from the server the edge follows, and from its own files.
+
+const TOR_BLOCK: &str = r#"{"description":"block Tor","active":true,"priority":5,
+    "rule":{"action":{"block":true},"scope":"tenant","match":{"auth0_managed":["auth0.tor"]}}}"#;
+
+fn put_list(serve: SocketAddr, token: &str, name: &str, items: &str) -> (u16, String) {
+    let auth = format!("Bearer {token}");
+    http(
+        serve,
+        "PUT",
+        &format!("/_netacl/v1/managed-lists/{name}"),
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &auth),
+        ],
+        &format!(r#"{{"items": {items}}}"#),
+    )
+    .expect("PUT answered")
+}
+
+#[test]
+fn managed_lists_written_on_the_server_change_decisions_at_a_remote_edge() {
+    let upstream = upstream();
+    let data = tempfile::tempdir().expect("tempdir");
+    let domain = format!("127.0.0.1:{}", free_port());
+    let serve = Server::start(data.path(), &domain, &domain, &[]);
+    let token = serve.token();
+    let auth = format!("Bearer {token}");
+    let created = http(
+        serve.addr,
+        "POST",
+        "/api/v2/network-acls",
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &auth),
+        ],
+        TOR_BLOCK,
+    );
+    assert_eq!(created.as_ref().map(|c| c.0), Some(201), "{created:?}");
+    let upstream_url = format!("http://{upstream}");
+    let rules_url = format!("http://{}", serve.addr);
+    let (_edge, edge, _) = start_edge(&[
+        "--upstream",
+        &upstream_url,
+        "--rules-url",
+        &rules_url,
+        "--client-id",
+        CLIENT_ID,
+        "--client-secret",
+        CLIENT_SECRET,
+    ]);
+    // The rule names a list with no content yet: it matches nothing.
+    assert_eq!(status(edge, "/login"), Some(200));
+    let (code, body) = put_list(serve.addr, &token, "auth0.tor", r#"["127.0.0.0/8"]"#);
+    assert_eq!(code, 200, "{body}");
+    let took = wait_for(Duration::from_secs(20), POLL, || {
+        status(edge, "/login") == Some(403)
+    })
+    .expect("the list reaches the edge");
+    eprintln!("list written on serve enforced by the edge after {took:?}");
+    let (code, body) = put_list(serve.addr, &token, "auth0.tor", r#"["10.0.0.0/8"]"#);
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        wait_for(Duration::from_secs(20), POLL, || status(edge, "/login")
+            == Some(200))
+        .is_some(),
+        "the changed list reaches the edge"
+    );
+}
+
+#[test]
+fn an_edges_own_list_file_is_enforced_reloaded_and_a_bad_file_keeps_the_last() {
+    let upstream = upstream();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.json");
+    write_atomically(
+        &rules,
+        &format!(
+            "[{}]",
+            record(
+                ID1,
+                1,
+                "block",
+                "tenant",
+                r#"{"auth0_managed":["auth0.tor"]}"#
+            )
+        ),
+    );
+    let tor = dir.path().join("tor.txt");
+    write_atomically(&tor, "# Tor exits\n127.0.0.1 # loopback, for the test\n");
+    let upstream_url = format!("http://{upstream}");
+    let list_flag = format!("auth0.tor={}", tor.display());
+    let (_edge, addr, _) = start_edge(&[
+        "--upstream",
+        &upstream_url,
+        "--rules-file",
+        rules.to_str().expect("utf-8 path"),
+        "--managed-list",
+        &list_flag,
+    ]);
+    assert_eq!(status(addr, "/login"), Some(403), "listed from the start");
+
+    write_atomically(&tor, "10.9.9.9\n");
+    let took = wait_for(Duration::from_secs(20), POLL, || {
+        status(addr, "/login") == Some(200)
+    })
+    .expect("the reloaded list is in force");
+    assert!(
+        took < Duration::from_secs(5),
+        "reloaded within 5 s ({took:?})"
+    );
+
+    // A malformed file is refused; the last good list stays in force.
+    write_atomically(&tor, "127.0.0.1\n127.0.0.300\n");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(status(addr, "/login"), Some(200));
+    write_atomically(&tor, "127.0.0.0/8\n");
+    assert!(
+        wait_for(Duration::from_secs(20), POLL, || status(addr, "/login")
+            == Some(403))
+        .is_some(),
+        "a good file after a bad one is in force"
+    );
+
+    // At start, a malformed file is an error naming the line.
+    write_atomically(&tor, "127.0.0.1\n\nnot-an-entry\n");
+    let output = Command::new(BIN)
+        .args(["edge", "--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+        .args(["--upstream", &upstream_url, "--rules-file"])
+        .arg(&rules)
+        .args(["--managed-list", &list_flag])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("auth0.tor") && stderr.contains("line 3"),
+        "{stderr}"
+    );
 }

@@ -175,3 +175,81 @@ fn bench_reports_json() {
         assert!(report[key].is_number(), "{key} in {report}");
     }
 }
+
+#[test]
+fn managed_lists_come_from_files_and_a_bad_line_is_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = write_rules(
+        &dir,
+        &json!([
+            {"id": "acl_3333333333333333333333", "description": "block Tor", "active": true,
+             "priority": 10,
+             "rule": {"action": {"block": true}, "scope": "tenant",
+                      "match": {"auth0_managed": ["auth0.tor"]}}},
+            {"id": "acl_4444444444444444444444", "description": "VPN, never configured",
+             "active": true, "priority": 20,
+             "rule": {"action": {"block": true}, "scope": "tenant",
+                      "match": {"auth0_managed": ["auth0.vpn"]}}},
+            {"id": "acl_5555555555555555555555", "description": "deny the rest of management",
+             "active": true, "priority": 30,
+             "rule": {"action": {"block": true}, "scope": "management", "match_all": true}}
+        ]),
+    );
+    let tor = dir.path().join("tor.txt");
+    std::fs::write(
+        &tor,
+        "# Tor exits\n192.0.2.0/24\n2001:db8::/32   # v6\n\ne7d705a3286e19ea42f587b344ee6865\n",
+    )
+    .expect("write list");
+    let flag = format!("auth0.tor={}", tor.display());
+    let requests = [
+        r#"{"client_ip": "192.0.2.9"}"#,
+        r#"{"client_ip": "::ffff:192.0.2.9"}"#,
+        r#"{"client_ip": "2001:db8::1"}"#,
+        r#"{"client_ip": "203.0.113.1", "ja3": "E7D705A3286E19EA42F587B344EE6865"}"#,
+        r#"{"client_ip": "203.0.113.1"}"#,
+        r#"{"path": "/api/v2/users", "client_ip": "203.0.113.1"}"#,
+    ]
+    .join("\n");
+    let output = eval(&rules, &["--managed-list", &flag], &requests);
+    assert!(output.status.success(), "{output:?}");
+    let rule_ids: Vec<Value> = lines(&output)
+        .iter()
+        .map(|l| l["rule_id"].clone())
+        .collect();
+    assert_eq!(
+        rule_ids,
+        [
+            json!("acl_3333333333333333333333"),
+            json!("acl_3333333333333333333333"),
+            json!("acl_3333333333333333333333"),
+            json!("acl_3333333333333333333333"),
+            Value::Null,
+            json!("acl_5555555555555555555555"),
+        ]
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("acl_4444444444444444444444") && stderr.contains("auth0.vpn"),
+        "the rule naming an unconfigured list is named: {stderr}"
+    );
+
+    // Without the file, the Tor rule matches nothing.
+    let output = eval(&rules, &[], r#"{"client_ip": "192.0.2.9"}"#);
+    assert_eq!(lines(&output)[0]["action"], "none");
+
+    // A malformed line: exit status 2, the list, the file and the line named.
+    std::fs::write(&tor, "192.0.2.0/24\n# ok\n192.0.2.0/40\n").expect("write list");
+    let output = eval(&rules, &["--managed-list", &flag], "");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("auth0.tor")
+            && stderr.contains("line 3")
+            && stderr.contains("192.0.2.0/40"),
+        "{stderr}"
+    );
+    // An unknown list name is refused by the flag parser.
+    let output = eval(&rules, &["--managed-list", "auth0.botnet=/dev/null"], "");
+    assert!(!output.status.success());
+}

@@ -172,3 +172,52 @@ fn rules_written_on_another_node_reach_the_in_process_edge() {
     );
     drop(b);
 }
+
+/// `serve --managed-list`: the file's list is in force at the in-process edge from the start,
+/// read-only through the API, and a change of the file is enforced within seconds.
+#[test]
+fn a_list_file_of_serve_is_enforced_at_its_edge_and_reloaded() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let tor = data.path().join("tor.txt");
+    std::fs::write(&tor, "127.0.0.1\n").expect("write list");
+    let flag = format!("auth0.tor={}", tor.display());
+    let (server, edge) = serve_with_edge(
+        data.path(),
+        "edge-lists.test",
+        &["--managed-list", flag.as_str()],
+    );
+    let token = server.token();
+    let rule = serde_json::json!({"description": "block Tor", "active": true, "priority": 3,
+        "rule": {"action": {"block": true}, "scope": "tenant",
+                 "match": {"auth0_managed": ["auth0.tor"]}}});
+    let answer = request(
+        server.addr,
+        "POST",
+        "/api/v2/network-acls",
+        Some(&token),
+        Some(&rule),
+    )
+    .expect("create");
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    assert_eq!(through_edge(edge).0, 403, "enforced as soon as answered");
+    let path = "/_netacl/v1/managed-lists/auth0.tor";
+    let listed = request(server.addr, "GET", path, Some(&token), None).expect("get");
+    assert_eq!(listed.json()["source"], "file");
+    let put = serde_json::json!({"items": ["10.0.0.1"]});
+    let refused = request(server.addr, "PUT", path, Some(&token), Some(&put)).expect("put");
+    assert_eq!(refused.status, 409, "{}", refused.text);
+
+    // The file changes: in force within seconds, with a new version.
+    let tmp = tor.with_extension("tmp");
+    std::fs::write(&tmp, "10.9.9.9\n").expect("write");
+    std::fs::rename(&tmp, &tor).expect("rename");
+    let started = std::time::Instant::now();
+    while through_edge(edge).0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(20), "reloaded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "within 5 s");
+    let listed = request(server.addr, "GET", path, Some(&token), None).expect("get");
+    assert_eq!(listed.json()["items"], serde_json::json!(["10.9.9.9"]));
+    assert_eq!(listed.json()["version"], serde_json::json!(2));
+}

@@ -1,8 +1,8 @@
 //! The tenant endpoints through the official Python SDK (auth0-python 6.x), unchanged, against
 //! the real binary on loopback, after `netacl directory import testdata/directory.json`: runs
-//! `tests/sdk/test_tenant.py`. Without Python or the package the SDK part is skipped locally and
-//! FAILS when `CI` is set (never a silent skip in CI). The import command itself is checked
-//! either way.
+//! `tests/sdk/test_tenant.py` and `tests/sdk/test_organizations.py`. Without Python or the
+//! package the SDK part is skipped locally and FAILS when `CI` is set (never a silent skip in
+//! CI). The import command itself is checked either way.
 mod serve_support;
 
 use std::path::{Path, PathBuf};
@@ -96,4 +96,30 @@ fn the_directory_fixture_matches_its_generator() {
         "testdata/directory.json is stale; run python3 testdata/gen_directory.py: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn the_python_sdk_drives_the_organization_endpoints() {
+    if !python_sdk_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let imported = import(&fixture(), dir.path());
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let server = start_for_sdk(dir.path());
+    let directory = fixture();
+    let stdout = run_sdk_script(
+        &server,
+        "tests/sdk/test_organizations.py",
+        &[("NETACL_DIRECTORY", directory.as_os_str())],
+    );
+    assert!(
+        stdout.contains("sdk: all organization checks passed"),
+        "{stdout}"
+    );
+    server.kill();
 }

@@ -1,5 +1,6 @@
 //! The decision the edge acted on, as it is logged, counted and attached to requests.
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use netacl_model::{AclId, RequestScope};
 
@@ -15,6 +16,10 @@ pub enum AclVerdict {
     Block,
     /// A `redirect` rule decided; the edge answered 302.
     Redirect,
+    /// The request path is refused before any rule (a malformed percent-escape, a backslash, or
+    /// a path servers would route to different scopes: see
+    /// [`scope_of_path`](crate::scope_of_path)); the edge answered 400.
+    InvalidPath,
 }
 
 impl AclVerdict {
@@ -25,6 +30,7 @@ impl AclVerdict {
             AclVerdict::Allow => "allow",
             AclVerdict::Block => "block",
             AclVerdict::Redirect => "redirect",
+            AclVerdict::InvalidPath => "invalid_path",
         }
     }
 }
@@ -40,11 +46,12 @@ pub struct AclDecision {
     pub rule_id: Option<AclId>,
     /// Monitoring-mode (`log`) rules that matched, in evaluation order.
     pub monitored: Vec<AclId>,
-    /// Where a redirect sends the client.
-    pub redirect_uri: Option<String>,
+    /// Where a redirect sends the client (shared with the policy that decided).
+    pub redirect_uri: Option<Arc<str>>,
     /// The rule-set version the decision was made against.
     pub version: u64,
-    /// The request's scope (from its normalised path).
+    /// The request's scope (from its path, see [`scope_of_path`](crate::scope_of_path));
+    /// `authentication` for a refused path.
     pub scope: RequestScope,
     /// The client address used (absent when the request carried no
     /// [`ConnectionInfo`](crate::ConnectionInfo)).

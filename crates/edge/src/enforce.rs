@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use http::HeaderMap;
-use netacl_eval::{CompileError, CompiledPolicy, Engine, Request, Verdict};
+use netacl_eval::{CompileError, CompiledPolicy, Engine, ManagedIndex, Request, Verdict};
 use netacl_model::{AclId, RequestScope, RuleScope, RuleSet, Signal};
 
 pub use crate::decision::{AclDecision, AclVerdict};
@@ -14,7 +14,6 @@ use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::geo::{GeoEnricher, GeoInfo, GeoNeeds};
 use crate::metrics::EdgeMetrics;
-use crate::path::normalize_path;
 
 /// Signals that are known when a connection is accepted, before any request is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +55,12 @@ impl ConnectionSignals {
         match signal {
             Signal::ConnectingIp | Signal::Ja3 | Signal::Ja4 => true,
             Signal::Hostname => self.sni,
-            Signal::ClientIp | Signal::Asn | Signal::Country | Signal::Subdivision => self.direct,
+            // Managed lists match the client address too (and JA3/JA4, always known).
+            Signal::ClientIp
+            | Signal::Asn
+            | Signal::Country
+            | Signal::Subdivision
+            | Signal::Managed => self.direct,
             Signal::UserAgent => false,
         }
     }
@@ -85,7 +89,7 @@ impl ConnectionRules {
         }
     }
 
-    fn build(rules: &RuleSet) -> Result<Self, CompileError> {
+    fn build(rules: &RuleSet, managed: &Arc<ManagedIndex>) -> Result<Self, CompileError> {
         let mut ordered: Vec<_> = rules.acls.iter().filter(|a| a.spec.active).collect();
         ordered.sort_by(|a, b| {
             (a.spec.priority, a.id.as_str()).cmp(&(b.spec.priority, b.id.as_str()))
@@ -125,7 +129,11 @@ impl ConnectionRules {
                         version: rules.version,
                         acls: chosen.iter().map(|&i| ordered[i].clone()).collect(),
                     };
-                    let policy = Arc::new(CompiledPolicy::compile(&subset)?);
+                    let policy = Arc::new(CompiledPolicy::compile_with_lists(
+                        &subset,
+                        &netacl_model::Limits::default(),
+                        managed,
+                    )?);
                     built.push((chosen, policy.clone()));
                     policy
                 }
@@ -228,11 +236,21 @@ impl Enforcer {
         &self.addrs
     }
 
-    /// Compiles `rules`, swaps them into the engine, and updates the connection-level rules and
-    /// the counters. On error nothing changes.
+    /// Compiles `rules` (against the managed lists in force), swaps them into the engine, and
+    /// updates the connection-level rules and the counters. On error nothing changes.
     pub fn apply_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
-        let connection = ConnectionRules::build(rules)?;
-        self.engine.publish(rules)?;
+        let managed = Arc::clone(self.engine.policy().managed_index());
+        self.apply_rules_with_lists(rules, &managed)
+    }
+
+    /// Like [`Enforcer::apply_rules`], with the managed lists of `managed`.
+    pub fn apply_rules_with_lists(
+        &self,
+        rules: &RuleSet,
+        managed: &Arc<ManagedIndex>,
+    ) -> Result<(), CompileError> {
+        let connection = ConnectionRules::build(rules, managed)?;
+        self.engine.publish_with_lists(rules, managed)?;
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
         Ok(())
@@ -242,7 +260,8 @@ impl Enforcer {
     /// enforcer which rule set the engine now holds, so that connection-level refusal and the
     /// per-rule counters follow it. Does not touch the engine.
     pub fn observe_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
-        let connection = ConnectionRules::build(rules)?;
+        let live = self.engine.policy();
+        let connection = ConnectionRules::build(rules, live.managed_index())?;
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
         Ok(())
@@ -311,6 +330,11 @@ impl Enforcer {
     }
 
     /// Decides about one request: `path` is the request target's path, `headers` its headers.
+    ///
+    /// Allocates nothing for the common request (a path already in normal form, and no
+    /// monitoring-mode rule matching): the ids it reports are held inline and the redirect
+    /// target is shared with the policy. A matching `log` rule costs the `monitored` list; a
+    /// path that is not normal, its normal form.
     pub fn decide(
         &self,
         conn: Option<&ConnectionInfo>,
@@ -318,18 +342,27 @@ impl Enforcer {
         authority: Option<&str>,
         headers: &HeaderMap,
     ) -> AclDecision {
-        let path = normalize_path(path);
-        let scope = RequestScope::from_path(&path);
         let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
-        if !self.enabled {
+        let client_ip = addrs.and_then(|a| a.client);
+        let (scope, verdict) = match (netacl_model::scope_of_path(path), self.enabled) {
+            (Ok(scope), true) => (scope, None),
+            (Ok(scope), false) => (scope, Some(AclVerdict::None)),
+            (Err(_), false) => (RequestScope::default(), Some(AclVerdict::None)),
+            (Err(_), true) => (RequestScope::default(), Some(AclVerdict::InvalidPath)),
+        };
+        if let Some(verdict) = verdict {
+            // Not evaluated: the ACL is off, or the path is refused before any rule.
+            if self.enabled {
+                self.metrics.record(0, scope, verdict, None, &[]);
+            }
             return AclDecision {
-                verdict: AclVerdict::None,
+                verdict,
                 rule_id: None,
                 monitored: Vec::new(),
                 redirect_uri: None,
                 version: 0,
                 scope,
-                client_ip: addrs.map(|a| a.client),
+                client_ip,
             };
         }
         // One load: the same snapshot serves the enrichment, the decision and the ids.
@@ -337,10 +370,14 @@ impl Enforcer {
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {
-                request = request
-                    .with_client_ip(a.client)
-                    .with_connecting_ip(a.connecting);
-                self.lookup_geo(&policy, a.client, true)
+                request = request.with_connecting_ip(a.connecting);
+                match a.client {
+                    Some(client) => {
+                        request = request.with_client_ip(client);
+                        self.lookup_geo(&policy, client, true)
+                    }
+                    None => GeoInfo::default(),
+                }
             }
             None => GeoInfo::default(),
         };
@@ -370,16 +407,13 @@ impl Enforcer {
         let decision = policy.evaluate(&request);
         let verdict = verdict_from_eval(decision.verdict());
         let rule_id = decision.rule().map(|r| policy.rule_id(r).clone());
+        // Empty (no allocation) unless a `log` rule matched.
         let monitored: Vec<AclId> = decision
             .monitored()
             .iter()
             .map(|r| policy.rule_id(*r).clone())
             .collect();
-        let redirect_uri = if verdict == AclVerdict::Redirect {
-            policy.redirect_uri(&decision).map(str::to_owned)
-        } else {
-            None
-        };
+        let redirect_uri = policy.shared_redirect_uri(&decision).cloned();
         self.metrics.record(
             decision.version(),
             scope,
@@ -394,7 +428,7 @@ impl Enforcer {
             redirect_uri,
             version: decision.version(),
             scope,
-            client_ip: addrs.map(|a| a.client),
+            client_ip,
         }
     }
 }

@@ -17,6 +17,10 @@ use crate::enforce::{AclDecision, AclVerdict, Enforcer};
 pub const BLOCKED_BODY: &str =
     r#"{"statusCode":403,"error":"Forbidden","message":"Request blocked","errorCode":"blocked"}"#;
 
+/// The body of a request whose path is refused (see [`scope_of_path`](crate::scope_of_path)):
+/// the shape of the admin API's errors.
+pub const INVALID_PATH_BODY: &str = r#"{"statusCode":400,"error":"Bad Request","message":"Invalid request path","errorCode":"invalid_path"}"#;
+
 /// The response body of [`AclService`]: the inner service's, or the edge's own.
 pub type AclBody<B> = Either<B, Full<Bytes>>;
 
@@ -24,6 +28,7 @@ pub type AclBody<B> = Either<B, Full<Bytes>>;
 ///
 /// - `block` → `403` with [`BLOCKED_BODY`] (`application/json`); the inner service is not called;
 /// - `redirect` → `302` with `Location: <redirect_uri>`;
+/// - a refused path (malformed escape, backslash, ambiguous) → `400` with [`INVALID_PATH_BODY`];
 /// - `allow` or no decision → the inner service;
 /// - monitoring-mode (`log`) matches → a `tracing` event (target `netacl_edge::monitor`, `WARN`)
 ///   with the rule ids, whatever the verdict.
@@ -87,12 +92,17 @@ fn own_response<B>(decision: &AclDecision) -> Option<Response<AclBody<B>>> {
                 ),
             }
         }
+        AclVerdict::InvalidPath => (
+            StatusCode::BAD_REQUEST,
+            None,
+            Bytes::from_static(INVALID_PATH_BODY.as_bytes()),
+        ),
         AclVerdict::None | AclVerdict::Allow => return None,
     };
     let mut response = Response::new(Either::Right(Full::new(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    if status == StatusCode::FORBIDDEN {
+    if status != StatusCode::FOUND {
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -137,7 +147,7 @@ fn log_decision(decision: &AclDecision, method: &http::Method, path: &str, statu
         };
     }
     match decision.verdict {
-        AclVerdict::Block | AclVerdict::Redirect => access!(info),
+        AclVerdict::Block | AclVerdict::Redirect | AclVerdict::InvalidPath => access!(info),
         AclVerdict::None | AclVerdict::Allow => access!(debug),
     }
 }

@@ -25,7 +25,7 @@
 //!
 //! let conn = ConnectionInfo::new("192.0.2.1:50000".parse().unwrap());
 //! let headers = http::HeaderMap::new();
-//! // `//api/v2/...` is normalised to `/api/v2/...`: the management scope, blocked.
+//! // `//api/v2/...` is the management scope too: blocked.
 //! let decision = enforcer.decide(Some(&conn), "//api/v2/users", None, &headers);
 //! assert_eq!(decision.verdict, AclVerdict::Block);
 //! assert_eq!(decision.rule_id.unwrap().as_str(), "acl_6dL8L5Vqc1TxxXRuLhzD7c");
@@ -44,7 +44,7 @@
 //! | JA3, JA4 | the ClientHello the edge read before the handshake ([`fingerprint`]); absent on plain HTTP |
 //! | hostname | the TLS SNI; without SNI (plain HTTP, or a TLS client that sent none) the `Host` header (or the HTTP/2 authority), port removed |
 //! | user agent | the `User-Agent` header (absent when missing or not visible ASCII) |
-//! | scope | the path after [`normalize_path`] |
+//! | scope | the path, by [`scope_of_path`]: its normal form ([`normalize_path`]: escapes of unreserved characters decoded, dot segments removed as RFC 3986 and WHATWG remove them), checked against the readings of servers that merge `//`, decode `%2F` or strip `;` parameters; a malformed escape, a backslash or an ambiguous path is answered `400` before any rule |
 //!
 //! A missing signal follows the engine's rule: it matches nothing in `match` and holds in
 //! `not_match` (fails closed).
@@ -77,7 +77,37 @@
 //! [`run_edge`] takes an [`Engine`](netacl_eval::Engine): shared with `netacl serve` in
 //! process ([`RulesSource::Engine`], with [`EdgeConfig::rule_updates`] to follow the rule
 //! sets), or fed from a rule file ([`RulesSource::File`]) or a remote admin server's watch
-//! long-poll ([`RulesSource::Remote`]). Both keep the last good rules on any error.
+//! long-poll ([`RulesSource::Remote`], over `https://` with the server's certificate verified,
+//! or plain `http://` on loopback only unless [`RemoteRules::allow_insecure_http`]). Both keep
+//! the last good rules on any error. The
+//! managed lists (`auth0_managed`) of the policy come from the admin server with the rules
+//! (the watch carries them when the edge asks) and from the edge's own files
+//! ([`EdgeConfig::managed_lists`], reloaded through [`PolicySources`]), which win for their
+//! names; see [`PolicySources`].
+//!
+//! # TLS
+//!
+//! The TLS listener's certificate ([`EdgeConfig::tls`]) is reloaded when its files are replaced
+//! ([`EdgeConfig::tls_reload_interval`]); an `https://` upstream is verified against
+//! [`EdgeConfig::upstream_trust`] and spoken to over HTTP/2 when it selects `h2` by ALPN;
+//! WebSocket upgrades pass through (see the proxy's module docs for the details). Certificate
+//! loading and trust come from `netacl-tls`.
+//!
+//! # Untrusted input
+//!
+//! Everything a request carries is the client's to choose. The two parsers the edge runs on it
+//! per request are public, so that a fuzzer calls exactly what the edge runs:
+//!
+//! - [`forwarded_client`]: the forwarding-header walk over raw header lines (the rules are on
+//!   [`ClientAddrResolver`]). Never panics, never allocates; the answer is the peer, an address
+//!   written in the lines, or `None` (unknown). Whatever bytes precede the entry a trusted proxy
+//!   appends to a line, that entry decides.
+//! - [`normalize_path`] and [`scope_of_path`]: a path's normal form and its scope (or why it is
+//!   refused). Never panic; normalising twice equals normalising once; the scope of a path equals
+//!   the scope of its normal form.
+//!
+//! [`Enforcer::decide`] allocates nothing for the common request (a path already in normal form,
+//! no `log` rule matching), which `tests/decide_allocations.rs` counts.
 //!
 //! # Observability
 //!
@@ -94,22 +124,29 @@ mod enforce;
 pub mod fingerprint;
 pub mod geo;
 mod layer;
+mod lists;
 mod metrics;
-mod path;
+mod origin;
 mod proxy;
 mod source;
 
 pub use client_addr::{
-    canonical_ip, ClientAddrResolver, ForwardedHeader, RequestAddrs, TrustedProxies,
-    TrustedProxyError,
+    canonical_ip, forwarded_client, ClientAddrResolver, ForwardedHeader, RequestAddrs,
+    TrustedProxies, TrustedProxyError,
 };
 pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
-pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY};
+pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY};
+pub use lists::PolicySources;
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
-pub use path::normalize_path;
-pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge, TlsFiles};
+/// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
+/// edge derive a scope alike): [`normalize_path`] gives a path's normal form, [`scope_of_path`]
+/// the scope the edge decides with, or why the path is refused.
+pub use netacl_model::{normalize_path, scope_of_path, PathError};
+pub use netacl_tls::{ClientTrust, TlsFiles};
+pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
 pub use source::{
-    spawn_file_source, spawn_remote_source, RemoteRules, SourceError, MAX_RULES_BYTES,
+    spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
+    RemoteRules, SourceError, MAX_RULES_BYTES,
 };

@@ -172,7 +172,7 @@ pub struct RuleStat {
 #[derive(Debug)]
 pub struct EdgeMetrics {
     table: ArcSwap<RuleTable>,
-    verdicts: [AtomicU64; 4],
+    verdicts: [AtomicU64; 5],
     unattributed: AtomicU64,
     connections_accepted: AtomicU64,
     connections_refused: AtomicU64,
@@ -193,14 +193,16 @@ fn verdict_slot(verdict: AclVerdict) -> usize {
         AclVerdict::Allow => 1,
         AclVerdict::Block => 2,
         AclVerdict::Redirect => 3,
+        AclVerdict::InvalidPath => 4,
     }
 }
 
-const VERDICTS: [AclVerdict; 4] = [
+const VERDICTS: [AclVerdict; 5] = [
     AclVerdict::None,
     AclVerdict::Allow,
     AclVerdict::Block,
     AclVerdict::Redirect,
+    AclVerdict::InvalidPath,
 ];
 
 impl EdgeMetrics {
@@ -245,6 +247,10 @@ impl EdgeMetrics {
         monitored: &[AclId],
     ) {
         self.verdicts[verdict_slot(verdict)].fetch_add(1, Relaxed);
+        if verdict == AclVerdict::InvalidPath {
+            // Refused before any rule: no scope, nothing evaluated.
+            return;
+        }
         let table = self.table.load();
         if table.version != version {
             // The table for this version is not installed (yet): count the request only.

@@ -1,12 +1,19 @@
 //! `run_edge`: the reverse proxy (hyper 1 + rustls) with the ACL in front of it.
 //!
 //! What the proxy does with a request that passes: HTTP/1.1 and HTTP/2 (ALPN `h2`) from
-//! clients, HTTP/1.1 to the upstream over a pooled plain-TCP client; the `Host` header is
-//! passed through (an HTTP/2 request's authority becomes the `Host`); hop-by-hop headers
-//! (and those named in `Connection`) are dropped both ways; the peer address is appended to
-//! `X-Forwarded-For` and `X-Forwarded-Proto` is set. Not supported: TLS to the upstream,
-//! protocol upgrades (WebSocket), a path prefix on the upstream. An unreachable upstream is a
-//! `502` with a JSON body.
+//! clients; to the upstream, `http://` (HTTP/1.1) or `https://` (TLS with SNI, the certificate
+//! verified against [`EdgeConfig::upstream_trust`], HTTP/2 when the upstream selects it by
+//! ALPN, else HTTP/1.1), over pooled connections (see [`crate::origin`]). The client's host is
+//! passed through (the `Host` header over HTTP/1.1, the `:authority` over HTTP/2; an HTTP/2
+//! client's authority counts as its `Host`); hop-by-hop headers (and those named in
+//! `Connection`) are dropped both ways; the peer address is appended to `X-Forwarded-For` and
+//! `X-Forwarded-Proto` is set. WebSocket upgrades from HTTP/1.1 clients are passed through after
+//! the ACL has let the upgrade request pass: the upstream gets the request on a connection of
+//! its own, and after its `101` the two streams are joined byte for byte. Other upgrades (`h2c`
+//! above all, which would carry later requests past the ACL) are not: such a request goes on as
+//! an ordinary one without its `Upgrade` header. Not supported: upgrades over HTTP/2 (extended
+//! CONNECT), a path prefix on the upstream. An
+//! unreachable upstream, or one whose certificate is not trusted, is a `502` with a JSON body.
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -22,11 +29,11 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use netacl_eval::Engine;
-use netacl_model::RuleSet;
+use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
+use netacl_tls::{ClientTrust, ServerCertificate, TlsError, TlsFiles};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -39,30 +46,30 @@ use crate::enforce::{ConnectionVerdict, Enforcer};
 use crate::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
 use crate::geo::GeoEnricher;
 use crate::layer::AclLayer;
+use crate::lists::PolicySources;
 use crate::metrics::EdgeMetrics;
-use crate::source::{spawn_file_source, spawn_remote_source, RemoteRules, SourceError};
+use crate::origin::{OriginClient, OriginUrlError};
+use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
 
 /// Why the edge could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EdgeError {
-    /// `--upstream` is not an absolute `http://` URL.
-    #[error("invalid upstream {0:?}: expected http://HOST[:PORT] (TLS to the upstream is not supported)")]
+    /// `--upstream` is not an absolute `http://` or `https://` URL without a path.
+    #[error("invalid upstream {0:?}: expected http://HOST[:PORT] or https://HOST[:PORT]")]
     InvalidUpstream(String),
+    /// The trust anchors for an `https://` upstream could not be loaded.
+    #[error("upstream TLS: {0}")]
+    UpstreamTls(#[source] TlsError),
     /// Neither `--listen` nor `--listen-tls` was given.
     #[error("nothing to listen on: give --listen and/or --listen-tls")]
     NoListener,
     /// `--listen-tls` without a certificate and key.
     #[error("--listen-tls needs --tls-cert and --tls-key")]
     MissingTlsFiles,
-    /// The certificate or key could not be read or used.
-    #[error("TLS configuration ({path}): {reason}")]
-    Tls {
-        /// The file involved.
-        path: PathBuf,
-        /// What was wrong.
-        reason: String,
-    },
+    /// The listener's certificate or key could not be read or used (the error names the file).
+    #[error("TLS listener: {0}")]
+    Tls(#[source] TlsError),
     /// A listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -104,27 +111,25 @@ pub enum RulesSource {
     Remote(RemoteRules),
 }
 
-/// TLS certificate chain and private key, PEM.
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    /// The certificate chain (leaf first).
-    pub cert: PathBuf,
-    /// The private key (PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
-}
-
 /// Configuration of [`run_edge`]. Build with [`EdgeConfig::new`] and set the fields.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EdgeConfig {
-    /// The upstream, `http://HOST:PORT` (a path prefix is not supported).
+    /// The upstream, `http://HOST:PORT` or `https://HOST:PORT` (a path prefix is not
+    /// supported).
     pub upstream: Uri,
+    /// Whom an `https://` upstream's certificate must chain to: the system's roots (default)
+    /// or one CA file (`--upstream-ca`).
+    pub upstream_trust: ClientTrust,
     /// Plain HTTP listener.
     pub listen: Option<SocketAddr>,
     /// TLS listener (needs `tls`).
     pub listen_tls: Option<SocketAddr>,
     /// Certificate and key for the TLS listener.
     pub tls: Option<TlsFiles>,
+    /// How often the certificate and key files are checked for replacement (reloaded when
+    /// they change; a pair that does not load is refused, the old one stays).
+    pub tls_reload_interval: Duration,
     /// Peers whose forwarding header is believed.
     pub trusted_proxies: TrustedProxies,
     /// Which forwarding header they write.
@@ -147,18 +152,26 @@ pub struct EdgeConfig {
     pub rules: RulesSource,
     /// With [`RulesSource::Engine`]: the rule sets installed in the engine, as they change.
     pub rule_updates: Option<watch::Receiver<Arc<RuleSet>>>,
+    /// Managed lists from this edge's files (`--managed-list`), in force from the start and
+    /// winning over the lists a remote admin server sends; reload them with
+    /// [`RunningEdge::load_local_list`]. Not used with [`RulesSource::Engine`] (the engine's
+    /// owner compiles its own lists).
+    pub managed_lists: ManagedLists,
 }
 
 impl EdgeConfig {
-    /// Defaults for everything but the upstream: no listener yet, no trusted proxies,
+    /// Defaults for everything but the upstream: the system's roots for an `https://`
+    /// upstream, no listener yet, certificate files checked every 10 s, no trusted proxies,
     /// `X-Forwarded-For`, no GeoIP, metrics on `127.0.0.1:9464`, a summary every 10 minutes,
     /// ACL on, 10 s handshake timeout, rules from the engine's owner.
     pub fn new(upstream: Uri) -> Self {
         Self {
             upstream,
+            upstream_trust: ClientTrust::SystemRoots,
             listen: None,
             listen_tls: None,
             tls: None,
+            tls_reload_interval: Duration::from_secs(10),
             trusted_proxies: TrustedProxies::none(),
             forwarded_header: ForwardedHeader::default(),
             geoip_city: None,
@@ -170,6 +183,7 @@ impl EdgeConfig {
             handshake_timeout: Duration::from_secs(10),
             rules: RulesSource::Engine,
             rule_updates: None,
+            managed_lists: ManagedLists::new(),
         }
     }
 }
@@ -177,6 +191,7 @@ impl EdgeConfig {
 /// A started edge: its listeners are bound and serving.
 pub struct RunningEdge {
     enforcer: Arc<Enforcer>,
+    sources: Option<Arc<PolicySources>>,
     http_addr: Option<SocketAddr>,
     tls_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
@@ -214,6 +229,26 @@ impl RunningEdge {
         &self.enforcer
     }
 
+    /// What the policy is compiled from (rules, the server's lists, this edge's list files);
+    /// `None` for an edge whose engine is fed by its owner ([`RulesSource::Engine`]).
+    pub fn policy_sources(&self) -> Option<Arc<PolicySources>> {
+        self.sources.clone()
+    }
+
+    /// Puts the reloaded content of one of this edge's managed list files in force (the policy
+    /// is recompiled with it; on error the policy in service stays). Does nothing for an edge
+    /// whose engine is fed by its owner ([`RulesSource::Engine`]).
+    pub async fn load_local_list(
+        &self,
+        name: ManagedListName,
+        list: Arc<ManagedList>,
+    ) -> Result<(), SourceError> {
+        match &self.sources {
+            Some(sources) => sources.set_local_list(name, list).await,
+            None => Ok(()),
+        }
+    }
+
     /// Serves until a listener fails.
     pub async fn wait(mut self) -> Result<(), EdgeError> {
         while let Some(joined) = self.tasks.join_next().await {
@@ -241,18 +276,34 @@ pub async fn run_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<(), Edg
 /// start is an error only for the file; the remote source keeps retrying with the empty
 /// policy installed) and starts serving in background tasks.
 pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<RunningEdge, EdgeError> {
-    let upstream = Upstream::parse(&config.upstream)?;
+    let upstream = OriginClient::new(
+        &config.upstream,
+        &config.upstream_trust,
+        true,
+        UPSTREAM_CONNECT_TIMEOUT,
+    )
+    .map_err(|err| match err {
+        OriginUrlError::Shape => EdgeError::InvalidUpstream(config.upstream.to_string()),
+        OriginUrlError::Tls(err) => EdgeError::UpstreamTls(err),
+    })?;
     if config.listen.is_none() && config.listen_tls.is_none() {
         return Err(EdgeError::NoListener);
     }
+    let mut tasks = JoinSet::new();
     let acceptor = match config.listen_tls {
         Some(_) => {
             let files = config.tls.as_ref().ok_or(EdgeError::MissingTlsFiles)?;
-            Some(TlsAcceptor::from(Arc::new(load_tls(files)?)))
+            let certificate = ServerCertificate::load(files.clone()).map_err(EdgeError::Tls)?;
+            let acceptor = certificate.acceptor().map_err(EdgeError::Tls)?;
+            let watcher = certificate.watch(config.tls_reload_interval);
+            tasks.spawn(async move {
+                let _ = watcher.await;
+                Ok(())
+            });
+            Some(acceptor)
         }
         None => None,
     };
-    let mut tasks = JoinSet::new();
 
     let metrics = Arc::new(EdgeMetrics::new());
     let resolver = ClientAddrResolver::new(config.trusted_proxies.clone(), config.forwarded_header);
@@ -274,6 +325,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
     }
     let enforcer = Arc::new(enforcer);
+    let mut sources = None;
 
     match &config.rules {
         RulesSource::Engine => {
@@ -297,14 +349,24 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             }
         }
         RulesSource::File { path, interval } => {
-            let task = spawn_file_source(enforcer.clone(), path.clone(), *interval).await?;
+            let inputs = Arc::new(PolicySources::new(
+                enforcer.clone(),
+                config.managed_lists.clone(),
+            ));
+            sources = Some(Arc::clone(&inputs));
+            let task = spawn_file_source_with(inputs, path.clone(), *interval).await?;
             tasks.spawn(async move {
                 let _ = task.await;
                 Ok(())
             });
         }
         RulesSource::Remote(remote) => {
-            let (task, mut installed) = spawn_remote_source(enforcer.clone(), remote.clone())?;
+            let inputs = Arc::new(PolicySources::new(
+                enforcer.clone(),
+                config.managed_lists.clone(),
+            ));
+            sources = Some(Arc::clone(&inputs));
+            let (task, mut installed) = spawn_remote_source_with(inputs, remote.clone())?;
             // Serving before the first rule set arrives would enforce nothing: wait a bounded
             // time for it, then serve regardless (the source keeps retrying).
             let first = tokio::time::timeout(
@@ -332,15 +394,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         Ok(())
     });
 
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let client = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build(connector);
-    let proxy = ProxyService {
-        client,
-        upstream: Arc::new(upstream),
-    };
+    let proxy = ProxyService { upstream };
     let service = AclLayer::new(enforcer.clone()).layer(proxy);
 
     let mut http_addr = None;
@@ -394,6 +448,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
     );
     Ok(RunningEdge {
         enforcer,
+        sources,
         http_addr,
         tls_addr,
         metrics_addr,
@@ -405,33 +460,6 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, EdgeError> {
     TcpListener::bind(addr)
         .await
         .map_err(|source| EdgeError::Bind { addr, source })
-}
-
-fn load_tls(files: &TlsFiles) -> Result<rustls::ServerConfig, EdgeError> {
-    let tls_err = |path: &PathBuf, reason: String| EdgeError::Tls {
-        path: path.clone(),
-        reason,
-    };
-    let cert_pem = std::fs::read(&files.cert).map_err(|e| tls_err(&files.cert, e.to_string()))?;
-    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| tls_err(&files.cert, e.to_string()))?;
-    if certs.is_empty() {
-        return Err(tls_err(&files.cert, "no certificate in the file".into()));
-    }
-    let key_pem = std::fs::read(&files.key).map_err(|e| tls_err(&files.key, e.to_string()))?;
-    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .map_err(|e| tls_err(&files.key, e.to_string()))?
-        .ok_or_else(|| tls_err(&files.key, "no private key in the file".into()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| tls_err(&files.cert, e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| tls_err(&files.key, e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
 }
 
 type EdgeService = crate::layer::AclService<ProxyService>;
@@ -527,40 +555,21 @@ where
     // client trickling headers cannot hold a connection forever.
     builder.http1().timer(TokioTimer::new());
     builder.http2().timer(TokioTimer::new());
-    if let Err(err) = builder.serve_connection(io, svc).await {
+    if let Err(err) = builder.serve_connection_with_upgrades(io, svc).await {
         tracing::debug!(error = %err, "connection ended with an error");
-    }
-}
-
-struct Upstream {
-    scheme: http::uri::Scheme,
-    authority: http::uri::Authority,
-}
-
-impl Upstream {
-    fn parse(uri: &Uri) -> Result<Self, EdgeError> {
-        let invalid = || EdgeError::InvalidUpstream(uri.to_string());
-        if uri.scheme_str() != Some("http") {
-            return Err(invalid());
-        }
-        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-            return Err(invalid());
-        }
-        Ok(Self {
-            scheme: http::uri::Scheme::HTTP,
-            authority: uri.authority().cloned().ok_or_else(invalid)?,
-        })
     }
 }
 
 /// The body of the proxy's responses: the upstream's, or its own (502).
 type ProxyBody = Either<Incoming, Full<Bytes>>;
 
+/// Time allowed to connect to the upstream (TCP and TLS handshake).
+const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Forwards requests to the upstream.
 #[derive(Clone)]
 struct ProxyService {
-    client: Client<HttpConnector, Incoming>,
-    upstream: Arc<Upstream>,
+    upstream: OriginClient<Incoming>,
 }
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
@@ -591,6 +600,67 @@ fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
 
 const BAD_GATEWAY_BODY: &str = r#"{"statusCode":502,"error":"Bad Gateway","message":"Upstream unavailable","errorCode":"bad_gateway"}"#;
 
+/// Whether an `Upgrade` value names WebSocket and nothing else (`websocket`, any case, with or
+/// without a version).
+fn is_websocket(value: &HeaderValue) -> bool {
+    value.to_str().is_ok_and(|v| {
+        v.split(',').all(|protocol| {
+            let name = protocol.trim().split('/').next().unwrap_or_default();
+            name.eq_ignore_ascii_case("websocket")
+        })
+    })
+}
+
+/// Whether an HTTP/1.1 request asks to switch to WebSocket (`Connection: upgrade` and
+/// `Upgrade: websocket`): the upgrade, if the upstream accepts it, is passed through.
+///
+/// Other protocols are not: after an upgrade the edge only copies bytes, so an upgrade to
+/// `h2c` (or anything that carries HTTP requests) would let every later request on that
+/// connection reach the upstream unchecked by the ACL. Such a request goes on as an ordinary
+/// request, its `Upgrade` header dropped with the other hop-by-hop headers.
+fn upgrade_requested(parts: &http::request::Parts) -> Option<HeaderValue> {
+    if parts.version != http::Version::HTTP_11 {
+        return None;
+    }
+    let upgrade = parts
+        .headers
+        .get(header::UPGRADE)
+        .filter(|v| is_websocket(v))?;
+    let asks = parts
+        .headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    asks.then(|| upgrade.clone())
+}
+
+/// Puts back the two headers of an upgrade that [`strip_hop_by_hop`] removed.
+fn set_upgrade_headers(headers: &mut http::HeaderMap, upgrade: HeaderValue) {
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, upgrade);
+}
+
+/// Joins the client's upgraded connection and the upstream's, byte for byte, until either
+/// side closes.
+fn join_upgraded(client: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade) {
+    tokio::spawn(async move {
+        let (client, upstream) = match tokio::try_join!(client, upstream) {
+            Ok(both) => both,
+            Err(err) => {
+                tracing::debug!(error = %err, "upgrade not completed");
+                return;
+            }
+        };
+        let mut client = TokioIo::new(client);
+        let mut upstream = TokioIo::new(upstream);
+        if let Err(err) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+            tracing::debug!(error = %err, "upgraded connection ended with an error");
+        }
+    });
+}
+
 impl Service<Request<Incoming>> for ProxyService {
     type Response = Response<ProxyBody>;
     type Error = Infallible;
@@ -601,7 +671,6 @@ impl Service<Request<Incoming>> for ProxyService {
     }
 
     fn call(&mut self, request: Request<Incoming>) -> Self::Future {
-        let client = self.client.clone();
         let upstream = self.upstream.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
@@ -610,13 +679,15 @@ impl Service<Request<Incoming>> for ProxyService {
                 .extensions
                 .get::<ConnectionInfo>()
                 .is_some_and(|c| c.tls.is_some());
+            let upgrade = upgrade_requested(&parts);
+            let client_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
             let path_and_query = parts
                 .uri
                 .path_and_query()
                 .cloned()
                 .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
-            // HTTP/2 requests carry the host in the URI, not a Host header: keep it for the
-            // upstream (HTTP/1.1 to it).
+            // HTTP/2 requests carry the host in the URI, not a Host header: it is the host the
+            // upstream gets (the Host header over HTTP/1.1, the :authority over HTTP/2).
             if !parts.headers.contains_key(header::HOST) {
                 if let Some(authority) = parts.uri.authority() {
                     if let Ok(value) = HeaderValue::from_str(authority.as_str()) {
@@ -624,17 +695,12 @@ impl Service<Request<Incoming>> for ProxyService {
                     }
                 }
             }
-            let uri = Uri::builder()
-                .scheme(upstream.scheme.clone())
-                .authority(upstream.authority.clone())
-                .path_and_query(path_and_query)
-                .build();
-            let Ok(uri) = uri else {
-                return Ok(own(StatusCode::BAD_REQUEST, ""));
-            };
-            parts.uri = uri;
-            parts.version = http::Version::HTTP_11;
+            parts.uri = Uri::from(path_and_query);
+            parts.extensions = http::Extensions::new();
             strip_hop_by_hop(&mut parts.headers);
+            if let Some(upgrade) = &upgrade {
+                set_upgrade_headers(&mut parts.headers, upgrade.clone());
+            }
             if let Some(peer) = peer {
                 append_forwarded_for(&mut parts.headers, peer);
             }
@@ -643,10 +709,43 @@ impl Service<Request<Incoming>> for ProxyService {
                 HeaderValue::from_static(if tls { "https" } else { "http" }),
             );
             let forwarded = Request::from_parts(parts, body);
-            match client.request(forwarded).await {
-                Ok(response) => {
+            let answered = match upgrade {
+                Some(_) => upstream.send_upgrade(forwarded).await,
+                None => upstream.send(forwarded).await,
+            };
+            match answered {
+                Ok(mut response) => {
+                    let switched = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+                    let accepted = response
+                        .headers()
+                        .get(header::UPGRADE)
+                        .filter(|v| is_websocket(v))
+                        .cloned();
+                    let upstream_upgrade = switched
+                        .then(|| {
+                            response
+                                .extensions_mut()
+                                .remove::<hyper::upgrade::OnUpgrade>()
+                        })
+                        .flatten();
                     let (mut parts, body) = response.into_parts();
                     strip_hop_by_hop(&mut parts.headers);
+                    parts.version = http::Version::HTTP_11;
+                    match (client_upgrade, upstream_upgrade, accepted) {
+                        (Some(client), Some(upstream), Some(accepted)) => {
+                            set_upgrade_headers(&mut parts.headers, accepted);
+                            join_upgraded(client, upstream);
+                        }
+                        // A 101 that cannot be joined (no upgrade asked for, or not to
+                        // WebSocket) must not reach the client.
+                        _ if switched => {
+                            tracing::warn!(
+                                "upstream switched protocols without an upgrade to join"
+                            );
+                            return Ok(own(StatusCode::BAD_GATEWAY, BAD_GATEWAY_BODY));
+                        }
+                        _ => {}
+                    }
                     Ok(Response::from_parts(parts, Either::Left(body)))
                 }
                 Err(err) => {

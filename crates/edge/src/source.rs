@@ -5,6 +5,17 @@
 //! validate or compile is logged and ignored until it changes again; an admin server that is
 //! unreachable or answers errors is retried with backoff (100 ms doubling to 5 s) while the
 //! edge keeps enforcing what it has.
+//!
+//! The admin server is reached over `https://` (its certificate verified against
+//! [`RemoteRules::trust`]: the system's roots or one CA file) or, since the client secret
+//! travels with every token request, over plain `http://` only on a loopback address, unless
+//! [`RemoteRules::allow_insecure_http`] says otherwise.
+//!
+//! The remote source also follows the server's managed lists: each poll names the lists the
+//! edge holds (`lists=NAME:DIGEST,...`), the answer carries every list in force on the server,
+//! with its items only where the digest differs, so a list of a million entries crosses the
+//! network when it changes, not with every rule change. A server older than this edge refuses
+//! the parameter (400): the edge then polls without it and gets no list from that server.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -12,13 +23,16 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
-use netacl_model::{parse_json, Limits, RuleSet, MAX_NESTING_DEPTH};
+use netacl_model::{
+    parse_json, Limits, ManagedList, ManagedListName, ManagedLists, RuleSet, MAX_NESTING_DEPTH,
+};
+use netacl_tls::{ClientTrust, TlsError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
+use crate::lists::PolicySources;
+use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
 
 /// Largest rule-set document accepted (file or remote), 512 MiB.
 pub const MAX_RULES_BYTES: usize = 512 << 20;
@@ -62,9 +76,19 @@ pub enum SourceError {
         #[source]
         source: netacl_eval::CompileError,
     },
-    /// The rules URL is not `http://HOST[:PORT]`.
-    #[error("invalid rules URL {0:?}: expected http://HOST[:PORT]")]
+    /// The rules URL is not `https://HOST[:PORT]` or `http://HOST[:PORT]`.
+    #[error("invalid rules URL {0:?}: expected https://HOST[:PORT] (or http:// on loopback)")]
     InvalidUrl(String),
+    /// A plain-HTTP rules URL that is not loopback: the client secret would cross the network
+    /// in clear.
+    #[error(
+        "refusing to send the client secret in clear to {0} (plain HTTP to an address that is \
+         not loopback): use https://, or allow it explicitly with --allow-insecure-rules-url"
+    )]
+    InsecureUrl(String),
+    /// The trust anchors for an `https://` rules URL could not be loaded.
+    #[error("rules URL TLS: {0}")]
+    Tls(#[source] TlsError),
     /// The admin server could not be reached or answered something unexpected.
     #[error("{0}")]
     Remote(String),
@@ -79,24 +103,6 @@ fn parse_rules(bytes: &[u8], version: u64, origin: &str) -> Result<RuleSet, Sour
         origin: origin.to_owned(),
         source,
     })
-}
-
-/// Compiles and installs `rules` off the async threads (compiling a big set takes a while).
-async fn install(
-    enforcer: &Arc<Enforcer>,
-    rules: RuleSet,
-    origin: &str,
-) -> Result<(), SourceError> {
-    let enforcer = enforcer.clone();
-    let joined = tokio::task::spawn_blocking(move || enforcer.apply_rules(&rules)).await;
-    match joined {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(source)) => Err(SourceError::Compile {
-            origin: origin.to_owned(),
-            source,
-        }),
-        Err(err) => Err(SourceError::Remote(format!("compiling {origin}: {err}"))),
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +124,7 @@ fn stamp(path: &Path) -> Option<FileStamp> {
 }
 
 async fn load_file(
-    enforcer: &Arc<Enforcer>,
+    inputs: &PolicySources,
     path: &Path,
     version: u64,
 ) -> Result<usize, SourceError> {
@@ -131,7 +137,7 @@ async fn load_file(
         })?;
     let rules = parse_rules(&bytes, version, &origin)?;
     let count = rules.acls.len();
-    install(enforcer, rules, &origin).await?;
+    inputs.set_rules(rules, &origin).await?;
     Ok(count)
 }
 
@@ -143,9 +149,20 @@ pub async fn spawn_file_source(
     path: PathBuf,
     interval: Duration,
 ) -> Result<JoinHandle<()>, SourceError> {
+    let inputs = Arc::new(PolicySources::new(enforcer, ManagedLists::new()));
+    spawn_file_source_with(inputs, path, interval).await
+}
+
+/// [`spawn_file_source`] installing through `inputs` (with the edge's managed lists).
+pub async fn spawn_file_source_with(
+    inputs: Arc<PolicySources>,
+    path: PathBuf,
+    interval: Duration,
+) -> Result<JoinHandle<()>, SourceError> {
+    let enforcer = Arc::clone(inputs.enforcer());
     let mut seen = stamp(&path);
     let mut version = 1;
-    let count = load_file(&enforcer, &path, version).await?;
+    let count = load_file(&inputs, &path, version).await?;
     tracing::info!(path = %path.display(), rules = count, version, "rules loaded");
     Ok(tokio::spawn(async move {
         let mut ticker = tokio::time::interval(interval);
@@ -157,7 +174,7 @@ pub async fn spawn_file_source(
                 continue;
             }
             seen = now;
-            match load_file(&enforcer, &path, version + 1).await {
+            match load_file(&inputs, &path, version + 1).await {
                 Ok(count) => {
                     version += 1;
                     tracing::info!(path = %path.display(), rules = count, version, "rules reloaded");
@@ -172,11 +189,18 @@ pub async fn spawn_file_source(
 }
 
 /// A remote `netacl serve` to follow (`--rules-url`, `--client-id`, `--client-secret`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RemoteRules {
-    /// `http://HOST:PORT` of the admin server.
+    /// `https://HOST:PORT` of the admin server (`http://` on loopback, or with
+    /// `allow_insecure_http`).
     pub url: Uri,
+    /// Whom an `https://` admin server's certificate must chain to: the system's roots
+    /// (default) or one CA file (`--rules-ca`).
+    pub trust: ClientTrust,
+    /// Send the client secret to a plain-HTTP URL that is not loopback
+    /// (`--allow-insecure-rules-url`); `false` by default: such a URL is refused.
+    pub allow_insecure_http: bool,
     /// Client id (client-credentials grant).
     pub client_id: String,
     /// Client secret.
@@ -190,11 +214,30 @@ pub struct RemoteRules {
     pub initial_wait: Duration,
 }
 
+impl std::fmt::Debug for RemoteRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("RemoteRules")
+            .field("url", &self.url)
+            .field("trust", &self.trust)
+            .field("allow_insecure_http", &self.allow_insecure_http)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("audience", &self.audience)
+            .field("poll_timeout", &self.poll_timeout)
+            .field("initial_wait", &self.initial_wait)
+            .finish()
+    }
+}
+
 impl RemoteRules {
-    /// A remote source with the default audience and poll timeout.
+    /// A remote source with the default audience and poll timeout, trusting the system's
+    /// roots, refusing plain HTTP off loopback.
     pub fn new(url: Uri, client_id: String, client_secret: String) -> Self {
         Self {
             url,
+            trust: ClientTrust::SystemRoots,
+            allow_insecure_http: false,
             client_id,
             client_secret,
             audience: None,
@@ -211,34 +254,106 @@ struct Token {
 }
 
 struct RemoteClient {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: OriginClient<Full<Bytes>>,
     base: String,
     config: RemoteRules,
     audience: String,
 }
 
 enum Poll {
-    Changed(RuleSet),
+    /// A new rule set, and the server's managed lists when it sent them.
+    Changed(RuleSet, Option<ManagedLists>),
     Unchanged,
     Unauthorized,
+    /// The server refused the `lists` parameter (a server older than this edge).
+    ListsRefused,
+}
+
+/// `NAME:DIGEST,...` of the lists held.
+fn held_param(held: &ManagedLists) -> String {
+    held.iter()
+        .map(|(name, list)| format!("{name}:{}", list.digest()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `managed_lists` of a watch answer: every list in force on the server; one without
+/// `items` is one the edge holds with that digest.
+fn parse_lists(
+    value: &serde_json::Value,
+    held: &ManagedLists,
+    origin: &str,
+) -> Result<ManagedLists, SourceError> {
+    let invalid =
+        |reason: String| SourceError::Remote(format!("{origin}: managed_lists: {reason}"));
+    let items = value
+        .as_array()
+        .ok_or_else(|| invalid("not an array".into()))?;
+    let mut lists = ManagedLists::new();
+    for (i, entry) in items.iter().enumerate() {
+        let name = entry
+            .get("name")
+            .and_then(|n| n.as_str())
+            .and_then(ManagedListName::parse)
+            .ok_or_else(|| invalid(format!("[{i}]: no known name")))?;
+        let digest = entry
+            .get("digest")
+            .and_then(|d| d.as_str())
+            .ok_or_else(|| invalid(format!("[{i}]: no digest")))?;
+        let list = match entry.get("items") {
+            Some(items) => {
+                let path = format!("managed_lists[{i}].items");
+                let list =
+                    ManagedList::from_json_items(items, &path, usize::MAX).map_err(|source| {
+                        SourceError::Invalid {
+                            origin: origin.to_owned(),
+                            source,
+                        }
+                    })?;
+                if list.digest() != digest {
+                    return Err(invalid(format!("[{i}]: the items do not have the digest")));
+                }
+                Arc::new(list)
+            }
+            None => held
+                .get(name)
+                .filter(|l| l.digest() == digest)
+                .cloned()
+                .ok_or_else(|| invalid(format!("[{i}]: no items for a list not held")))?,
+        };
+        lists.set(name, Some(list));
+    }
+    Ok(lists)
 }
 
 impl RemoteClient {
     fn new(config: RemoteRules) -> Result<Self, SourceError> {
         let url = &config.url;
-        let authority = match (url.scheme_str(), url.authority()) {
-            (Some("http"), Some(authority)) => authority.as_str().to_owned(),
-            _ => return Err(SourceError::InvalidUrl(url.to_string())),
-        };
+        let client =
+            OriginClient::new(url, &config.trust, true, Duration::from_secs(3)).map_err(|err| {
+                match err {
+                    OriginUrlError::Shape => SourceError::InvalidUrl(url.to_string()),
+                    OriginUrlError::Tls(err) => SourceError::Tls(err),
+                }
+            })?;
+        if !client.is_tls() && !is_loopback_url(url) {
+            if !config.allow_insecure_http {
+                return Err(SourceError::InsecureUrl(client.origin()));
+            }
+            tracing::warn!(
+                url = %client.origin(),
+                "the client secret and tokens go to the admin server in clear \
+                 (--allow-insecure-rules-url)"
+            );
+        }
+        let authority = url.authority().map(|a| a.as_str()).unwrap_or_default();
         let audience = config
             .audience
             .clone()
             .unwrap_or_else(|| format!("https://{authority}/api/v2/"));
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(Duration::from_secs(3)));
         Ok(Self {
-            client: Client::builder(TokioExecutor::new()).build(connector),
-            base: format!("http://{authority}"),
+            base: client.origin(),
+            client,
             config,
             audience,
         })
@@ -249,7 +364,7 @@ impl RemoteClient {
         request: Request<Full<Bytes>>,
         timeout: Duration,
     ) -> Result<(StatusCode, Bytes), SourceError> {
-        let response = tokio::time::timeout(timeout, self.client.request(request))
+        let response = tokio::time::timeout(timeout, self.client.send(request))
             .await
             .map_err(|_| {
                 SourceError::Remote(format!("{}: no answer within {timeout:?}", self.base))
@@ -276,7 +391,7 @@ impl RemoteClient {
         });
         let request = Request::builder()
             .method(Method::POST)
-            .uri(format!("{}/oauth/token", self.base))
+            .uri("/oauth/token")
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|e| SourceError::Remote(e.to_string()))?;
@@ -307,18 +422,22 @@ impl RemoteClient {
         })
     }
 
-    async fn poll(&self, token: &str, since: Option<u64>) -> Result<Poll, SourceError> {
+    /// One long poll; `held` (the server's lists this edge holds) asks for managed lists.
+    async fn poll(
+        &self,
+        token: &str,
+        since: Option<u64>,
+        held: Option<&ManagedLists>,
+    ) -> Result<Poll, SourceError> {
         let timeout_ms = self.config.poll_timeout.as_millis();
-        let uri = match since {
-            Some(v) => format!(
-                "{}/_netacl/v1/network-acls/watch?since={v}&timeout_ms={timeout_ms}",
-                self.base
-            ),
-            None => format!(
-                "{}/_netacl/v1/network-acls/watch?timeout_ms={timeout_ms}",
-                self.base
-            ),
+        let mut uri = match since {
+            Some(v) => format!("/_netacl/v1/network-acls/watch?since={v}&timeout_ms={timeout_ms}"),
+            None => format!("/_netacl/v1/network-acls/watch?timeout_ms={timeout_ms}"),
         };
+        if let Some(held) = held {
+            uri.push_str("&lists=");
+            uri.push_str(&held_param(held));
+        }
         let request = Request::builder()
             .method(Method::GET)
             .uri(uri)
@@ -331,6 +450,7 @@ impl RemoteClient {
         match status {
             StatusCode::NOT_MODIFIED => Ok(Poll::Unchanged),
             StatusCode::UNAUTHORIZED => Ok(Poll::Unauthorized),
+            StatusCode::BAD_REQUEST if held.is_some() => Ok(Poll::ListsRefused),
             StatusCode::OK => {
                 let origin = format!("{}/_netacl/v1/network-acls/watch", self.base);
                 let json: serde_json::Value =
@@ -347,9 +467,13 @@ impl RemoteClient {
                 let acls = json.get("network_acls").ok_or_else(|| {
                     SourceError::Remote(format!("{origin}: answer without network_acls"))
                 })?;
+                let lists = match (json.get("managed_lists"), held) {
+                    (Some(lists), Some(held)) => Some(parse_lists(lists, held, &origin)?),
+                    _ => None,
+                };
                 let rules = RuleSet::from_json(acls, version, &Limits::default())
                     .map_err(|source| SourceError::Invalid { origin, source })?;
-                Ok(Poll::Changed(rules))
+                Ok(Poll::Changed(rules, lists))
             }
             other => Err(SourceError::Remote(format!(
                 "{}: watch answered {other}",
@@ -372,6 +496,17 @@ pub fn spawn_remote_source(
     enforcer: Arc<Enforcer>,
     config: RemoteRules,
 ) -> Result<(JoinHandle<()>, watch::Receiver<Option<u64>>), SourceError> {
+    let inputs = Arc::new(PolicySources::new(enforcer, ManagedLists::new()));
+    spawn_remote_source_with(inputs, config)
+}
+
+/// [`spawn_remote_source`] installing through `inputs` (with the edge's own managed lists,
+/// which win over the server's for their names).
+pub fn spawn_remote_source_with(
+    inputs: Arc<PolicySources>,
+    config: RemoteRules,
+) -> Result<(JoinHandle<()>, watch::Receiver<Option<u64>>), SourceError> {
+    let enforcer = Arc::clone(inputs.enforcer());
     let remote = RemoteClient::new(config)?;
     let (installed, installed_rx) = watch::channel(None);
     let task = tokio::spawn(async move {
@@ -379,6 +514,9 @@ pub fn spawn_remote_source(
         let mut since: Option<u64> = None;
         let mut backoff = BACKOFF_MIN;
         let mut refused_before = false;
+        // The server's lists as last sent (what the next poll says the edge holds); `None` once
+        // the server refused the parameter.
+        let mut held: Option<ManagedLists> = Some(ManagedLists::new());
         loop {
             let result = async {
                 let fresh = token
@@ -388,15 +526,32 @@ pub fn spawn_remote_source(
                     token = Some(remote.fetch_token().await?);
                 }
                 let value = token.as_ref().map(|t| t.value.clone()).unwrap_or_default();
-                remote.poll(&value, since).await
+                remote.poll(&value, since, held.as_ref()).await
             }
             .await;
             match result {
-                Ok(Poll::Changed(rules)) => {
+                Ok(Poll::ListsRefused) => {
+                    tracing::warn!(source = %remote.base, "the admin server does not send managed lists (an older version); following its rules only");
+                    held = None;
+                    continue;
+                }
+                Ok(Poll::Changed(rules, lists)) => {
                     let version = rules.version;
                     let count = rules.acls.len();
                     since = Some(version);
-                    match install(&enforcer, rules, &remote.base).await {
+                    let origin = remote.base.clone();
+                    let outcome = match lists {
+                        Some(lists) => {
+                            // Held from now on even if the rules do not install, so that the
+                            // server does not answer the next poll at once for them.
+                            held = Some(lists.clone());
+                            inputs
+                                .set_rules_and_remote_lists(rules, lists, &origin)
+                                .await
+                        }
+                        None => inputs.set_rules(rules, &origin).await,
+                    };
+                    match outcome {
                         Ok(()) => {
                             installed.send_replace(Some(version));
                             tracing::info!(version, rules = count, source = %remote.base, "rules updated");
@@ -424,6 +579,12 @@ pub fn spawn_remote_source(
                 }
                 Err(err) => {
                     enforcer.metrics().record_rule_source_error();
+                    if let (SourceError::Remote(message), Some(_)) = (&err, &held) {
+                        if message.contains("managed_lists") {
+                            // Lists that do not check out: ask for all of them again.
+                            held = Some(ManagedLists::new());
+                        }
+                    }
                     if matches!(err, SourceError::Invalid { .. } | SourceError::Json { .. }) {
                         tracing::error!(error = %err, "remote rules rejected; the previous rules stay in force");
                     } else {
@@ -445,24 +606,44 @@ pub fn spawn_remote_source(
 mod tests {
     use super::*;
 
+    fn remote(url: &'static str) -> RemoteRules {
+        RemoteRules::new(Uri::from_static(url), "id".into(), "secret".into())
+    }
+
     #[test]
-    fn urls_must_be_plain_http() {
-        let bad = RemoteRules::new(
-            Uri::from_static("https://example.com"),
-            "id".into(),
-            "secret".into(),
-        );
+    fn debug_output_never_shows_the_secret() {
+        let shown = format!("{:?}", remote("https://admin.example.com"));
+        assert!(shown.contains("<redacted>"), "{shown}");
+        assert!(!shown.contains("\"secret\""), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn plain_http_only_on_loopback_unless_allowed() {
+        let client = RemoteClient::new(remote("http://127.0.0.1:8080")).unwrap();
+        assert_eq!(client.audience, "https://127.0.0.1:8080/api/v2/");
+        assert!(RemoteClient::new(remote("http://localhost:8080")).is_ok());
+
+        let err = RemoteClient::new(remote("http://10.1.2.3:8080"))
+            .err()
+            .unwrap();
+        assert!(matches!(err, SourceError::InsecureUrl(_)), "{err}");
+        let message = err.to_string();
+        assert!(message.contains("http://10.1.2.3:8080"), "{message}");
+        assert!(message.contains("--allow-insecure-rules-url"), "{message}");
+        assert!(!message.contains("secret\""), "{message}");
+
+        let mut allowed = remote("http://10.1.2.3:8080");
+        allowed.allow_insecure_http = true;
+        assert!(RemoteClient::new(allowed).is_ok());
+
         assert!(matches!(
-            RemoteClient::new(bad),
+            RemoteClient::new(remote("ftp://example.com")),
             Err(SourceError::InvalidUrl(_))
         ));
-        let good = RemoteRules::new(
-            Uri::from_static("http://127.0.0.1:8080"),
-            "id".into(),
-            "secret".into(),
-        );
-        let client = RemoteClient::new(good).unwrap();
-        assert_eq!(client.audience, "https://127.0.0.1:8080/api/v2/");
+        assert!(matches!(
+            RemoteClient::new(remote("http://127.0.0.1:8080/prefix")),
+            Err(SourceError::InvalidUrl(_))
+        ));
     }
 
     #[test]

@@ -619,6 +619,10 @@ struct AdminStub {
     version: std::sync::atomic::AtomicU64,
     tokens_issued: AtomicUsize,
     rules: std::sync::Mutex<Value>,
+    /// Answer 400 to a watch naming `lists` (a server older than the edge).
+    refuse_lists: std::sync::atomic::AtomicBool,
+    /// Watches that named `lists`.
+    asked_for_lists: AtomicUsize,
 }
 
 async fn admin_stub(stub: Arc<AdminStub>) -> SocketAddr {
@@ -665,6 +669,16 @@ async fn admin_stub(stub: Arc<AdminStub>) -> SocketAddr {
         let latest = format!("Bearer t{}", stub.tokens_issued.load(Ordering::SeqCst));
         if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(latest.as_str()) {
             return StatusCode::UNAUTHORIZED.into_response();
+        }
+        if q.contains_key("lists") {
+            stub.asked_for_lists.fetch_add(1, Ordering::SeqCst);
+            if stub.refuse_lists.load(Ordering::SeqCst) {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    "Additional properties not allowed: lists",
+                )
+                    .into_response();
+            }
         }
         let since: Option<u64> = q.get("since").and_then(|s| s.parse().ok());
         // A short long-poll: answer at once on a difference, else 304 after a while.
@@ -798,6 +812,124 @@ async fn remote_source_follows_versions_refreshes_tokens_and_keeps_rules_through
     task.abort();
 }
 
+/// A server older than the edge refuses the `lists` parameter: the edge asks once, then follows
+/// the rules without it.
+#[tokio::test]
+async fn remote_source_falls_back_for_a_server_without_managed_lists() {
+    let stub = Arc::new(AdminStub::default());
+    stub.refuse_lists.store(true, Ordering::SeqCst);
+    stub.version.store(1, Ordering::SeqCst);
+    *stub.rules.lock().expect("lock") = json!([record(
+        1,
+        1,
+        json!({"block": true}),
+        "tenant",
+        json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+    )]);
+    let admin = admin_stub(stub.clone()).await;
+    let enforcer = enforcer(&[], vec![]);
+    let remote = netacl_edge::RemoteRules::new(
+        format!("http://{admin}").parse().expect("url"),
+        "edge".into(),
+        "s3cret".into(),
+    );
+    let (task, _installed) =
+        netacl_edge::spawn_remote_source(enforcer.clone(), remote).expect("source");
+    assert!(
+        eventually(|| enforcer.engine().policy().version() == 1).await,
+        "the rules arrive without lists"
+    );
+    stub.version.store(2, Ordering::SeqCst);
+    assert!(eventually(|| enforcer.engine().policy().version() == 2).await);
+    assert_eq!(
+        stub.asked_for_lists.load(Ordering::SeqCst),
+        1,
+        "asked once, then never again"
+    );
+    task.abort();
+}
+
+/// Managed lists at the edge: per request and at the connection (the client address is known
+/// before the handshake only for a direct peer; JA4 always).
+#[tokio::test]
+async fn managed_lists_decide_requests_and_connections() {
+    use netacl_eval::ManagedIndex;
+    use netacl_model::{ManagedList, ManagedListName, ManagedLists};
+    let mut lists = ManagedLists::new();
+    lists.set(
+        ManagedListName::Tor,
+        Some(Arc::new(
+            ManagedList::from_lines("192.0.2.0/24\nt13d1516h2_8daaf6152771_b186095e22b6\n", 10)
+                .expect("list"),
+        )),
+    );
+    let index = Arc::new(ManagedIndex::build(&lists));
+    let resolver = ClientAddrResolver::new(
+        TrustedProxies::parse(["10.0.0.0/8"]).expect("cidrs"),
+        ForwardedHeader::XForwardedFor,
+    );
+    let enforcer = Arc::new(Enforcer::new(Arc::new(Engine::new()), resolver));
+    let blocked = rules(
+        1,
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "tenant",
+            json!({"match": {"auth0_managed": ["auth0.tor"]}}),
+        )],
+    );
+    enforcer
+        .apply_rules_with_lists(&blocked, &index)
+        .expect("compiles");
+    let app = app(enforcer.clone());
+    assert_eq!(
+        send(&app, "192.0.2.9", "/", &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        send(&app, "::ffff:192.0.2.9", "/", &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        send(&app, "198.51.100.9", "/", &[]).await.status,
+        StatusCode::OK
+    );
+    let behind_proxy = send(&app, "10.0.0.1", "/", &[("x-forwarded-for", "192.0.2.9")]).await;
+    assert_eq!(behind_proxy.status, StatusCode::FORBIDDEN);
+
+    let tls = |ja4: &str| TlsInfo::new(None, &"0".repeat(32), ja4);
+    let other_ja4 = "t13d1517h2_8daaf6152771_b186095e22b6";
+    let refused = |peer: &str, ja4: &str| {
+        matches!(
+            enforcer.check_connection(peer.parse().expect("ip"), Some(&tls(ja4))),
+            netacl_edge::ConnectionVerdict::Refuse { .. }
+        )
+    };
+    assert!(refused("192.0.2.9", other_ja4), "a direct peer on the list");
+    assert!(!refused("198.51.100.9", other_ja4));
+    assert!(
+        refused("198.51.100.9", "t13d1516h2_8daaf6152771_b186095e22b6"),
+        "its JA4"
+    );
+    assert!(
+        !refused("10.0.0.1", other_ja4),
+        "behind a trusted proxy the client address is not known yet"
+    );
+    // A rule change keeps the lists (they are the live policy's).
+    enforcer
+        .apply_rules(&rules(
+            2,
+            blocked.acls.iter().map(|a| a.to_json()).collect(),
+        ))
+        .expect("compiles");
+    assert_eq!(
+        send(&app, "192.0.2.9", "/", &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+    assert!(refused("192.0.2.9", other_ja4));
+}
+
 // ---------------------------------------------------------------------------------------------
 // In process: the engine is fed by its owner (as `netacl serve` does), the edge follows the
 // rule sets sent on `rule_updates` for connection-level refusal and counters.
@@ -869,4 +1001,328 @@ async fn in_process_engine_owner_feeds_the_edge() {
     assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
     assert_eq!(upstream.hits.load(Ordering::SeqCst), 1);
     edge.shutdown();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 11: forwarding headers and paths through a running edge (plain HTTP on loopback, raw
+// bytes on the wire, so that the request reaches the edge exactly as an attacker writes it).
+
+/// A plain-HTTP edge on loopback in front of `upstream`, trusting `127.0.0.0/8` (the test
+/// client's own address) to write `header`, with `records` in force.
+async fn loopback_edge(
+    upstream: SocketAddr,
+    header: ForwardedHeader,
+    records: Vec<Value>,
+) -> netacl_edge::RunningEdge {
+    let mut config = EdgeConfig::new(format!("http://{upstream}").parse().expect("uri"));
+    config.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    config.trusted_proxies = TrustedProxies::parse(["127.0.0.0/8"]).expect("cidr");
+    config.forwarded_header = header;
+    config.metrics_listen = None;
+    config.rules = RulesSource::Engine;
+    let edge = start_edge(Arc::new(Engine::new()), config)
+        .await
+        .expect("edge starts");
+    edge.enforcer()
+        .apply_rules(&rules(1, records))
+        .expect("compiles");
+    edge
+}
+
+/// Sends `target` with the extra header lines `headers` (raw bytes, sent as they are) and
+/// returns the status code of the answer.
+async fn raw_get(addr: SocketAddr, target: &[u8], headers: &[&[u8]]) -> u16 {
+    let mut request = Vec::new();
+    request.extend_from_slice(b"GET ");
+    request.extend_from_slice(target);
+    request.extend_from_slice(b" HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n");
+    for line in headers {
+        request.extend_from_slice(line);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"\r\n");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(&request).await.expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
+        .await
+        .expect("response in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&response);
+    text.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"))
+}
+
+fn block_203_0_113() -> Vec<Value> {
+    vec![record(
+        1,
+        1,
+        json!({"block": true}),
+        "tenant",
+        json!({"match": {"ipv4_cidrs": ["203.0.113.0/24"]}}),
+    )]
+}
+
+#[tokio::test]
+async fn a_client_behind_a_trusted_proxy_cannot_pose_as_the_proxy_x_forwarded_for() {
+    let upstream = upstream().await;
+    let edge = loopback_edge(
+        upstream.addr,
+        ForwardedHeader::XForwardedFor,
+        block_203_0_113(),
+    )
+    .await;
+    let addr = edge.http_addr().expect("http addr");
+    // The proxy's entry alone: blocked (the baseline of the finding).
+    assert_eq!(
+        raw_get(addr, b"/hello", &[b"X-Forwarded-For: 203.0.113.5"]).await,
+        403
+    );
+    // The client writes `caf\xc3\xa9` (not ASCII), the proxy appends the real address: still
+    // the real address, blocked.
+    for header in [
+        &b"X-Forwarded-For: caf\xc3\xa9, 203.0.113.5"[..],
+        b"X-Forwarded-For: \xff\xfe, 203.0.113.5",
+        b"X-Forwarded-For: 198.51.100.1 \x80, 203.0.113.5",
+    ] {
+        assert_eq!(
+            raw_get(addr, b"/hello", &[header]).await,
+            403,
+            "{}",
+            String::from_utf8_lossy(header)
+        );
+    }
+    // The client's part on its own header line, the proxy's on the next.
+    assert_eq!(
+        raw_get(
+            addr,
+            b"/hello",
+            &[
+                b"X-Forwarded-For: caf\xc3\xa9",
+                b"X-Forwarded-For: 203.0.113.5"
+            ]
+        )
+        .await,
+        403
+    );
+    // Garbage to the left of the proxy's entry for an allowed address: allowed (the garbage is
+    // never read).
+    assert_eq!(
+        raw_get(
+            addr,
+            b"/hello",
+            &[b"X-Forwarded-For: caf\xc3\xa9, 198.51.100.1"]
+        )
+        .await,
+        200
+    );
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 1);
+    edge.shutdown();
+}
+
+#[tokio::test]
+async fn a_client_behind_a_trusted_proxy_cannot_pose_as_the_proxy_forwarded() {
+    let upstream = upstream().await;
+    let edge = loopback_edge(upstream.addr, ForwardedHeader::Forwarded, block_203_0_113()).await;
+    let addr = edge.http_addr().expect("http addr");
+    assert_eq!(
+        raw_get(addr, b"/hello", &[b"Forwarded: for=203.0.113.5"]).await,
+        403
+    );
+    for header in [
+        // An unbalanced quote in the client's part must not swallow the proxy's element.
+        &br#"Forwarded: for=", for=203.0.113.5"#[..],
+        br#"Forwarded: for="[2001:db8::1, for=203.0.113.5"#,
+        br#"Forwarded: for="\", for=203.0.113.5"#,
+        b"Forwarded: for=caf\xc3\xa9, for=203.0.113.5",
+        br#"Forwarded: for=198.51.100.1;by=", for="203.0.113.5:4711""#,
+    ] {
+        assert_eq!(
+            raw_get(addr, b"/hello", &[header]).await,
+            403,
+            "{}",
+            String::from_utf8_lossy(header)
+        );
+    }
+    assert_eq!(
+        raw_get(
+            addr,
+            b"/hello",
+            &[br#"Forwarded: for=""#, b"Forwarded: for=203.0.113.5"]
+        )
+        .await,
+        403
+    );
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 0);
+    edge.shutdown();
+}
+
+#[tokio::test]
+async fn a_hop_that_is_not_an_address_is_never_taken_for_the_proxy() {
+    // Only the trusted network itself may pass: a client whose address is unknown must not be
+    // taken for the proxy (127.0.0.1) that forwarded it.
+    let only_loopback = || {
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "tenant",
+            json!({"not_match": {"ipv4_cidrs": ["127.0.0.0/8"]}}),
+        )]
+    };
+    let upstream = upstream().await;
+    let edge = loopback_edge(
+        upstream.addr,
+        ForwardedHeader::XForwardedFor,
+        only_loopback(),
+    )
+    .await;
+    let addr = edge.http_addr().expect("http addr");
+    assert_eq!(raw_get(addr, b"/hello", &[]).await, 200);
+    assert_eq!(
+        raw_get(addr, b"/hello", &[b"X-Forwarded-For: 127.0.0.9"]).await,
+        200
+    );
+    for header in [
+        &b"X-Forwarded-For: garbage"[..],
+        b"X-Forwarded-For: unknown, 127.0.0.9",
+        b"X-Forwarded-For: caf\xc3\xa9",
+    ] {
+        assert_eq!(
+            raw_get(addr, b"/hello", &[header]).await,
+            403,
+            "{}",
+            String::from_utf8_lossy(header)
+        );
+    }
+    edge.shutdown();
+    let edge = loopback_edge(upstream.addr, ForwardedHeader::Forwarded, only_loopback()).await;
+    let addr = edge.http_addr().expect("http addr");
+    for header in [
+        &b"Forwarded: for=_hidden"[..],
+        b"Forwarded: for=unknown",
+        b"Forwarded: proto=https",
+        br#"Forwarded: for=""#,
+    ] {
+        assert_eq!(
+            raw_get(addr, b"/hello", &[header]).await,
+            403,
+            "{}",
+            String::from_utf8_lossy(header)
+        );
+    }
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 2);
+    edge.shutdown();
+}
+
+#[tokio::test]
+async fn management_rules_cannot_be_dodged_through_the_path() {
+    let upstream = upstream().await;
+    let edge = loopback_edge(
+        upstream.addr,
+        ForwardedHeader::XForwardedFor,
+        vec![record(
+            1,
+            1,
+            json!({"block": true}),
+            "management",
+            json!({"match": {"ipv4_cidrs": ["0.0.0.0/0"]}}),
+        )],
+    )
+    .await;
+    let addr = edge.http_addr().expect("http addr");
+    // Issue 11's three paths, which the upstream serves as `/api/v2/users`: refused (400)
+    // before any rule, as a malformed escape, an ambiguous path (servers that merge `//` first
+    // serve `/api/users`) and a backslash.
+    for path in [
+        &b"/%%361pi/v2/users"[..],
+        b"/api/v2//../users",
+        b"/api\\v2\\users",
+    ] {
+        assert_eq!(
+            raw_get(addr, path, &[]).await,
+            400,
+            "{}",
+            String::from_utf8_lossy(path)
+        );
+    }
+    // Spellings of the management API that read alike everywhere: blocked by the rule.
+    for path in [
+        &b"/api/v2/users"[..],
+        b"//api/v2/users",
+        b"/%61pi/v2/users",
+        b"/%61pi/v2/users?x=%zz",
+        b"/API/V2/users",
+        b"/x/../api/v2/users",
+        b"/%2e%2E/api/./v2/users",
+        b"/api/v2/users/auth0%7Cx%2Fy",
+        b"/scim//v2/Users",
+    ] {
+        assert_eq!(
+            raw_get(addr, path, &[]).await,
+            403,
+            "{}",
+            String::from_utf8_lossy(path)
+        );
+    }
+    // Other scopes pass, encoded slashes that cannot change the scope included.
+    for path in [&b"/authorize"[..], b"/login/a%2Fb", b"/api/v2x"] {
+        assert_eq!(
+            raw_get(addr, path, &[]).await,
+            200,
+            "{}",
+            String::from_utf8_lossy(path)
+        );
+    }
+    assert_eq!(upstream.hits.load(Ordering::SeqCst), 3);
+    edge.shutdown();
+}
+
+/// `netacl eval` and the dry run derive a request's scope from its `path` key as the edge
+/// derives it from the request target: the same scope, and an error where the edge answers
+/// 400.
+#[test]
+fn eval_and_the_edge_derive_the_same_scope() {
+    let enforcer = enforcer(&[], vec![]);
+    let headers = http::HeaderMap::new();
+    for path in [
+        "/api/v2/users",
+        "//api/v2/users",
+        "/%61pi/v2/users",
+        "/API/v2",
+        "/x/../scim",
+        "/oidc/register/",
+        "/oidc/register/x",
+        "/authorize",
+        "/a%2Fb",
+        "/api%2Fv2/users",
+        "/api/v2//../users",
+        "/api;x/v2",
+        "/%%361pi/v2/users",
+        "/api\\v2\\users",
+        "/caf\u{e9}",
+    ] {
+        let decision = enforcer.decide(None, path, None, &headers);
+        let eval = netacl_eval::RequestInput {
+            path: Some(path.to_owned()),
+            ..Default::default()
+        }
+        .to_request()
+        .map(|r| r.scope());
+        match eval {
+            Ok(scope) => {
+                assert_ne!(decision.verdict, AclVerdict::InvalidPath, "{path}");
+                assert_eq!(decision.scope, scope, "{path}");
+            }
+            Err(err) => {
+                assert!(
+                    matches!(err, netacl_eval::RequestError::InvalidPath { .. }),
+                    "{path}: {err}"
+                );
+                assert_eq!(decision.verdict, AclVerdict::InvalidPath, "{path}");
+            }
+        }
+    }
 }

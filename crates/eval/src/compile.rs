@@ -1,19 +1,21 @@
 //! Compiling a rule set into a [`CompiledPolicy`].
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use ipnet::{Ipv4Net, Ipv6Net};
 use netacl_model::{
-    Action, Criteria, Limits, NetworkAcl, RequestScope, RuleScope, RuleSet, Signal,
+    Action, Criteria, Limits, ManagedListName, NetworkAcl, RequestScope, RuleScope, RuleSet, Signal,
 };
 
 use crate::hash::{ja3_key, random_seed, short_key_caseless, ByteMap, CountryTable, FixedMap};
+use crate::managed::{ManagedIndex, MASKS};
 use crate::policy::{
-    bit, signal_name, ActionCode, CompiledPolicy, IndexKind, IndexStats, Indexes, PolicyStats,
-    RuleMeta, SignalSet,
+    bit, signal_name, ActionCode, CompiledPolicy, EmptyListRule, IndexKind, IndexStats, Indexes,
+    ManagedListUse, PolicyStats, RuleMeta, SignalSet,
 };
-use crate::postings::{Postings, EXCLUDED_LIST, MEMBERS_LIST, REQUEST_SCOPES};
-use crate::range::RangeTable;
+use crate::postings::{Postings, EXCLUDED_LIST, MEMBERS_LIST, NO_RULE, REQUEST_SCOPES};
+use crate::range::{RangeTable, NONE};
 use crate::useragent::UserAgentIndex;
 
 /// Why a rule set could not be compiled. The policy in service stays as it was.
@@ -69,6 +71,7 @@ fn value_share(signal: Signal) -> f64 {
         Signal::Ja3 | Signal::Ja4 => 1.0 / 50.0,
         Signal::UserAgent => 1.0 / 100.0,
         Signal::Hostname => 1.0 / 3.0,
+        Signal::Managed => 0.0, // computed from the lists' content
     }
 }
 
@@ -84,8 +87,9 @@ fn v6_share(net: &Ipv6Net) -> f64 {
 }
 
 /// The expected share of requests for which `criteria`'s `signal` list hits.
-fn signal_cost(criteria: &Criteria, signal: Signal) -> f64 {
+fn signal_cost(criteria: &Criteria, signal: Signal, managed: &ManagedIndex) -> f64 {
     let sum: f64 = match signal {
+        Signal::Managed => managed.share(criteria.auth0_managed().unwrap_or(&[])),
         Signal::ClientIp => {
             criteria
                 .ipv4_cidrs()
@@ -150,14 +154,15 @@ fn member_len(criteria: &Criteria, signal: Signal) -> usize {
         Signal::Ja4 => criteria.ja4_fingerprints().map_or(0, <[_]>::len),
         Signal::UserAgent => criteria.user_agents().map_or(0, <[_]>::len),
         Signal::Hostname => criteria.hostnames().map_or(0, <[_]>::len),
+        Signal::Managed => criteria.auth0_managed().map_or(0, <[_]>::len),
     }
 }
 
 /// The signal of `criteria` whose list a random request is least likely to hit.
-pub(crate) fn choose_anchor(criteria: &Criteria) -> Option<Signal> {
+pub(crate) fn choose_anchor(criteria: &Criteria, managed: &ManagedIndex) -> Option<Signal> {
     let mut best: Option<(f64, Signal)> = None;
     for signal in criteria.signals() {
-        let cost = signal_cost(criteria, signal);
+        let cost = signal_cost(criteria, signal, managed);
         if best.is_none_or(|(c, _)| cost < c) {
             best = Some((cost, signal));
         }
@@ -179,6 +184,8 @@ struct Collected {
     ja4: Vec<(String, u8, u32)>,
     user_agent: Vec<(String, u8, u32)>,
     hostname: Vec<(String, u8, u32)>,
+    /// `(list name index, list code, rule)`: compiled into the per-mask postings.
+    managed: Vec<(u8, u8, u32)>,
 }
 
 /// The key of a network: its first address and the complement of its last (see [`ranges`]).
@@ -252,6 +259,11 @@ impl Collected {
                             self.hostname.push((h.canonical(), list, rule));
                         }
                     }
+                    Signal::Managed => {
+                        for name in criteria.auth0_managed().unwrap_or(&[]) {
+                            self.managed.push((name.index() as u8, list, rule));
+                        }
+                    }
                 }
             }
         }
@@ -264,6 +276,10 @@ struct Grouper {
     /// Per rule ordinal: the rule decides whenever its anchor holds (a terminal action, no
     /// other `match` signal, no `not_match`).
     decides_alone: Vec<bool>,
+    /// Per request scope: the ordinal of the first rule without conditions that decides every
+    /// request of the scope (`match_all` with a terminal action), [`NO_RULE`] when none. No
+    /// rule after it can be tried for that scope.
+    scope_cut: [u32; REQUEST_SCOPES],
 }
 
 impl Grouper {
@@ -286,22 +302,66 @@ impl Grouper {
                 run.push((l, r));
             }
             self.cut(&mut run);
-            out.push((key, self.postings.add_sorted(&run)));
+            // A value whose rules were all cut concerns no request: left out of the index.
+            if !run.is_empty() {
+                out.push((key, self.postings.add_sorted(&run)));
+            }
+        }
+        out
+    }
+
+    /// The posting of each managed-list mask: the rules naming any list of the mask, in their
+    /// roles. Lists that no rule names, or that hold no entry (a lookup never reports them),
+    /// are left out of the mask first, and equal postings are stored once, so there are at
+    /// most two to the number of named lists (usually one).
+    fn managed(&mut self, items: Vec<(u8, u8, u32)>, with_entries: usize) -> [u32; MASKS] {
+        let mut out = [NONE; MASKS];
+        let named = items.iter().fold(0usize, |m, &(name, _, _)| m | 1 << name) & with_entries;
+        let mut stored: Vec<(Vec<(u8, u32)>, u32)> = Vec::new();
+        let mut run = Vec::new();
+        for mask in 1..MASKS {
+            if mask & !named != 0 {
+                out[mask] = out[mask & named];
+                continue;
+            }
+            run.clear();
+            run.extend(
+                items
+                    .iter()
+                    .filter(|&&(name, _, _)| mask & (1 << name) != 0)
+                    .map(|&(_, list, rule)| (list, rule)),
+            );
+            run.sort_unstable();
+            run.dedup();
+            self.cut(&mut run);
+            if run.is_empty() {
+                continue;
+            }
+            out[mask] = match stored.iter().find(|(r, _)| *r == run) {
+                Some(&(_, reference)) => reference,
+                None => {
+                    let reference = self.postings.add_sorted(&run);
+                    stored.push((run.clone(), reference));
+                    reference
+                }
+            };
         }
         out
     }
 
     /// Drops, from each anchor list of a run sorted by list then rule, the rules after the
     /// first one that decides alone: a request reaching that list is decided by that rule, or
-    /// by an earlier one, so the later rules of the list could never be tried. Member and
-    /// excluded lists are kept whole (they answer for rules anchored elsewhere).
+    /// by an earlier one, so the later rules of the list could never be tried. Likewise the
+    /// rules after the scope's cut (a `match_all` rule decides every request of the scope
+    /// there). Member and excluded lists are kept whole (they answer for rules anchored
+    /// elsewhere).
     fn cut(&self, run: &mut Vec<(u8, u32)>) {
         let mut cut_list = None;
         run.retain(|&(list, rule)| {
             if usize::from(list) >= REQUEST_SCOPES {
                 return true;
             }
-            if cut_list == Some(list) {
+            if cut_list == Some(list) || rule > self.scope_cut[usize::from(list)] {
                 return false;
             }
             if self.decides_alone[rule as usize] {
@@ -329,17 +389,15 @@ fn fixed_map<K: crate::hash::FixedKey + Ord>(
     items: Vec<(K, u8, u32)>,
     grouper: &mut Grouper,
 ) -> Option<FixedMap<K>> {
-    if items.is_empty() {
-        return None;
-    }
-    Some(FixedMap::build(seed, &grouper.group(items)))
+    let grouped = grouper.group(items);
+    (!grouped.is_empty()).then(|| FixedMap::build(seed, &grouped))
 }
 
 fn byte_map(seed: u64, items: Vec<(String, u8, u32)>, grouper: &mut Grouper) -> Option<ByteMap> {
-    if items.is_empty() {
+    let grouped = grouper.group(items);
+    if grouped.is_empty() {
         return None;
     }
-    let grouped = grouper.group(items);
     Some(ByteMap::build_caseless(
         seed,
         grouped.iter().map(|(k, p)| (k.as_bytes(), *p)),
@@ -362,10 +420,21 @@ impl CompiledPolicy {
         Self::compile_with_limits(rules, &Limits::default())
     }
 
-    /// Compiles a rule set, refusing one beyond `limits`.
+    /// Compiles a rule set, refusing one beyond `limits`. No managed list is configured: a
+    /// rule naming one holds no entry of it (see [`CompiledPolicy::compile_with_lists`]).
     pub fn compile_with_limits(
         rules: &RuleSet,
         limits: &Limits,
+    ) -> Result<CompiledPolicy, CompileError> {
+        Self::compile_with_lists(rules, limits, &ManagedIndex::empty())
+    }
+
+    /// Compiles a rule set against the managed lists of `managed` (compiled once, shared by
+    /// every policy compiled with it), refusing a set beyond `limits`.
+    pub fn compile_with_lists(
+        rules: &RuleSet,
+        limits: &Limits,
+        managed: &Arc<ManagedIndex>,
     ) -> Result<CompiledPolicy, CompileError> {
         let started = Instant::now();
         if rules.acls.len() > limits.max_rules_per_set {
@@ -404,11 +473,11 @@ impl CompiledPolicy {
             }
         }
 
-        Ok(Self::build(rules, started))
+        Ok(Self::build(rules, managed, started))
     }
 
     /// Compiles a rule set already checked against the limits (cannot fail).
-    fn build(rules: &RuleSet, started: Instant) -> CompiledPolicy {
+    fn build(rules: &RuleSet, managed: &Arc<ManagedIndex>, started: Instant) -> CompiledPolicy {
         let mut order: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
         order.sort_by(|a, b| {
             a.spec
@@ -423,8 +492,11 @@ impl CompiledPolicy {
         let mut redirects = Vec::with_capacity(order.len());
         let mut unanchored: [Vec<u32>; REQUEST_SCOPES] = Default::default();
         let mut needed = SignalSet::EMPTY;
-        let mut anchor_counts = [0usize; 9];
-        let mut anchored = [0u16; REQUEST_SCOPES];
+        let mut anchor_counts = [0usize; Signal::ALL.len()];
+        // Per rule: its anchor and the request scopes it covers.
+        let mut rule_anchors: Vec<(Option<Signal>, Vec<u8>)> = Vec::with_capacity(order.len());
+        let mut list_rules = [0usize; ManagedListName::ALL.len()];
+        let mut empty_list_rules = Vec::new();
         let mut entries = 0usize;
 
         for (ordinal, acl) in order.iter().enumerate() {
@@ -434,8 +506,21 @@ impl CompiledPolicy {
             let scopes: Vec<u8> = covered_scopes(rule.scope()).collect();
             let mut check = 0u16;
             let mut exclude = 0u16;
+            for criteria in rule.match_criteria().into_iter().chain(rule.not_match()) {
+                for &name in criteria.auth0_managed().unwrap_or(&[]) {
+                    list_rules[name.index()] += 1;
+                    if !managed.has_entries(name) {
+                        empty_list_rules.push(EmptyListRule {
+                            rule_id: acl.id.to_string(),
+                            list: name.as_str(),
+                            configured: managed.is_configured(name),
+                        });
+                    }
+                }
+            }
+            let mut anchor = None;
             if let Some(criteria) = rule.match_criteria() {
-                let anchor = choose_anchor(criteria);
+                anchor = choose_anchor(criteria, managed);
                 for signal in criteria.signals() {
                     needed.insert(signal);
                     if Some(signal) != anchor {
@@ -444,9 +529,6 @@ impl CompiledPolicy {
                 }
                 if let Some(anchor) = anchor {
                     anchor_counts[anchor as usize] += 1;
-                    for &s in &scopes {
-                        anchored[usize::from(s)] |= bit(anchor);
-                    }
                 }
                 collected.add(criteria, ordinal, &|signal| {
                     if Some(signal) == anchor {
@@ -480,7 +562,7 @@ impl CompiledPolicy {
                 Action::Log => (ActionCode::Log, None),
                 Action::Redirect { redirect_uri } => (
                     ActionCode::Redirect,
-                    Some(redirect_uri.clone().into_boxed_str()),
+                    Some(std::sync::Arc::<str>::from(redirect_uri.as_str())),
                 ),
             };
             meta.push(RuleMeta {
@@ -488,6 +570,7 @@ impl CompiledPolicy {
                 exclude,
                 action,
             });
+            rule_anchors.push((anchor, scopes));
             ids.push(acl.id.clone());
             redirects.push(redirect);
         }
@@ -497,15 +580,30 @@ impl CompiledPolicy {
             .iter()
             .map(|m| m.action != ActionCode::Log && m.check == 0 && m.exclude == 0)
             .collect();
-        // An unanchored rule that decides alone decides every request of its scopes.
-        for list in &mut unanchored {
+        // An unanchored rule that decides alone (`match_all` with a terminal action) decides
+        // every request of its scopes: no later rule of those scopes can be tried, so the
+        // anchor lists and the signals probed for the scope stop there too.
+        let mut scope_cut = [NO_RULE; REQUEST_SCOPES];
+        for (list, cut) in unanchored.iter_mut().zip(&mut scope_cut) {
             if let Some(at) = list.iter().position(|&r| decides_alone[r as usize]) {
                 list.truncate(at + 1);
+                *cut = list[at];
+            }
+        }
+        let mut anchored = [0u16; REQUEST_SCOPES];
+        for (ordinal, (anchor, scopes)) in rule_anchors.iter().enumerate() {
+            if let Some(anchor) = anchor {
+                for &s in scopes {
+                    if ordinal as u32 <= scope_cut[usize::from(s)] {
+                        anchored[usize::from(s)] |= bit(*anchor);
+                    }
+                }
             }
         }
         let mut grouper = Grouper {
             postings: Postings::default(),
             decides_alone,
+            scope_cut,
         };
         let g = &mut grouper;
         let c = collected;
@@ -515,17 +613,18 @@ impl CompiledPolicy {
             connecting_v4: ranges(g.group(c.connecting_v4)),
             connecting_v6: ranges(g.group(c.connecting_v6)),
             asn: fixed_map(seed, c.asn, g),
-            country: (!c.country.is_empty()).then(|| CountryTable::build(&g.group(c.country))),
+            country: Some(g.group(c.country))
+                .filter(|grouped| !grouped.is_empty())
+                .map(|grouped| CountryTable::build(&grouped)),
             subdivision: fixed_map(seed, c.subdivision, g),
             ja3: fixed_map(seed, c.ja3, g),
             ja4: byte_map(seed, c.ja4, g),
-            user_agent: if c.user_agent.is_empty() {
-                None
-            } else {
-                Some(UserAgentIndex::build(seed, g.group(c.user_agent)))
-            },
+            user_agent: Some(g.group(c.user_agent))
+                .filter(|grouped| !grouped.is_empty())
+                .map(|grouped| UserAgentIndex::build(seed, grouped)),
             hostname: byte_map(seed, c.hostname, g),
         };
+        let managed_postings = g.managed(c.managed, managed.masks_with_entries());
         let mut postings = grouper.postings;
         postings.shrink();
 
@@ -537,6 +636,8 @@ impl CompiledPolicy {
             unanchored,
             postings,
             indexes,
+            managed: Arc::clone(managed),
+            managed_postings,
             needed,
             indexed: needed,
             anchored,
@@ -553,8 +654,16 @@ impl CompiledPolicy {
                 user_agents: Default::default(),
                 compile_micros: 0,
                 approx_bytes: 0,
+                managed_lists: Vec::new(),
+                rules_naming_empty_lists: empty_list_rules,
             },
         };
+        policy.stats.managed_lists = managed
+            .stats()
+            .into_iter()
+            .zip(list_rules)
+            .map(|(list, rules)| ManagedListUse { list, rules })
+            .collect();
         policy.stats.anchors = Signal::ALL
             .into_iter()
             .map(|s| (signal_name(s), anchor_counts[s as usize]))
@@ -578,7 +687,7 @@ impl CompiledPolicy {
             + policy
                 .ids
                 .iter()
-                .map(|id| id.as_str().len() + std::mem::size_of::<netacl_model::AclId>())
+                .map(|_| std::mem::size_of::<netacl_model::AclId>())
                 .sum::<usize>()
             + policy
                 .redirects
@@ -681,11 +790,29 @@ impl CompiledPolicy {
                 "hostname",
                 ix.hostname.as_ref().map(|m| (m.len(), m.bytes())),
             ),
+            table(
+                "auth0_managed_v4",
+                self.managed.v4(),
+                IndexKind::IntervalTableDirect,
+            ),
+            table(
+                "auth0_managed_v6",
+                self.managed.v6(),
+                IndexKind::IntervalTableFenced,
+            ),
+            hashed(
+                "auth0_managed_ja3",
+                self.managed.ja3().map(|m| (m.len(), m.bytes())),
+            ),
+            hashed(
+                "auth0_managed_ja4",
+                self.managed.ja4().map(|m| (m.len(), m.bytes())),
+            ),
         ]
     }
 
     /// A policy with no rules (version 0): every request gets [`crate::Verdict::None`].
     pub fn empty() -> CompiledPolicy {
-        Self::build(&RuleSet::default(), Instant::now())
+        Self::build(&RuleSet::default(), &ManagedIndex::empty(), Instant::now())
     }
 }

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
-use netacl_model::{AclId, RuleSet};
+use netacl_model::{AclId, Limits, RuleSet};
 
-use crate::{CompileError, CompiledPolicy, Decision, Outcome, Request, Verdict};
+use crate::{CompileError, CompiledPolicy, Decision, ManagedIndex, Outcome, Request, Verdict};
 
 /// Holds the policy in service. Readers never lock: each evaluation takes one snapshot (one
 /// `load()`), so a decision never mixes two versions; [`Engine::publish`] compiles a new
@@ -32,9 +32,25 @@ impl Engine {
         }
     }
 
-    /// Compiles `rules` and puts the result in service. On error the policy in service stays.
+    /// Compiles `rules` against the managed lists of the policy in service (the lists stay as
+    /// they are) and puts the result in service. On error the policy in service stays.
     pub fn publish(&self, rules: &RuleSet) -> Result<Arc<CompiledPolicy>, CompileError> {
-        let policy = Arc::new(CompiledPolicy::compile(rules)?);
+        let managed = Arc::clone(self.current.load().managed_index());
+        self.publish_with_lists(rules, &managed)
+    }
+
+    /// Compiles `rules` against the managed lists of `managed` and puts the result in service.
+    /// On error the policy in service stays.
+    pub fn publish_with_lists(
+        &self,
+        rules: &RuleSet,
+        managed: &Arc<ManagedIndex>,
+    ) -> Result<Arc<CompiledPolicy>, CompileError> {
+        let policy = Arc::new(CompiledPolicy::compile_with_lists(
+            rules,
+            &Limits::default(),
+            managed,
+        )?);
         self.current.store(Arc::clone(&policy));
         Ok(policy)
     }

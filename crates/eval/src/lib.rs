@@ -102,6 +102,21 @@
 //! rule through the list is decided there or earlier, so the rules after it could never be
 //! tried.
 //!
+//! A rule with `match_all` and a terminal action decides every request of its scopes that
+//! reaches it, so the compiler also cuts each scope there: the scope's anchor lists drop every
+//! rule after it, and the signals only those rules are anchored on are not probed for the
+//! scope at all. A deny-all under allow rules costs what the allow rules cost; a request that
+//! hits none of them is decided by the deny-all, the one candidate of the scope's unanchored
+//! list.
+//!
+//! Managed lists (`auth0_managed`) are compiled apart, once per list content, into a
+//! [`ManagedIndex`]: address tables (the same interval tables as above) and JA3/JA4 hash tables
+//! whose values are the set of lists holding the key, as a five-bit mask, nested networks'
+//! masks folded into the inner network. A policy compiled against the index (shared through an
+//! `Arc`, so a rule change does not rebuild it) holds one posting per mask: the rules naming any
+//! of its lists, in their roles. Probing the signal is one address lookup, two fingerprint
+//! lookups and one array read; a list of a million CIDRs named by ten rules is stored once.
+//!
 //! Evaluating a request: probe each index that anchors some rule of the request's scope once
 //! for the request's value (straight-line code, the posting references hit go to a buffer on
 //! the stack; the address indexes last, their blocks having been prefetched first), then take
@@ -129,12 +144,17 @@
 //! `match` and satisfies a `not_match`; IPv4-mapped IPv6 addresses are matched as IPv4; CIDRs
 //! with host bits set mean their network; country, subdivision, JA3, JA4 and hostname compare
 //! case-insensitively (hostnames without trailing dots); user agents compare exactly, `*`
-//! matching any run.
+//! matching any run. `match_all` matches every request of the rule's scope. `auth0_managed`
+//! holds when the client address (IPv4-mapped IPv6 as IPv4), the JA3 or the JA4 is an entry of
+//! one of the named lists; a list without content (unconfigured, or configured empty) holds no
+//! entry, like a missing value: in `match` it matches nothing, in `not_match` its condition
+//! holds ([`PolicyStats::rules_naming_empty_lists`] names the rules concerned).
 #![deny(missing_docs)]
 
 mod compile;
 mod engine;
 mod hash;
+mod managed;
 mod memo;
 mod pages;
 mod policy;
@@ -148,9 +168,10 @@ mod useragent;
 
 pub use compile::CompileError;
 pub use engine::{Engine, Evaluation};
+pub use managed::{ManagedIndex, ManagedListStats};
 pub use policy::{
-    signal_name, CompiledPolicy, Decision, IndexKind, IndexStats, Outcome, OutcomeRef, PolicyStats,
-    RuleIndex, SignalSet, Verdict,
+    signal_name, CompiledPolicy, Decision, EmptyListRule, IndexKind, IndexStats, ManagedListUse,
+    Outcome, OutcomeRef, PolicyStats, RuleIndex, SignalSet, Verdict,
 };
 pub use request::{Request, RequestError, RequestInput, RequestInputRef};
 pub use useragent::UserAgentStats;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::hint::select_unpredictable;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use netacl_model::{AclId, RequestScope, Signal};
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
 use crate::hash::{ja3_key, short_key_caseless, ByteMap, CountryTable, FixedMap};
+use crate::managed::{ManagedIndex, MASKS};
 use crate::postings::{Postings, NO_RULE, REQUEST_SCOPES};
 use crate::range::{RangeTable, NONE};
 use crate::request::{v4_bits, Request};
@@ -252,6 +254,7 @@ pub fn signal_name(signal: Signal) -> &'static str {
         Signal::Ja4 => "ja4",
         Signal::UserAgent => "user_agent",
         Signal::Hostname => "hostname",
+        Signal::Managed => "auth0_managed",
     }
 }
 
@@ -321,8 +324,34 @@ pub struct PolicyStats {
     pub user_agents: crate::UserAgentStats,
     /// Time the compilation took, in microseconds.
     pub compile_micros: u64,
-    /// Approximate heap bytes of the policy.
+    /// Approximate heap bytes of the policy (with the managed-list tables it shares).
     pub approx_bytes: usize,
+    /// Every managed list name: its content and how many active rules name it.
+    pub managed_lists: Vec<ManagedListUse>,
+    /// Active rules naming a managed list that holds no entry (unconfigured, or configured
+    /// empty): in `match` such a list matches nothing, in `not_match` its condition holds.
+    pub rules_naming_empty_lists: Vec<EmptyListRule>,
+}
+
+/// One managed list as a policy uses it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ManagedListUse {
+    /// The list's content.
+    #[serde(flatten)]
+    pub list: crate::ManagedListStats,
+    /// Active rules naming it (in `match` or `not_match`).
+    pub rules: usize,
+}
+
+/// An active rule naming a managed list without entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EmptyListRule {
+    /// The rule.
+    pub rule_id: String,
+    /// The list it names.
+    pub list: &'static str,
+    /// `false`: no content was supplied for the list; `true`: it was, and it is empty.
+    pub configured: bool,
 }
 
 /// What a rule does, packed for the hot path.
@@ -382,11 +411,16 @@ pub struct CompiledPolicy {
     pub(crate) version: u64,
     pub(crate) meta: Vec<RuleMeta>,
     pub(crate) ids: Vec<AclId>,
-    pub(crate) redirects: Vec<Option<Box<str>>>,
+    pub(crate) redirects: Vec<Option<Arc<str>>>,
     /// Per request scope: active rules without `match` covering it, in order.
     pub(crate) unanchored: [Vec<u32>; REQUEST_SCOPES],
     pub(crate) postings: Postings,
     pub(crate) indexes: Indexes,
+    /// The managed lists this policy was compiled against.
+    pub(crate) managed: Arc<ManagedIndex>,
+    /// Per mask of managed lists (see [`ManagedIndex`]): the posting of the rules naming any
+    /// of them, [`NONE`] when there is none.
+    pub(crate) managed_postings: [u32; MASKS],
     pub(crate) needed: SignalSet,
     /// Signals that have a non-empty index.
     pub(crate) indexed: SignalSet,
@@ -487,7 +521,7 @@ struct Hits<B> {
     /// Posting references, signal by signal.
     refs: B,
     /// `range[s]` = the references of signal `s` (from, to).
-    range: [(u32, u32); 9],
+    range: [(u32, u32); Signal::ALL.len()],
     /// Signals already probed (or known to have nothing to probe).
     probed: u16,
 }
@@ -539,9 +573,15 @@ impl CompiledPolicy {
 
     /// The redirect target of a redirect decision.
     pub fn redirect_uri(&self, decision: &Decision) -> Option<&str> {
+        self.shared_redirect_uri(decision).map(|uri| &**uri)
+    }
+
+    /// The redirect target of a redirect decision, shared: a copy that outlives the policy costs
+    /// a reference count, not an allocation (what the edge keeps in its decisions).
+    pub fn shared_redirect_uri(&self, decision: &Decision) -> Option<&Arc<str>> {
         match (decision.verdict, decision.rule) {
             (Verdict::Redirect, Some(rule)) => {
-                self.redirects.get(rule.get()).and_then(|r| r.as_deref())
+                self.redirects.get(rule.get()).and_then(|r| r.as_ref())
             }
             _ => None,
         }
@@ -578,6 +618,11 @@ impl CompiledPolicy {
     /// when they are needed.
     pub fn needed_signals(&self) -> SignalSet {
         self.needed
+    }
+
+    /// The managed lists the policy was compiled against.
+    pub fn managed_index(&self) -> &Arc<ManagedIndex> {
+        &self.managed
     }
 
     /// What the policy holds.
@@ -658,6 +703,9 @@ impl CompiledPolicy {
                 Some(IpAddr::V6(a)) => v6.prefetch(u128::from(a)),
                 None => {}
             }
+        }
+        if self.indexed.contains(Signal::Managed) {
+            self.managed.prefetch(request);
         }
     }
 
@@ -754,6 +802,12 @@ impl CompiledPolicy {
             );
             mark(Signal::ConnectingIp, refs, from);
         }
+        if wants(Signal::Managed) {
+            let from = refs.len();
+            let mask = self.managed.mask_of(request);
+            refs.push_found(self.managed_postings[mask as usize % MASKS]);
+            mark(Signal::Managed, refs, from);
+        }
         hits.probed |= signals;
     }
 
@@ -843,7 +897,7 @@ impl CompiledPolicy {
         let indexed = self.indexed.0;
         let mut hits = Hits {
             refs,
-            range: [(0, 0); 9],
+            range: [(0, 0); Signal::ALL.len()],
             // Signals no rule names have nothing to probe.
             probed: !indexed,
         };

@@ -13,12 +13,24 @@
 
 use std::net::IpAddr;
 
-use netacl_model::{Action, Criteria, NetworkAcl, RuleSet, Signal};
+use netacl_model::{Action, Criteria, ManagedEntry, ManagedLists, NetworkAcl, RuleSet, Signal};
 
 use crate::{Outcome, Request, Verdict};
 
-/// Evaluates `request` against `rules` by scanning them in order.
+/// Evaluates `request` against `rules` by scanning them in order, with no managed list
+/// configured.
 pub fn evaluate(rules: &RuleSet, request: &Request<'_>) -> Outcome {
+    evaluate_with_lists(rules, &ManagedLists::new(), request)
+}
+
+/// Evaluates `request` against `rules` by scanning them in order; a rule naming a managed list
+/// (`auth0_managed`) is matched against the content `lists` holds for it (nothing when the list
+/// has none).
+pub fn evaluate_with_lists(
+    rules: &RuleSet,
+    lists: &ManagedLists,
+    request: &Request<'_>,
+) -> Outcome {
     // 1. Active rules whose scope covers the request, 2. in ascending priority, ties by id.
     let mut considered: Vec<&NetworkAcl> = rules
         .acls
@@ -34,12 +46,13 @@ pub fn evaluate(rules: &RuleSet, request: &Request<'_>) -> Outcome {
     for acl in considered {
         let rule = &acl.spec.rule;
         // 3. `match` holds when every named signal matches; `not_match` when none does.
+        // `match_all` has neither: both hold.
         let match_holds = rule
             .match_criteria()
-            .is_none_or(|c| c.signals().all(|s| signal_matches(c, s, request)));
+            .is_none_or(|c| c.signals().all(|s| signal_matches(c, s, lists, request)));
         let not_match_holds = rule
             .not_match()
-            .is_none_or(|c| c.signals().all(|s| !signal_matches(c, s, request)));
+            .is_none_or(|c| c.signals().all(|s| !signal_matches(c, s, lists, request)));
         if !(match_holds && not_match_holds) {
             continue;
         }
@@ -71,7 +84,12 @@ pub fn evaluate(rules: &RuleSet, request: &Request<'_>) -> Outcome {
 
 /// Whether the request's value of `signal` equals one of the values `criteria` lists for it.
 /// A missing request value equals nothing.
-fn signal_matches(criteria: &Criteria, signal: Signal, request: &Request<'_>) -> bool {
+fn signal_matches(
+    criteria: &Criteria,
+    signal: Signal,
+    lists: &ManagedLists,
+    request: &Request<'_>,
+) -> bool {
     fn address_in(
         ip: Option<IpAddr>,
         v4: Option<&[netacl_model::CidrEntry<ipnet::Ipv4Net>]>,
@@ -139,5 +157,24 @@ fn signal_matches(criteria: &Criteria, signal: Signal, request: &Request<'_>) ->
                 .iter()
                 .any(|h| h.text().trim_end_matches('.').eq_ignore_ascii_case(host))
         }),
+        // The client address, the JA3 or the JA4 is an entry of one of the named lists.
+        Signal::Managed => criteria
+            .auth0_managed()
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|&name| lists.get(name))
+            .flat_map(|list| list.items())
+            .any(|entry| match entry {
+                ManagedEntry::Ipv4(e) => {
+                    matches!(request.client_ip(), Some(IpAddr::V4(a)) if e.net().contains(&a))
+                }
+                ManagedEntry::Ipv6(e) => {
+                    matches!(request.client_ip(), Some(IpAddr::V6(a)) if e.net().contains(&a))
+                }
+                ManagedEntry::Ja3(f) => request.ja3() == Some(f.bytes()),
+                ManagedEntry::Ja4(f) => request
+                    .ja4()
+                    .is_some_and(|ja4| f.text().eq_ignore_ascii_case(ja4)),
+            }),
     }
 }

@@ -287,14 +287,24 @@ pub enum RequestError {
     /// `connecting_ip` is not an IPv4 or IPv6 address.
     #[error("connecting_ip {0:?} is not an IP address")]
     InvalidConnectingIp(String),
+    /// `path` is refused, as the edge refuses it (a `400` there): a malformed percent-escape, a
+    /// backslash, or a path servers would route to different scopes.
+    #[error("path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// Why it is refused.
+        reason: netacl_model::PathError,
+    },
 }
 
 /// A request as JSON: the keys of `netacl eval` and of the server's dry-run endpoint. Every key
 /// is optional; unknown keys are refused.
 ///
 /// The scope comes from `scope` (`management`, `authentication`,
-/// `dynamic_client_registration`) or from `path` (see [`RequestScope::from_path`]); giving both
-/// is an error, giving neither means `authentication`.
+/// `dynamic_client_registration`) or from `path`, exactly as the edge derives it (see
+/// [`scope_of_path`](netacl_model::scope_of_path): normalised first, a path the edge refuses is
+/// an error here); giving both is an error, giving neither means `authentication`.
 ///
 /// ```
 /// use netacl_eval::RequestInput;
@@ -546,7 +556,12 @@ impl<'s> Fields<'s> {
             (Some(_), Some(_)) => return Err(RequestError::ScopeAndPath),
             (Some(name), None) => RequestScope::parse(name)
                 .ok_or_else(|| RequestError::UnknownScope(name.to_owned()))?,
-            (None, Some(path)) => RequestScope::from_path(path),
+            (None, Some(path)) => {
+                netacl_model::scope_of_path(path).map_err(|reason| RequestError::InvalidPath {
+                    path: path.to_owned(),
+                    reason,
+                })?
+            }
             (None, None) => RequestScope::Authentication,
         };
         let mut request = Request::new(scope);
@@ -903,12 +918,66 @@ mod tests {
         assert_eq!(asn(r#"{"asn": 64500.0}"#).expect("integral"), Some(64500));
         assert_eq!(asn(r#"{"asn": 4294967295}"#).expect("max"), Some(u32::MAX));
         assert_eq!(asn(r#"{"asn": null}"#).expect("null"), None);
-        for bad in ["64500.5", "-1", "4294967296", "4294967296.0", "1e100", "\"1\""] {
+        for bad in [
+            "64500.5",
+            "-1",
+            "4294967296",
+            "4294967296.0",
+            "1e100",
+            "\"1\"",
+        ] {
             assert!(asn(&format!(r#"{{"asn": {bad}}}"#)).is_err(), "{bad}");
         }
         let err = serde_json::from_str::<RequestInput>(r#"{"scope":"x","scope":"y"}"#)
             .expect_err("duplicate");
         assert!(err.to_string().contains("duplicate field `scope`"), "{err}");
+    }
+
+    /// A `path` gets its scope exactly as the edge derives it (`netacl_model::scope_of_path`),
+    /// through both readers of request lines; a path the edge refuses is an error.
+    #[test]
+    fn path_scopes_are_the_edges() {
+        for (path, scope) in [
+            ("/%61pi/v2/users", RequestScope::Management),
+            ("//api/v2/users", RequestScope::Management),
+            ("/API/V2/users?x=%zz", RequestScope::Management),
+            (
+                "/x/../oidc/register",
+                RequestScope::DynamicClientRegistration,
+            ),
+            ("/login/a%2Fb", RequestScope::Authentication),
+        ] {
+            let line = serde_json::json!({ "path": path }).to_string();
+            let scanned = RequestInputRef::from_json_line(&line).unwrap();
+            assert_eq!(scanned.to_request().map(|r| r.scope()), Ok(scope), "{path}");
+            let input: RequestInput = serde_json::from_str(&line).unwrap();
+            assert_eq!(input.to_request().map(|r| r.scope()), Ok(scope), "{path}");
+        }
+        for (path, reason) in [
+            (
+                "/%%361pi/v2/users",
+                netacl_model::PathError::MalformedEscape { offset: 1 },
+            ),
+            ("/api/v2//../users", netacl_model::PathError::Ambiguous),
+            (
+                "/api\\v2\\users",
+                netacl_model::PathError::Backslash { offset: 4 },
+            ),
+        ] {
+            let line = serde_json::json!({ "path": path }).to_string();
+            let want = Err(RequestError::InvalidPath {
+                path: path.to_owned(),
+                reason,
+            });
+            let scanned = RequestInputRef::from_json_line(&line).unwrap();
+            assert_eq!(
+                scanned.to_request().map(|r| r.scope()),
+                want.clone(),
+                "{path}"
+            );
+            let input: RequestInput = serde_json::from_str(&line).unwrap();
+            assert_eq!(input.to_request().map(|r| r.scope()), want, "{path}");
+        }
     }
 
     #[test]

@@ -452,6 +452,24 @@ pub fn generate(config: &SyntheticConfig) -> Synthetic {
     }
 }
 
+/// `count` distinct IPv4 networks (as texts, lengths distributed like the generated rules'),
+/// for a managed list of that size.
+pub fn list_cidrs(count: usize, seed: u64) -> Vec<String> {
+    let mut rng = Rng::new(seed ^ 0x6c69_7374);
+    let mut nets = Vec::with_capacity(count);
+    unique_v4(&mut rng, count, &mut nets);
+    nets.iter()
+        .map(|&(addr, len)| format!("{}/{len}", std::net::Ipv4Addr::from(addr)))
+        .collect()
+}
+
+/// A random address inside the IPv4 network `cidr` (`a.b.c.d/len`).
+pub fn address_in(rng: &mut Rng, cidr: &str) -> String {
+    let (addr, len) = cidr.split_once('/').unwrap_or((cidr, "32"));
+    let addr: std::net::Ipv4Addr = addr.parse().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED);
+    address_in_v4(rng, (u32::from(addr), len.parse().unwrap_or(32)))
+}
+
 /// The same requests with every browser user agent made unique, so that no user agent
 /// repeats: what the evaluator costs when remembered user-agent results never help. A request
 /// counter is inserted after the browser's opening `(` (`Mozilla/5.0 (r1234; Windows ...`):

@@ -5,14 +5,24 @@ use crate::{Limits, Rule, Timestamp, ValidationError};
 const BASE58: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
 /// A network ACL id: `acl_` followed by 22 base58 characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AclId(String);
+///
+/// Held inline (26 bytes, no heap), so that copying one, as the edge does for every decision
+/// it reports, never allocates. Ordered and compared as its text.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AclId([u8; ACL_ID_LEN]);
+
+const ACL_ID_LEN: usize = 26;
 
 impl AclId {
     /// Parses an id; `None` when it does not have the `acl_` + 22 base58 form.
     pub fn parse(s: &str) -> Option<Self> {
         let rest = s.strip_prefix("acl_")?;
-        (rest.len() == 22 && rest.bytes().all(|c| BASE58.contains(&c))).then(|| Self(s.to_owned()))
+        if rest.len() != 22 || !rest.bytes().all(|c| BASE58.contains(&c)) {
+            return None;
+        }
+        let mut text = [0u8; ACL_ID_LEN];
+        text.copy_from_slice(s.as_bytes());
+        Some(Self(text))
     }
 
     /// The id that 128 random bits spell (58^22 > 2^128, so every value has its own id).
@@ -22,21 +32,28 @@ impl AclId {
             *digit = BASE58[(bits % 58) as usize];
             bits /= 58;
         }
-        let mut s = String::with_capacity(26);
-        s.push_str("acl_");
-        s.extend(digits.iter().map(|&c| c as char));
-        Self(s)
+        let mut text = [0u8; ACL_ID_LEN];
+        text[..4].copy_from_slice(b"acl_");
+        text[4..].copy_from_slice(&digits);
+        Self(text)
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Always ASCII: built only by `parse` and `from_random`.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 
 impl fmt::Display for AclId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for AclId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AclId").field(&self.as_str()).finish()
     }
 }
 

@@ -1,5 +1,7 @@
 use ipnet::{Ipv4Net, Ipv6Net};
 
+use crate::ManagedListName;
+
 /// The request signals a criteria object can name. `ipv4_cidrs` and `ipv6_cidrs` are one signal
 /// (the client address), as are the two connecting lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,11 +24,14 @@ pub enum Signal {
     UserAgent,
     /// TLS SNI, or the Host header without TLS (`hostnames`).
     Hostname,
+    /// Membership of the client address, JA3 or JA4 in one of the named managed lists
+    /// (`auth0_managed`).
+    Managed,
 }
 
 impl Signal {
     /// Every signal.
-    pub const ALL: [Signal; 9] = [
+    pub const ALL: [Signal; 10] = [
         Signal::ClientIp,
         Signal::ConnectingIp,
         Signal::Asn,
@@ -36,6 +41,7 @@ impl Signal {
         Signal::Ja4,
         Signal::UserAgent,
         Signal::Hostname,
+        Signal::Managed,
     ];
 }
 
@@ -233,6 +239,7 @@ pub struct Criteria {
     pub(crate) ja4_fingerprints: Option<Vec<FingerprintJa4>>,
     pub(crate) user_agents: Option<Vec<UserAgentPattern>>,
     pub(crate) hostnames: Option<Vec<Hostname>>,
+    pub(crate) auth0_managed: Option<Vec<ManagedListName>>,
 }
 
 impl Criteria {
@@ -281,6 +288,11 @@ impl Criteria {
         self.hostnames.as_deref()
     }
 
+    /// `auth0_managed`: the managed lists named.
+    pub fn auth0_managed(&self) -> Option<&[ManagedListName]> {
+        self.auth0_managed.as_deref()
+    }
+
     /// Whether the criteria names `signal` (for the address signals: either list).
     pub fn names(&self, signal: Signal) -> bool {
         match signal {
@@ -295,6 +307,7 @@ impl Criteria {
             Signal::Ja4 => self.ja4_fingerprints.is_some(),
             Signal::UserAgent => self.user_agents.is_some(),
             Signal::Hostname => self.hostnames.is_some(),
+            Signal::Managed => self.auth0_managed.is_some(),
         }
     }
 
@@ -319,6 +332,7 @@ impl Criteria {
             + len(&self.ja4_fingerprints)
             + len(&self.user_agents)
             + len(&self.hostnames)
+            + len(&self.auth0_managed)
     }
 }
 

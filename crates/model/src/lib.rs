@@ -50,6 +50,9 @@
 //! | stored record (`GET` answer) | [`NetworkAcl::from_json`] | [`NetworkAcl`] |
 //! | rule file: an array of records or the list envelope `{"network_acls": [...]}` | [`RuleSet::from_json`] | [`RuleSet`] |
 //! | organization create body | [`OrganizationSpec::from_json`] | [`OrganizationSpec`] (answered by [`Organization::to_json`]) |
+//! | organization PATCH body | [`OrganizationPatch::from_json`] | [`OrganizationPatch`] (applied by [`OrganizationPatch::apply`]) |
+//! | stored organization | [`Organization::from_stored_json`] | [`Organization`] (answered by [`Organization::record_json`]) |
+//! | organization connection add / PATCH body, per [`ConnectionView`] | [`OrganizationConnection::from_json`], [`OrganizationConnectionPatch::from_json`] | [`OrganizationConnection`], [`OrganizationConnectionPatch`] |
 //! | `PATCH /branding` body | [`BrandingPatch::from_json`] | [`BrandingPatch`] (merged by [`BrandingSettings::apply`]) |
 //! | directory import file | [`DirectoryData::from_json`] | [`DirectoryData`] |
 //!
@@ -88,8 +91,12 @@ mod directory;
 mod error;
 mod formats;
 mod limits;
+mod managed;
 mod nesting;
 mod organization;
+mod organization_connection;
+mod organization_update;
+mod path;
 pub mod patterns;
 mod rule;
 mod schema;
@@ -109,11 +116,21 @@ pub use directory::{
 };
 pub use error::ValidationError;
 pub use limits::Limits;
+pub use managed::{
+    ManagedEntry, ManagedList, ManagedListCounts, ManagedListFileError, ManagedListName,
+    ManagedLists,
+};
 pub use nesting::{nests_deeper_than, parse_json, JsonTextError, MAX_NESTING_DEPTH};
 pub use organization::{
     EnabledConnection, Organization, OrganizationBranding, OrganizationColors, OrganizationId,
     OrganizationSpec, TokenQuota, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES,
 };
+pub use organization_connection::{
+    AccessLevel, ConnectionView, OrganizationConnection, OrganizationConnectionPatch,
+    MAX_ORGANIZATION_CONNECTION_NAME,
+};
+pub use organization_update::OrganizationPatch;
+pub use path::{normalize_path, scope_of_path, PathError};
 pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
 pub use timestamp::Timestamp;

@@ -51,8 +51,7 @@ pub const HOSTNAME_WITH_DOT: &str = "^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0
                                      (?:\\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\\.$";
 
 /// An HTML colour: `#` and 3, 4, 6 or 8 hex digits.
-pub const HTML_COLOR: &str =
-    "^#(?:[0-9A-Fa-f]{3}|[0-9A-Fa-f]{4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$";
+pub const HTML_COLOR: &str = "^#(?:[0-9A-Fa-f]{3}|[0-9A-Fa-f]{4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$";
 
 /// A timestamp exactly as netacl writes them, `2026-07-30T11:42:25.354Z`: a real calendar day
 /// (leap years included), UTC, milliseconds.
@@ -162,7 +161,11 @@ pub fn ipv6_cidr_ipv4_mapped() -> String {
         for start in 0..units.len() {
             for end in start + 1..=units.len() {
                 if units[start..end].iter().all(|(_, zero)| *zero) {
-                    forms.push(format!("{}::{}", join(&units[..start]), join(&units[end..])));
+                    forms.push(format!(
+                        "{}::{}",
+                        join(&units[..start]),
+                        join(&units[end..])
+                    ));
                 }
             }
         }
@@ -222,9 +225,7 @@ mod tests {
             compiled
                 .borrow_mut()
                 .entry(pattern.to_owned())
-                .or_insert_with(|| {
-                    Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"))
-                })
+                .or_insert_with(|| Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}")))
                 .clone()
         })
     }
@@ -281,21 +282,11 @@ mod tests {
                 if dotted {
                     let (a, b) = (groups[6], groups[7]);
                     parts.truncate(6);
-                    parts.push(format!(
-                        "{}.{}.{}.{}",
-                        a >> 8,
-                        a & 0xff,
-                        b >> 8,
-                        b & 0xff
-                    ));
+                    parts.push(format!("{}.{}.{}.{}", a >> 8, a & 0xff, b >> 8, b & 0xff));
                 }
                 let (from, to) = (from.min(to), from.max(to).min(parts.len()));
                 if from < to {
-                    format!(
-                        "{}::{}",
-                        parts[..from].join(":"),
-                        parts[to..].join(":")
-                    )
+                    format!("{}::{}", parts[..from].join(":"), parts[to..].join(":"))
                 } else {
                     parts.join(":")
                 }
@@ -307,7 +298,11 @@ mod tests {
         const ALPHABET: &[u8] = b"0123456789abcdefABCDEFxX:./ []%-_#@?";
         let mut chars: Vec<char> = text.chars().collect();
         for (at, kind, c) in edits {
-            let at = if chars.is_empty() { 0 } else { at % (chars.len() + 1) };
+            let at = if chars.is_empty() {
+                0
+            } else {
+                at % (chars.len() + 1)
+            };
             let c = ALPHABET[usize::from(c) % ALPHABET.len()] as char;
             match kind % 3 {
                 0 => chars.insert(at, c),

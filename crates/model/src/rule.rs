@@ -33,11 +33,13 @@ impl Action {
     }
 }
 
-/// A validated `rule`: an action, a scope and at least one of `match` / `not_match`.
+/// A validated `rule`: an action, a scope, and either `match_all: true` or at least one of
+/// `match` / `not_match`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub(crate) action: Action,
     pub(crate) scope: RuleScope,
+    pub(crate) match_all: bool,
     pub(crate) match_criteria: Option<Criteria>,
     pub(crate) not_match: Option<Criteria>,
 }
@@ -51,6 +53,12 @@ impl Rule {
     /// Which requests the rule applies to.
     pub fn scope(&self) -> RuleScope {
         self.scope
+    }
+
+    /// `rule.match_all`: the rule matches every request of its scope (it then has neither
+    /// `match` nor `not_match`).
+    pub fn match_all(&self) -> bool {
+        self.match_all
     }
 
     /// `rule.match`: every named signal must match.

@@ -90,33 +90,38 @@ impl RequestScope {
         Self::ALL.into_iter().find(|scope| scope.as_str() == s)
     }
 
-    /// The scope of a request for `path` (the path only: no query string, already normalised
-    /// by the caller: percent-decoded unreserved characters, no dot segments, no empty segments).
+    /// The scope of a request for `path`, a path already in normal form (see
+    /// [`normalize_path`](crate::normalize_path); [`scope_of_path`](crate::scope_of_path) takes a
+    /// path as received). A query is ignored. Segments are compared without case and empty
+    /// segments are skipped, as many servers route them (`//API/v2` is `/api/v2` to them):
+    /// `/api/v2` and `/scim` and below are `management`, exactly `/oidc/register` (a trailing `/`
+    /// allowed) is `dynamic_client_registration`, anything else `authentication`.
     ///
     /// ```
     /// use netacl_model::RequestScope;
     /// assert_eq!(RequestScope::from_path("/api/v2/users"), RequestScope::Management);
     /// assert_eq!(RequestScope::from_path("/scim/v2/Users"), RequestScope::Management);
+    /// assert_eq!(RequestScope::from_path("//API/V2"), RequestScope::Management);
     /// assert_eq!(RequestScope::from_path("/oidc/register"), RequestScope::DynamicClientRegistration);
     /// assert_eq!(RequestScope::from_path("/api/v2x"), RequestScope::Authentication);
     /// assert_eq!(RequestScope::from_path("/authorize"), RequestScope::Authentication);
     /// ```
     pub fn from_path(path: &str) -> Self {
         let path = path.split(['?', '#']).next().unwrap_or("");
-        if has_segment_prefix(path, "/api/v2") || has_segment_prefix(path, "/scim") {
+        let mut segments = path.split('/').filter(|s| !s.is_empty());
+        let is = |seg: Option<&str>, name: &str| seg.is_some_and(|s| s.eq_ignore_ascii_case(name));
+        let first = segments.next();
+        if is(first, "scim") {
+            return RequestScope::Management;
+        }
+        let second = segments.next();
+        if is(first, "api") && is(second, "v2") {
             RequestScope::Management
-        } else if path == "/oidc/register" || path == "/oidc/register/" {
+        } else if is(first, "oidc") && is(second, "register") && segments.next().is_none() {
             RequestScope::DynamicClientRegistration
         } else {
             RequestScope::Authentication
         }
-    }
-}
-
-fn has_segment_prefix(path: &str, prefix: &str) -> bool {
-    match path.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
     }
 }
 

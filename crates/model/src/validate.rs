@@ -13,8 +13,8 @@ use crate::schema::{
     ObjectReader, ObjectSchema, Reason, StringRule,
 };
 use crate::{
-    AclId, Action, Limits, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority, Rule, RuleScope,
-    RuleSet, Timestamp, ValidationError,
+    AclId, Action, Limits, ManagedListName, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority,
+    Rule, RuleScope, RuleSet, Timestamp, ValidationError,
 };
 
 const SPEC: ObjectSchema<'static> = ObjectSchema {
@@ -44,7 +44,7 @@ const RECORD: ObjectSchema<'static> = ObjectSchema {
 };
 
 const RULE: ObjectSchema<'static> = ObjectSchema {
-    allowed: &["action", "scope", "match", "not_match"],
+    allowed: &["action", "scope", "match", "not_match", "match_all"],
     required: &["action", "scope"],
     min_properties: 0,
 };
@@ -58,7 +58,7 @@ const ACTION: ObjectSchema<'static> = ObjectSchema {
 };
 
 /// The criteria members, in the order the admin API documents (and `to_json` writes) them.
-const MEMBERS: [&str; 11] = [
+const MEMBERS: [&str; 12] = [
     "ipv4_cidrs",
     "ipv6_cidrs",
     "connecting_ipv4_cidrs",
@@ -70,6 +70,7 @@ const MEMBERS: [&str; 11] = [
     "ja4_fingerprints",
     "user_agents",
     "hostnames",
+    "auth0_managed",
 ];
 
 const CRITERIA: ObjectSchema<'static> = ObjectSchema {
@@ -89,7 +90,8 @@ const REDIRECT_URI: StringRule = StringRule::between(1, 2000);
 const USER_AGENT: StringRule = StringRule::between(1, 1024);
 
 const EXACTLY_ONE_ACTION: &str = "Exactly one of block, allow, log, redirect must be true";
-const MATCH_OR_NOT_MATCH: &str = "At least one of match, not_match is required";
+const MATCH_OR_NOT_MATCH: &str =
+    "At least one of match, not_match is required (or match_all alone)";
 
 pub(crate) fn spec_from_json(
     body: &Value,
@@ -128,7 +130,28 @@ fn rule(object: &ObjectReader<'_>, limits: &Limits) -> Result<Option<Rule>, Vali
     let Some(rule) = object.object("rule", &RULE)? else {
         return Ok(None);
     };
-    if !rule.has("match") && !rule.has("not_match") {
+    let match_all = match rule.boolean("match_all")? {
+        Some(false) => {
+            return Err(ValidationError::new(
+                rule.path_of("match_all"),
+                "No enum match for: false",
+            ))
+        }
+        Some(true) => true,
+        None => false,
+    };
+    if match_all {
+        let conflicting: Vec<&str> = ["match", "not_match"]
+            .into_iter()
+            .filter(|key| rule.has(key))
+            .collect();
+        if !conflicting.is_empty() {
+            return Err(rule.error(format!(
+                "match_all cannot be combined with {}",
+                conflicting.join(", ")
+            )));
+        }
+    } else if !rule.has("match") && !rule.has("not_match") {
         return Err(rule.error(MATCH_OR_NOT_MATCH));
     }
     let action = rule.required("action", action(&rule)?)?;
@@ -145,9 +168,22 @@ fn rule(object: &ObjectReader<'_>, limits: &Limits) -> Result<Option<Rule>, Vali
     })?;
     let match_criteria = criteria(&rule, "match", limits)?;
     let not_match = criteria(&rule, "not_match", limits)?;
+    let managed_in_both = match_criteria
+        .as_ref()
+        .is_some_and(|c| c.auth0_managed.is_some())
+        && not_match
+            .as_ref()
+            .is_some_and(|c| c.auth0_managed.is_some());
+    if managed_in_both {
+        return Err(ValidationError::new(
+            join(&rule.path_of("not_match"), "auth0_managed"),
+            "auth0_managed may be named in match or in not_match, not in both",
+        ));
+    }
     let rule = Rule {
         action,
         scope,
+        match_all,
         match_criteria,
         not_match,
     };
@@ -271,6 +307,10 @@ fn criteria(
             formats::user_agent,
         )?,
         hostnames: strings(&object, "hostnames", list, any, formats::hostname)?,
+        auth0_managed: strings(&object, "auth0_managed", list, any, |text| {
+            ManagedListName::parse(text)
+                .ok_or_else(|| format!("No enum match for: {}", Value::from(text)))
+        })?,
     };
     Ok(Some(criteria))
 }
@@ -420,6 +460,9 @@ fn rule_to_json(rule: &Rule) -> Value {
     let mut out = Map::new();
     out.insert("action".into(), Value::Object(action));
     out.insert("scope".into(), rule.scope.as_str().into());
+    if rule.match_all {
+        out.insert("match_all".into(), true.into());
+    }
     if let Some(criteria) = &rule.match_criteria {
         out.insert("match".into(), criteria_to_json(criteria));
     }
@@ -468,5 +511,8 @@ fn criteria_to_json(criteria: &Criteria) -> Value {
     });
     texts(&mut out, MEMBERS[9], &criteria.user_agents, |e| e.text());
     texts(&mut out, MEMBERS[10], &criteria.hostnames, |e| e.text());
+    texts(&mut out, MEMBERS[11], &criteria.auth0_managed, |n| {
+        n.as_str()
+    });
     Value::Object(out)
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use netacl_model::{
-    AclId, Action, BrandingPatch, Limits, NetworkAcl, NetworkAclPatch, NetworkAclSpec,
+    AclId, Action, BrandingPatch, Limits, ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec,
     OrganizationSpec, RequestScope, RuleScope, RuleSet, Signal, ValidationError,
 };
 use serde_json::{json, Map, Value};
@@ -142,6 +142,16 @@ fn organization_create_cases() {
         "organization_create.json",
         OrganizationSpec::from_json,
         |_, _| None,
+    );
+}
+
+#[test]
+fn managed_list_cases() {
+    let limits = Limits::default();
+    run_cases(
+        "managed_list.json",
+        |body| ManagedList::from_json(body, limits.max_entries_per_set),
+        |list, body| Some((json!({"items": list.items_json()}), body.clone())),
     );
 }
 

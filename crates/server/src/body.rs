@@ -58,6 +58,7 @@ pub(crate) const NETWORK_ACL_FORM: FormShape = FormShape {
         "rule.action.allow",
         "rule.action.log",
         "rule.action.redirect",
+        "rule.match_all",
     ],
     integers: &["priority", "rule.match.asns[]", "rule.not_match.asns[]"],
     json_fields: &["rule", "rule.action", "rule.match", "rule.not_match"],
@@ -399,8 +400,14 @@ mod tests {
             json!({"m": {"01": "x", "a": "y"}})
         );
         for (body, reason) in [
-            ("a[1]=x", "Form key \"a[1]\" skips array items (indexes count from 0, in order)"),
-            ("a[0]=x&a[2]=y", "Form key \"a[2]\" skips array items (indexes count from 0, in order)"),
+            (
+                "a[1]=x",
+                "Form key \"a[1]\" skips array items (indexes count from 0, in order)",
+            ),
+            (
+                "a[0]=x&a[2]=y",
+                "Form key \"a[2]\" skips array items (indexes count from 0, in order)",
+            ),
             ("a[0]=x&a[0]=y", "Duplicate form key \"a[0]\""),
             ("a[0]=x&a[0][b]=y", "Conflicting form keys at \"a[0][b]\""),
             ("a[0][b]=x&a[0]=y", "Duplicate form key \"a[0]\""),

@@ -1,5 +1,5 @@
 //! The server's settings.
-use netacl_model::Limits;
+use netacl_model::{Limits, ManagedLists};
 
 use crate::auth::DEFAULT_TOKEN_LIFETIME_SECS;
 use crate::rate_limit::RateLimitConfig;
@@ -26,6 +26,10 @@ pub struct ServerConfig {
     pub token_lifetime_secs: u64,
     /// Limits on rule sets (entries per member, per rule, per set).
     pub limits: Limits,
+    /// Managed lists given by files of this node (`--managed-list`): in force from the start,
+    /// winning over the stored list of the same name, read-only through the API. Reloads go
+    /// through [`AdminService::load_file_list`](crate::AdminService::load_file_list).
+    pub managed_list_files: ManagedLists,
 }
 
 impl ServerConfig {
@@ -37,6 +41,7 @@ impl ServerConfig {
             rate_limit: RateLimitConfig::default(),
             token_lifetime_secs: DEFAULT_TOKEN_LIFETIME_SECS,
             limits: Limits::default(),
+            managed_list_files: ManagedLists::new(),
         }
     }
 
@@ -61,6 +66,12 @@ impl ServerConfig {
     /// With other rule-set limits.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// With managed lists given by files of this node.
+    pub fn with_managed_list_files(mut self, lists: ManagedLists) -> Self {
+        self.managed_list_files = lists;
         self
     }
 }

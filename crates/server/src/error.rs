@@ -79,6 +79,37 @@ impl ApiError {
         )
     }
 
+    /// 404 `inexistent_organization`.
+    pub fn no_such_organization() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("inexistent_organization"),
+            "The organization does not exist.",
+        )
+    }
+
+    /// 404 `inexistent_managed_list`: not one of the managed list names, or (for a delete) a
+    /// list without stored content.
+    pub fn no_such_managed_list(name: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("inexistent_managed_list"),
+            format!("The managed list {name} does not exist or has no stored content."),
+        )
+    }
+
+    /// 409: the managed list is given by a file of this node and read-only through the API.
+    pub fn list_from_file(name: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            Some("conflict"),
+            format!(
+                "The managed list {name} is supplied by a file on this node (--managed-list) \
+                 and is read-only through the API."
+            ),
+        )
+    }
+
     /// 404 for a path no route serves.
     pub fn no_such_route() -> Self {
         Self::new(StatusCode::NOT_FOUND, None, "Not Found")
@@ -198,6 +229,17 @@ impl From<StoreError> for ApiError {
                 StatusCode::CONFLICT,
                 Some("conflict"),
                 "The network ACLs changed concurrently; retry.",
+            ),
+            StoreError::UnknownOrganization(_) => ApiError::no_such_organization(),
+            StoreError::ConnectionNotInOrganization(_) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                Some("inexistent_connection"),
+                "The connection is not a connection of the organization.",
+            ),
+            StoreError::ConnectionAlreadyInOrganization(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                Some("conflict"),
+                "The connection is already a connection of the organization.",
             ),
             StoreError::Unavailable(_) => {
                 tracing::error!(error = %err, "store unavailable");

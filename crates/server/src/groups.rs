@@ -146,8 +146,23 @@ mod tests {
     fn the_fields_pattern_is_the_projection() {
         let pattern = regex::Regex::new(&fields_pattern(&MEMBER_FIELDS)).expect("pattern");
         let pieces = [
-            "id", "type", "member_type", "created_at", "connection_id", "ids", "Type", "", " ",
-            "\u{a0}", "\u{3000}", "\t", ",", "x", "i d", "\u{200b}", "\u{85}",
+            "id",
+            "type",
+            "member_type",
+            "created_at",
+            "connection_id",
+            "ids",
+            "Type",
+            "",
+            " ",
+            "\u{a0}",
+            "\u{3000}",
+            "\t",
+            ",",
+            "x",
+            "i d",
+            "\u{200b}",
+            "\u{85}",
         ];
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         let mut next = || {

@@ -7,7 +7,11 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
-use netacl_model::{AclId, NetworkAcl, NetworkAclSpec, RuleSet, Timestamp, ValidationError};
+use netacl_eval::ManagedIndex;
+use netacl_model::{
+    AclId, ManagedList, ManagedListName, ManagedLists, NetworkAcl, NetworkAclSpec, RuleSet,
+    Timestamp, ValidationError,
+};
 use serde_json::{json, Value};
 
 use crate::body::read_write_body;
@@ -16,10 +20,12 @@ use crate::error::{json_response, ApiError, JSON_UTF8};
 use crate::guard::{Authorized, ReadNetworkAcls};
 use crate::policy::Policy;
 use crate::query::Query;
+use crate::tenant::AclSnapshot;
 use crate::AppState;
 
-/// `POST /_netacl/v1/dry-run`: `{"request": {...}, "network_acls": [...]?}` →
-/// `{"version", "source", "outcome"}`.
+/// `POST /_netacl/v1/dry-run`: `{"request": {...}, "network_acls": [...]?, "managed_lists":
+/// {NAME: [...]}?}` → `{"version", "source", "outcome"}`. Lists given replace, for this dry run,
+/// the content in force for their names; `source` says where the rules came from.
 pub(crate) async fn dry_run(
     _: Authorized<ReadNetworkAcls>,
     State(state): State<AppState>,
@@ -34,7 +40,7 @@ pub(crate) async fn dry_run(
     };
     if let Some(unknown) = fields
         .keys()
-        .find(|k| *k != "request" && *k != "network_acls")
+        .find(|k| !["request", "network_acls", "managed_lists"].contains(&k.as_str()))
     {
         return Err(ValidationError::new(
             "",
@@ -45,18 +51,44 @@ pub(crate) async fn dry_run(
     let request = fields
         .remove("request")
         .ok_or_else(|| ValidationError::new("", "Missing required property: request"))?;
-    let (policy, source) = match fields.remove("network_acls") {
-        None => (state.inner.tenant.policy(), "live"),
-        Some(acls) => {
-            let rules = rule_set_from_body(&acls, &config.limits)?;
+    let live = state.inner.tenant.policy();
+    let lists = match fields.remove("managed_lists") {
+        None => None,
+        Some(lists) => Some(lists_from_body(
+            &lists,
+            live.managed_index().lists(),
+            config.limits.max_entries_per_set,
+        )?),
+    };
+    let (policy, source) = match (fields.remove("network_acls"), lists) {
+        (None, None) => (live, "live"),
+        (acls, lists) => {
+            let source = if acls.is_some() { "body" } else { "live" };
+            let rules = match &acls {
+                Some(acls) => rule_set_from_body(acls, &config.limits)?,
+                None => {
+                    let snapshot = state.inner.tenant.snapshot();
+                    RuleSet {
+                        version: snapshot.version,
+                        acls: snapshot.ordered.iter().map(|s| s.acl.clone()).collect(),
+                    }
+                }
+            };
             let limits = config.limits;
-            let policy = tokio::task::spawn_blocking(move || Policy::compile(&rules, &limits))
-                .await
-                .map_err(|_| ApiError::internal())?
-                .map_err(|err| {
-                    ValidationError::new("network_acls", format!("Cannot compile: {err}"))
-                })?;
-            (Arc::new(policy), "body")
+            let index = Arc::clone(live.managed_index());
+            let policy = tokio::task::spawn_blocking(move || {
+                let index = match lists {
+                    Some(lists) => Arc::new(ManagedIndex::build(&lists)),
+                    None => index,
+                };
+                Policy::compile(&rules, &limits, &index)
+            })
+            .await
+            .map_err(|_| ApiError::internal())?
+            .map_err(|err| {
+                ValidationError::new("network_acls", format!("Cannot compile: {err}"))
+            })?;
+            (Arc::new(policy), source)
         }
     };
     let outcome = policy
@@ -66,6 +98,31 @@ pub(crate) async fn dry_run(
         StatusCode::OK,
         &json!({"version": policy.version(), "source": source, "outcome": outcome}),
     ))
+}
+
+/// `{NAME: [items]}` over the lists in force: the names given get that content.
+fn lists_from_body(
+    value: &Value,
+    live: &ManagedLists,
+    max_items: usize,
+) -> Result<ManagedLists, ApiError> {
+    let Value::Object(given) = value else {
+        return Err(ValidationError::new("managed_lists", "Expected type object").into());
+    };
+    let mut lists = live.clone();
+    for (name, items) in given {
+        let Some(parsed) = ManagedListName::parse(name) else {
+            return Err(ValidationError::new(
+                "managed_lists",
+                format!("Additional properties not allowed: {name}"),
+            )
+            .into());
+        };
+        let list =
+            ManagedList::from_json_items(items, &format!("managed_lists.{name}"), max_items)?;
+        lists.set(parsed, Some(Arc::new(list)));
+    }
+    Ok(lists)
 }
 
 /// Records (with `id`) or create bodies (without; they get ids `acl_111…1`, `acl_111…2`, ... in
@@ -111,15 +168,59 @@ pub(crate) async fn status(
     let tenant = &state.inner.tenant;
     let policy = tenant.policy();
     let snapshot = tenant.snapshot();
+    let lists: Vec<Value> = ManagedListName::ALL
+        .into_iter()
+        .map(|name| crate::managed_lists::describe(&snapshot, name, false))
+        .collect();
     Ok(json_response(
         StatusCode::OK,
         &json!({
             "tenant": tenant.id.as_str(),
             "version": snapshot.version,
             "network_acls": snapshot.ordered.len(),
+            "managed_lists": lists,
             "policy": policy.stats(),
         }),
     ))
+}
+
+/// The `lists` parameter of the watch: `NAME:DIGEST` pairs, comma-separated (empty: none).
+fn held_lists(text: &str) -> Result<Vec<(ManagedListName, String)>, ApiError> {
+    let mut held = Vec::new();
+    for pair in text.split(',').filter(|p| !p.is_empty()) {
+        let parsed = pair.split_once(':').and_then(|(name, digest)| {
+            let digest_ok = !digest.is_empty()
+                && digest.len() <= 64
+                && digest.bytes().all(|b| b.is_ascii_hexdigit());
+            ManagedListName::parse(name)
+                .filter(|_| digest_ok)
+                .map(|name| (name, digest.to_owned()))
+        });
+        match parsed {
+            Some(entry) => held.push(entry),
+            None => {
+                return Err(ApiError::invalid_query(
+                    format!("Expected NAME:DIGEST pairs, found {pair:?}"),
+                    Some("lists"),
+                ))
+            }
+        }
+    }
+    held.sort();
+    Ok(held)
+}
+
+/// `(name, digest)` of every list in force, sorted.
+fn lists_in_force(snapshot: &AclSnapshot) -> Vec<(ManagedListName, String)> {
+    ManagedListName::ALL
+        .into_iter()
+        .filter_map(|name| {
+            snapshot
+                .lists
+                .effective(name)
+                .map(|e| (name, e.list.digest().to_owned()))
+        })
+        .collect()
 }
 
 /// `GET /_netacl/v1/network-acls/watch?since=V&timeout_ms=N`: 200 with the whole set as soon as
@@ -129,8 +230,9 @@ pub(crate) async fn watch(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let query = Query::parse(raw.as_deref(), &["since", "timeout_ms"])?;
+    let query = Query::parse(raw.as_deref(), &["since", "timeout_ms", "lists"])?;
     let since = query.integer("since", 0, u64::MAX)?;
+    let held = query.string("lists").map(held_lists).transpose()?;
     let timeout_ms = query
         .integer("timeout_ms", 0, MAX_WATCH_TIMEOUT_MS)?
         .unwrap_or(DEFAULT_WATCH_TIMEOUT_MS);
@@ -138,7 +240,11 @@ pub(crate) async fn watch(
     // Subscribe before reading, so a change in between is not missed.
     let mut installed = tenant.subscribe();
     if let Some(since) = since {
-        if tenant.snapshot().version == since {
+        let current = tenant.snapshot();
+        let lists_differ = held
+            .as_ref()
+            .is_some_and(|held| *held != lists_in_force(&current));
+        if current.version == since && !lists_differ {
             let waited = tokio::time::timeout(
                 Duration::from_millis(timeout_ms),
                 installed.wait_for(|rules| rules.version != since),
@@ -158,6 +264,30 @@ pub(crate) async fn watch(
         format!("{{\"version\":{},\"network_acls\":", snapshot.version).as_bytes(),
     );
     body.extend_from_slice(&array);
+    if let Some(held) = &held {
+        // Every list in force; its items only where the caller does not hold that digest.
+        let lists: Vec<Value> = ManagedListName::ALL
+            .into_iter()
+            .filter_map(|name| {
+                let entry = snapshot.lists.effective(name)?;
+                let mut out = json!({
+                    "name": name.as_str(),
+                    "source": entry.source.as_str(),
+                    "version": entry.version,
+                    "digest": entry.list.digest(),
+                });
+                let holds = held
+                    .iter()
+                    .any(|(n, digest)| *n == name && digest == entry.list.digest());
+                if !holds {
+                    out["items"] = entry.list.items_json();
+                }
+                Some(out)
+            })
+            .collect();
+        body.extend_from_slice(b",\"managed_lists\":");
+        body.extend_from_slice(Value::Array(lists).to_string().as_bytes());
+    }
     body.push(b'}');
     let mut response = (StatusCode::OK, body).into_response();
     response.headers_mut().insert(

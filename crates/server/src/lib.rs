@@ -45,6 +45,10 @@
 //!   cause.
 //! - Reads are served from the tenant's committed snapshot (records rendered to JSON once);
 //!   writes go through the tenant's write path: compile → durable commit → engine swap → answer.
+//! - Managed lists (`/_netacl/v1/managed-lists/{name}`, and files of this node given in
+//!   [`ServerConfig::managed_list_files`] and reloaded through [`AdminService::load_file_list`])
+//!   take the same path: a list change bumps the tenant's version like a rule change, and the
+//!   watch long poll carries the lists to the edges that ask for them.
 //! - Verified bearer tokens are remembered (bounded, until `exp` plus the leeway, at most five
 //!   minutes), so a client reusing its token costs a lookup, not an RSA verification.
 //!
@@ -72,16 +76,22 @@ pub mod rate_limit;
 
 mod body;
 mod branding;
+mod clients;
 mod config;
+mod connections;
 mod cursor;
 mod directory;
 mod error;
 mod groups;
 mod guard;
 mod internal;
+mod managed_lists;
 mod network_acls;
 mod openapi;
+mod organization_connections;
+mod organization_schemas;
 mod organizations;
+mod paging;
 mod policy;
 mod query;
 mod routes;

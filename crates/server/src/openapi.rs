@@ -20,7 +20,7 @@
 use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
-use netacl_model::{patterns, Limits};
+use netacl_model::{patterns, Limits, ManagedListName};
 use serde_json::{json, Map, Value};
 
 use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
@@ -85,6 +85,15 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
         }
     });
     crate::tenant_schemas::extend_document(&mut document);
+    crate::organization_schemas::extend_document(&mut document);
+    if let Some(schemas) = document
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        for (name, schema) in crate::managed_lists::openapi::components() {
+            schemas.insert(name.into(), schema);
+        }
+    }
     add_form_schemas(&mut document);
     document
 }
@@ -103,6 +112,8 @@ fn operation_object(op: &Operation) -> Value {
     let mut parameters: Vec<Value> = Vec::new();
     if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
         parameters.extend(params);
+    } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+        parameters.extend(params);
     } else if op.path.contains("{id}") {
         parameters.push(json!({
             "name": "id", "in": "path", "required": true,
@@ -113,7 +124,7 @@ fn operation_object(op: &Operation) -> Value {
     for (name, kind, description) in op.query {
         parameters.push(json!({
             "name": name, "in": "query", "required": false,
-            "description": description, "schema": query_schema(name, kind)
+            "description": description, "schema": query_schema(op.operation_id, name, kind)
         }));
     }
     if !parameters.is_empty() {
@@ -187,7 +198,24 @@ fn operation_object(op: &Operation) -> Value {
         ),
         None => operation.insert("security".into(), json!([])),
     };
-    if let Some(refusals) = refusals_beyond_schema(op.operation_id) {
+    let mut refusals = refusals_beyond_schema(op.operation_id).unwrap_or_else(|| json!([]));
+    let names: Vec<&str> = op.query.iter().map(|(name, _, _)| *name).collect();
+    if names.contains(&"page") && names.contains(&"from") {
+        if let Value::Array(list) = &mut refusals {
+            list.push(json!({
+                "message": "^Query validation error: 'page and per_page cannot be combined \
+                            with from and take'",
+                "why": "Offset paging (page, per_page) and checkpoint paging (from, take) \
+                        are not combined in one request."
+            }));
+            list.push(json!({
+                "message": "^Query validation error: 'Invalid checkpoint: ",
+                "why": "A checkpoint names a position this server handed out (a `next`); its \
+                        content is opaque."
+            }));
+        }
+    }
+    if refusals.as_array().is_some_and(|list| !list.is_empty()) {
         operation.insert("x-netacl-refusals-beyond-schema".into(), refusals);
     }
     Value::Object(operation)
@@ -195,7 +223,7 @@ fn operation_object(op: &Operation) -> Value {
 
 /// The schema of a query parameter: its type, with the bounds the server enforces. A name means
 /// the same on every operation (as in the public API), so the bounds go by name.
-fn query_schema(name: &str, kind: &str) -> Value {
+fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
     match name {
         "page" => json!({"type": "integer", "minimum": 0, "maximum": u32::MAX, "default": 0}),
         "per_page" => json!({"type": "integer", "minimum": 0, "maximum": MAX_PER_PAGE,
@@ -205,13 +233,43 @@ fn query_schema(name: &str, kind: &str) -> Value {
         "since" => json!({"type": "integer", "minimum": 0, "maximum": u64::MAX}),
         "timeout_ms" => json!({"type": "integer", "minimum": 0, "maximum": MAX_WATCH_TIMEOUT_MS,
                                "default": DEFAULT_WATCH_TIMEOUT_MS}),
-        "from" => json!({"type": "string", "pattern": CURSOR_PATTERN,
-                         "description": "The `next` value of the previous page."}),
-        "fields" => json!({"type": "string", "maxLength": MAX_FIELDS_LEN,
-                           "pattern": fields_pattern(&MEMBER_FIELDS)}),
+        "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
+            json!({"type": "string", "pattern": CURSOR_PATTERN,
+                   "description": "The `next` value of the previous page."})
+        }
+        "from" => json!({"type": "string", "minLength": 1, "maxLength": 512,
+            "pattern": BASE64URL_PATTERN,
+            "description": "The `next` value of the previous page (base64url without padding); \
+                            a checkpoint this server did not hand out is refused."}),
+        "fields" => {
+            let known: &[&str] = match operation_id {
+                "get_clients" => &crate::clients::CLIENT_FIELDS,
+                "get_connections" => &crate::connections::CONNECTION_FIELDS,
+                _ => &MEMBER_FIELDS,
+            };
+            json!({"type": "string", "maxLength": MAX_FIELDS_LEN, "pattern": fields_pattern(known)})
+        }
+        "lists" => {
+            let names: Vec<String> = ManagedListName::ALL
+                .iter()
+                .map(|name| name.as_str().replace('.', "\\."))
+                .collect();
+            let pair = format!("(?:{}):[0-9A-Fa-f]{{1,64}}", names.join("|"));
+            json!({"type": "string", "pattern": format!("^,*(?:{pair}(?:,+{pair})*)?,*$"),
+                   "description": "NAME:DIGEST pairs, comma-separated."})
+        }
         _ => json!({"type": kind}),
     }
 }
+
+/// The operations whose `from` is a member cursor ([`crate::cursor`]); the other `from`s are
+/// checkpoints ([`crate::paging`]).
+const CURSOR_OPERATIONS: [&str; 2] = ["get_group_members", "get_user_sessions"];
+
+/// Base64url without padding, as the `base64` crate decodes it (the unused bits of the last
+/// character zero).
+const BASE64URL_PATTERN: &str =
+    "^(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-][AQgw]|[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048])?$";
 
 /// The rate-limit headers every answer of an authenticated route carries while limiting is on
 /// (`--rate-limit-burst 0` turns both off); `Retry-After` on a 429.
@@ -298,6 +356,11 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
                 "Each connection is enabled once."
             )
         ]),
+        "post_enabled_connections" | "post_organization_connections" => json!([refusal(
+            "^Payload validation error: 'Connection \\S+ does not exist' on property \
+             connection_id\\.$",
+            "The connection must be one the directory holds."
+        )]),
         "netacl_directory_import" => json!([
             refusal(
                 "^Payload validation error: 'duplicate [a-z_ ]+ ",
@@ -315,6 +378,9 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
         _ => return None,
     })
 }
+
+/// The form media type.
+const FORM: &str = "application/x-www-form-urlencoded";
 
 /// Suffix of the form variant of a component schema (`NetworkAclCreateForm`).
 const FORM_SUFFIX: &str = "Form";
@@ -358,10 +424,12 @@ fn add_form_schemas(document: &mut Value) {
             if let Value::Object(map) = &mut variant {
                 map.insert(
                     "description".into(),
-                    json!("The form body: nested objects as bracketed keys \
+                    json!(
+                        "The form body: nested objects as bracketed keys \
                            (`deepObject`), array items by index or `[]`; what a form cannot \
                            carry (null, empty objects and arrays, fractional numbers, \
-                           top-level arrays) is left out; the JSON body takes it."),
+                           top-level arrays) is left out; the JSON body takes it."
+                    ),
                 );
             }
         }
@@ -374,6 +442,22 @@ fn add_form_schemas(document: &mut Value) {
             (name.clone(), deep_object_encoding(variant, &schemas))
         })
         .collect();
+    // A body whose every member is a top-level array has no form a generic client can spell
+    // (`PUT /_netacl/v1/managed-lists/{name}`: `items`); the server still takes its bracketed
+    // form (`items[0]=...`), the document offers JSON only.
+    let unspellable: Vec<String> = bodies
+        .iter()
+        .filter(|name| {
+            variants[&format!("{name}{FORM_SUFFIX}")]
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty)
+        })
+        .cloned()
+        .collect();
+    for name in &unspellable {
+        variants.remove(&format!("{name}{FORM_SUFFIX}"));
+    }
     if let Some(target) = document
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
@@ -383,8 +467,8 @@ fn add_form_schemas(document: &mut Value) {
     if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
         for item in paths.values_mut().filter_map(Value::as_object_mut) {
             for operation in item.values_mut() {
-                let Some(form) =
-                    operation.pointer_mut("/requestBody/content/application~1x-www-form-urlencoded")
+                let Some(form) = operation
+                    .pointer_mut("/requestBody/content/application~1x-www-form-urlencoded")
                 else {
                     continue;
                 };
@@ -394,9 +478,18 @@ fn add_form_schemas(document: &mut Value) {
                     .and_then(|r| r.rsplit('/').next())
                     .and_then(|n| n.strip_suffix(FORM_SUFFIX))
                     .map(str::to_owned);
-                if let Some((_, encoding)) = encodings.iter().find(|(n, _)| Some(n) == body.as_ref())
+                if let Some((_, encoding)) =
+                    encodings.iter().find(|(n, _)| Some(n) == body.as_ref())
                 {
                     form["encoding"] = encoding.clone();
+                }
+                if body.as_ref().is_some_and(|name| unspellable.contains(name)) {
+                    if let Some(content) = operation
+                        .pointer_mut("/requestBody/content")
+                        .and_then(Value::as_object_mut)
+                    {
+                        content.remove(FORM);
+                    }
                 }
             }
         }
@@ -451,7 +544,13 @@ fn form_variant(schema: &Value, pending: &mut Vec<String>) -> Value {
                     let kept: Vec<Value> = types
                         .iter()
                         .filter(|t| *t != "null")
-                        .map(|t| if t == "number" { json!("integer") } else { t.clone() })
+                        .map(|t| {
+                            if t == "number" {
+                                json!("integer")
+                            } else {
+                                t.clone()
+                            }
+                        })
                         .collect();
                     match kept.as_slice() {
                         [one] => one.clone(),
@@ -474,13 +573,16 @@ fn form_variant(schema: &Value, pending: &mut Vec<String>) -> Value {
     let kind = out.get("type").cloned();
     let is = |name: &str| kind.as_ref().is_some_and(|k| k == name);
     if is("object") || out.contains_key("properties") {
-        let least = out.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
+        let least = out
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         out.insert("minProperties".into(), least.max(1).into());
-        if out.get("additionalProperties").is_some_and(Value::is_object) {
-            out.insert(
-                "propertyNames".into(),
-                json!({"pattern": FORM_MEMBER_NAME}),
-            );
+        if out
+            .get("additionalProperties")
+            .is_some_and(Value::is_object)
+        {
+            out.insert("propertyNames".into(), json!({"pattern": FORM_MEMBER_NAME}));
         }
     }
     if is("array") {
@@ -571,13 +673,22 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::NetworkAclUpdate => "NetworkAclUpdate",
         BodySchema::DryRun => "DryRun",
         BodySchema::OrganizationCreate => "OrganizationCreate",
+        BodySchema::OrganizationUpdate => "OrganizationUpdate",
+        BodySchema::EnabledConnectionAdd => "EnabledConnectionAdd",
+        BodySchema::EnabledConnectionUpdate => "EnabledConnectionUpdate",
+        BodySchema::OrganizationConnectionAdd => "OrganizationConnectionAdd",
+        BodySchema::OrganizationConnectionUpdate => "OrganizationConnectionUpdate",
         BodySchema::BrandingUpdate => "BrandingUpdate",
         BodySchema::DirectoryImport => "DirectoryImport",
+        BodySchema::ManagedListPut => "ManagedListPut",
     }
 }
 
 fn success_schema(operation_id: &str) -> Value {
     if let Some(schema) = crate::tenant_schemas::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
@@ -592,24 +703,34 @@ fn success_schema(operation_id: &str) -> Value {
             }}
         ]}),
         "netacl_watch" => json!({"type": "object", "additionalProperties": false,
-            "required": ["version", "network_acls"], "properties": {
-                "version": {"type": "integer", "minimum": 0},
-                "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}}
-            }}),
+        "required": ["version", "network_acls"], "properties": {
+            "version": {"type": "integer", "minimum": 0},
+            "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
+            "managed_lists": {"type": "array", "description": "With the lists query parameter: every managed list in force; items left out when the caller holds that digest.",
+                "items": {"type": "object", "additionalProperties": false,
+                    "required": ["name", "source", "version", "digest"], "properties": {
+                    "name": {"enum": ManagedListName::ALL.map(|n| n.as_str())},
+                    "source": {"enum": ["api", "file"]},
+                    "version": {"type": "integer", "minimum": 0},
+                    "digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                    "items": {"type": "array", "items": {"type": "string"}}}}}
+        }}),
         "netacl_dry_run" => json!({"type": "object", "additionalProperties": false,
-            "required": ["version", "source", "outcome"], "properties": {
-                "version": {"type": "integer", "minimum": 0},
-                "source": {"enum": ["live", "body"]},
-                "outcome": {"$ref": "#/components/schemas/Outcome"}
-            }}),
+        "required": ["version", "source", "outcome"], "properties": {
+            "version": {"type": "integer", "minimum": 0},
+            "source": {"enum": ["live", "body"]},
+            "outcome": {"$ref": "#/components/schemas/Outcome"}
+        }}),
         "netacl_status" => json!({"type": "object", "additionalProperties": false,
-            "required": ["tenant", "version", "network_acls", "policy"], "properties": {
-                "tenant": {"type": "string"},
-                "version": {"type": "integer", "minimum": 0},
-                "network_acls": {"type": "integer", "minimum": 0},
-                "policy": {"type": "object",
-                           "description": "Compile time, rule count and index sizes."}
-            }}),
+        "required": ["tenant", "version", "network_acls", "policy"], "properties": {
+            "tenant": {"type": "string"},
+            "version": {"type": "integer", "minimum": 0},
+            "network_acls": {"type": "integer", "minimum": 0},
+            "managed_lists": {"type": "array",
+                "items": {"$ref": "#/components/schemas/ManagedListInfo"}},
+            "policy": {"type": "object",
+                       "description": "Compile time, rule count and index sizes."}
+        }}),
         "netacl_openapi" => json!({"type": "object", "required": ["openapi", "paths"]}),
         _ => json!({"$ref": "#/components/schemas/NetworkAcl"}),
     }
@@ -646,7 +767,11 @@ fn schemas(limits: &Limits) -> Value {
             "user_agents": list(json!({"type": "string", "minLength": 1, "maxLength": 1024,
                 "pattern": patterns::NO_CONTROL,
                 "description": "Compared exactly; `*` matches any run of characters."})),
-            "hostnames": list(hostname)
+            "hostnames": list(hostname),
+            "auth0_managed": {"type": "array", "minItems": 1, "uniqueItems": true,
+                "description": "Managed lists (content supplied by the operator); in match or \
+                                in not_match, not both.",
+                "items": {"enum": ManagedListName::ALL.map(|n| n.as_str())}}
         }
     });
     let one_action = |name: &str| {
@@ -668,10 +793,19 @@ fn schemas(limits: &Limits) -> Value {
     });
     let rule = json!({
         "type": "object", "additionalProperties": false, "required": ["action", "scope"],
-        "anyOf": [{"required": ["match"]}, {"required": ["not_match"]}],
-        "description": "At least one of match and not_match.",
+        "oneOf": [
+            {"required": ["match_all"]},
+            {"anyOf": [{"required": ["match"]}, {"required": ["not_match"]}]}
+        ],
+        "not": {"required": ["match", "not_match"], "properties": {
+            "match": {"required": ["auth0_managed"]},
+            "not_match": {"required": ["auth0_managed"]}
+        }},
+        "description": "At least one of match and not_match, or match_all alone; \
+                        auth0_managed in match or in not_match, not both.",
         "properties": {
             "action": {"$ref": "#/components/schemas/NetworkAclAction"},
+            "match_all": {"const": true, "description": "Matches every request of the scope; excludes match and not_match."},
             "match": {"$ref": "#/components/schemas/NetworkAclCriteria"},
             "not_match": {"$ref": "#/components/schemas/NetworkAclCriteria"},
             "scope": {"enum": ["tenant", "management", "authentication", "dynamic_client_registration"]}
@@ -707,12 +841,24 @@ fn schemas(limits: &Limits) -> Value {
         }
     });
     let record_required = ["id", "description", "active", "rule"];
+    let list_overrides: Map<String, Value> = ManagedListName::ALL
+        .iter()
+        .map(|name| (name.as_str().to_owned(), component("ManagedListItems")))
+        .collect();
     json!({
         "Ipv4Cidr": pattern(&patterns::ipv4_cidr()),
         "Ipv6Cidr": {"type": "string", "pattern": patterns::ipv6_cidr(),
             "not": {"pattern": patterns::ipv6_cidr_ipv4_mapped()},
             "description": "An IPv6 address or CIDR; entries inside ::ffff:0:0/96 (IPv4-mapped) \
                             are refused: list them as IPv4."},
+        "ManagedListItems": {"type": "array", "uniqueItems": true,
+            "maxItems": limits.max_entries_per_set,
+            "description": "IPv4/IPv6 addresses or CIDRs, JA3 (32 lowercase hex digits) or JA4 \
+                            fingerprints.",
+            "items": {"anyOf": [
+                component("Ipv4Cidr"), component("Ipv6Cidr"),
+                pattern(patterns::JA3), pattern(patterns::JA4)
+            ]}},
         "IpAddress": {"type": "string", "pattern": patterns::ip_address(),
             "description": "An IPv4 or IPv6 address; IPv6 also in brackets."},
         "Timestamp": {"type": "string", "pattern": patterns::TIMESTAMP,
@@ -740,7 +886,11 @@ fn schemas(limits: &Limits) -> Value {
                     "items": {"oneOf": [
                         {"$ref": "#/components/schemas/NetworkAclRecord"},
                         {"$ref": "#/components/schemas/NetworkAclCreate"}
-                    ]}}
+                    ]}},
+                "managed_lists": {"type": "object", "additionalProperties": false,
+                    "description": "Managed list content for this dry run only, by name \
+                                    (replaces the content in force for the names given).",
+                    "properties": list_overrides}
             }},
         "Outcome": {"type": "object", "additionalProperties": false,
             "required": ["action", "rule_id", "monitored"], "properties": {
@@ -771,7 +921,13 @@ mod tests {
             "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
                 &NETWORK_ACL_FORM
             }
-            "post_organizations" => &ORGANIZATION_FORM,
+            "post_organizations" | "patch_organizations_by_id" => &ORGANIZATION_FORM,
+            "post_enabled_connections"
+            | "patch_enabled_connections_by_connection_id"
+            | "post_organization_connections"
+            | "patch_organization_connections_by_connection_id" => {
+                &crate::organization_connections::CONNECTION_FORM
+            }
             "patch_branding" => &BRANDING_FORM,
             other => panic!("{other} takes forms: name its FormShape here"),
         }
@@ -803,7 +959,12 @@ mod tests {
             typed_leaves(items, &format!("{path}[]"), schemas, booleans, integers);
         }
         for key in ["oneOf", "anyOf"] {
-            for branch in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+            for branch in schema
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 typed_leaves(branch, path, schemas, booleans, integers);
             }
         }
@@ -825,15 +986,35 @@ mod tests {
         let schemas = doc["components"]["schemas"].as_object().expect("schemas");
         let mut checked = 0;
         for op in operations().into_iter().filter(|op| op.form) {
-            let media = &doc["paths"][op.path][op.method.as_str().to_ascii_lowercase()]
-                ["requestBody"]["content"]["application/x-www-form-urlencoded"];
+            let content = &doc["paths"][op.path][op.method.as_str().to_ascii_lowercase()]
+                ["requestBody"]["content"];
+            let media = &content[FORM];
+            if media.is_null() {
+                // Offered as JSON only: every member is an array at the top of the body.
+                let json_body = resolved(&content["application/json"]["schema"], schemas);
+                let members = json_body["properties"].as_object().expect("properties");
+                assert!(
+                    !members.is_empty() && members.values().all(|p| is_array(resolved(p, schemas))),
+                    "{}: a form body left out of the document",
+                    op.operation_id
+                );
+                continue;
+            }
             let body = resolved(&media["schema"], schemas);
             assert!(body.is_object(), "{}", op.operation_id);
             let text = body.to_string();
-            assert!(!text.contains("\"null\""), "{}: null in {text}", op.operation_id);
+            assert!(
+                !text.contains("\"null\""),
+                "{}: null in {text}",
+                op.operation_id
+            );
             for (name, prop) in body["properties"].as_object().expect("properties") {
                 let prop = resolved(prop, schemas);
-                assert!(!is_array(prop), "{}: top-level array {name}", op.operation_id);
+                assert!(
+                    !is_array(prop),
+                    "{}: top-level array {name}",
+                    op.operation_id
+                );
                 assert_eq!(
                     media["encoding"].get(name).is_some(),
                     is_object(prop, schemas),
@@ -845,10 +1026,18 @@ mod tests {
             typed_leaves(body, "", schemas, &mut booleans, &mut integers);
             let shape = form_shape(op.operation_id);
             for path in &booleans {
-                assert!(shape.booleans.contains(&path.as_str()), "{}: boolean {path}", op.operation_id);
+                assert!(
+                    shape.booleans.contains(&path.as_str()),
+                    "{}: boolean {path}",
+                    op.operation_id
+                );
             }
             for path in &integers {
-                assert!(shape.integers.contains(&path.as_str()), "{}: integer {path}", op.operation_id);
+                assert!(
+                    shape.integers.contains(&path.as_str()),
+                    "{}: integer {path}",
+                    op.operation_id
+                );
             }
             checked += booleans.len() + integers.len();
         }
@@ -872,6 +1061,9 @@ mod tests {
             }
         }
         let doc = document("tenant.test", &Limits::default());
-        walk(&doc, doc["components"]["schemas"].as_object().expect("schemas"));
+        walk(
+            &doc,
+            doc["components"]["schemas"].as_object().expect("schemas"),
+        );
     }
 }

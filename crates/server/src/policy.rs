@@ -3,7 +3,7 @@
 //! evaluator goes through here.
 use std::sync::Arc;
 
-use netacl_eval::{CompiledPolicy, Engine, RequestInput};
+use netacl_eval::{CompiledPolicy, Engine, ManagedIndex, RequestInput};
 use netacl_model::{Limits, RuleSet};
 
 /// A compiled rule set (immutable, shared with the engine).
@@ -20,11 +20,42 @@ pub(crate) struct CompileFailure(#[from] netacl_eval::CompileError);
 pub(crate) struct RequestFailure(String);
 
 impl Policy {
-    /// Compiles a rule set under `limits` (CPU-bound: call it from a blocking thread).
-    pub(crate) fn compile(rules: &RuleSet, limits: &Limits) -> Result<Policy, CompileFailure> {
-        Ok(Policy(Arc::new(CompiledPolicy::compile_with_limits(
-            rules, limits,
+    /// Compiles a rule set under `limits` against the managed lists of `managed` (CPU-bound:
+    /// call it from a blocking thread).
+    pub(crate) fn compile(
+        rules: &RuleSet,
+        limits: &Limits,
+        managed: &Arc<ManagedIndex>,
+    ) -> Result<Policy, CompileFailure> {
+        Ok(Policy(Arc::new(CompiledPolicy::compile_with_lists(
+            rules, limits, managed,
         )?)))
+    }
+
+    /// The managed lists it was compiled against.
+    pub(crate) fn managed_index(&self) -> &Arc<ManagedIndex> {
+        self.0.managed_index()
+    }
+
+    /// Logs a warning naming the active rules that name a managed list without entries (they
+    /// cannot match through it; in `not_match` the condition holds for every request), those
+    /// that `previous` (the policy this one replaces) did not already have.
+    pub(crate) fn warn_about_empty_lists(&self, previous: Option<&Policy>) {
+        let stats = self.0.stats();
+        let before = previous.map(|p| p.0.stats().rules_naming_empty_lists);
+        for rule in &stats.rules_naming_empty_lists {
+            if before.as_ref().is_some_and(|b| b.contains(rule)) {
+                continue;
+            }
+            tracing::warn!(
+                rule_id = %rule.rule_id,
+                list = rule.list,
+                configured = rule.configured,
+                version = self.0.version(),
+                "a live rule names a managed list that holds no entry (give its content with \
+                 --managed-list or PUT /_netacl/v1/managed-lists/{{name}})"
+            );
+        }
     }
 
     /// The rule-set version it was compiled from.

@@ -1,5 +1,6 @@
 //! The route table: one entry per operation. The router and the OpenAPI document are both built
 //! from it, so they cannot drift apart.
+mod organization_operations;
 use std::collections::BTreeMap;
 
 use axum::middleware::from_fn_with_state;
@@ -8,7 +9,7 @@ use axum::Router;
 use http::Method;
 
 use crate::error::ApiError;
-use crate::{branding, directory, groups, organizations, sessions};
+use crate::{branding, directory, groups, managed_lists, organizations, sessions};
 use crate::{guard, internal, network_acls, openapi, AppState};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
@@ -18,8 +19,14 @@ pub(crate) enum BodySchema {
     NetworkAclUpdate,
     DryRun,
     OrganizationCreate,
+    OrganizationUpdate,
+    EnabledConnectionAdd,
+    EnabledConnectionUpdate,
+    OrganizationConnectionAdd,
+    OrganizationConnectionUpdate,
     BrandingUpdate,
     DirectoryImport,
+    ManagedListPut,
 }
 
 /// One operation.
@@ -68,6 +75,11 @@ const WATCH: &[(&str, &str, &str)] = &[
         "integer",
         "Longest wait for a change, 0..60000 (default 25000).",
     ),
+    (
+        "lists",
+        "string",
+        "The managed lists the caller holds, NAME:DIGEST,... (may be empty): the answer then carries managed_lists, with items only where the digest differs, and a list change also ends the wait.",
+    ),
 ];
 
 const MEMBERS_QUERY: &[(&str, &str, &str)] = &[
@@ -93,6 +105,12 @@ const SESSIONS_QUERY: &[(&str, &str, &str)] = &[
 
 /// Every operation the server answers.
 pub(crate) fn operations() -> Vec<Operation> {
+    let mut operations = base_operations();
+    operations.extend(organization_operations::operations());
+    operations
+}
+
+fn base_operations() -> Vec<Operation> {
     vec![
         Operation {
             method: Method::GET,
@@ -216,6 +234,58 @@ pub(crate) fn operations() -> Vec<Operation> {
             ),
             errors: &[304, 400],
             route: || get(internal::watch),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/managed-lists",
+            operation_id: "netacl_managed_lists",
+            summary: "Every managed list: where its content comes from, its version and size",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The managed lists"),
+            errors: &[400],
+            route: || get(managed_lists::list),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/managed-lists/{name}",
+            operation_id: "netacl_managed_list_get",
+            summary: "A managed list's items and version",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The managed list"),
+            errors: &[400, 404],
+            route: || get(managed_lists::get),
+        },
+        Operation {
+            method: Method::PUT,
+            path: "/_netacl/v1/managed-lists/{name}",
+            operation_id: "netacl_managed_list_put",
+            summary: "Replace a managed list's content (409 when a file of this node supplies it)",
+            scope: Some("update:network_acls"),
+            query: &[],
+            body: Some(BodySchema::ManagedListPut),
+            form: true,
+            success: (200, "The managed list as stored"),
+            errors: &[400, 404, 409, 413, 415],
+            route: || put(managed_lists::put),
+        },
+        Operation {
+            method: Method::DELETE,
+            path: "/_netacl/v1/managed-lists/{name}",
+            operation_id: "netacl_managed_list_delete",
+            summary: "Remove a managed list's stored content (it becomes unconfigured)",
+            scope: Some("update:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (204, "Removed"),
+            errors: &[400, 404, 409],
+            route: || delete(managed_lists::delete),
         },
         Operation {
             method: Method::GET,

@@ -171,7 +171,13 @@ impl AdminService {
         }
 
         let limiter = RateLimiter::new(config.rate_limit)?;
-        let tenant = TenantRuntime::load(Arc::clone(&store), tenant_id, config.limits).await?;
+        let tenant = TenantRuntime::load(
+            Arc::clone(&store),
+            tenant_id,
+            config.limits,
+            &config.managed_list_files,
+        )
+        .await?;
         let snapshot = tenant.snapshot();
         let report = StartReport {
             bootstrap_client_id,
@@ -258,6 +264,19 @@ impl AdminService {
     /// same channel wakes the watch long poll. Starts at the rule set loaded at start.
     pub fn rule_sets(&self) -> tokio::sync::watch::Receiver<Arc<netacl_model::RuleSet>> {
         self.state.inner.tenant.subscribe()
+    }
+
+    /// Puts the new content of a managed list given by a file of this node in force (the
+    /// caller reloaded the file): the lists are compiled, the rule set is compiled against them,
+    /// the tenant's version is bumped (a list changes decisions), and edges following this node
+    /// get the list with the next watch answer. Returns the new version. On error nothing
+    /// changed (the database is unreachable, say): call again later.
+    pub async fn load_file_list(
+        &self,
+        name: netacl_model::ManagedListName,
+        list: Arc<netacl_model::ManagedList>,
+    ) -> Result<u64, crate::ApiError> {
+        self.state.inner.tenant.load_file_list(name, list).await
     }
 
     /// The tenant's token authority (issuer, audience, clients).

@@ -242,7 +242,7 @@ mod tests {
             .ensure_tenant(&tenant, "localhost")
             .await
             .expect("tenant");
-        TenantRuntime::load(store, tenant, Limits::default())
+        TenantRuntime::load(store, tenant, Limits::default(), &Default::default())
             .await
             .expect("load")
     }
@@ -299,6 +299,47 @@ mod tests {
         );
         assert!(b.snapshot().get(&record.id).is_none());
         assert_eq!(b.policy().version(), 2);
+    }
+
+    #[tokio::test]
+    async fn managed_lists_written_on_one_node_reach_the_other() {
+        use netacl_model::{ManagedList, ManagedListName};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (node(dir.path()).await, node(dir.path()).await);
+        let _follower =
+            StoreFollower::start(Arc::clone(&b), authority(), None, Duration::from_millis(20));
+        let list = Arc::new(ManagedList::from_lines("192.0.2.0/24\n", 10).expect("list"));
+        a.apply(Change::PutList(ManagedListName::Tor, Arc::clone(&list)))
+            .await
+            .expect("put on a");
+        assert!(
+            eventually(|| b.snapshot().version == 1).await,
+            "b caught up"
+        );
+        let on_b = b.snapshot();
+        let entry = on_b
+            .lists
+            .effective(ManagedListName::Tor)
+            .expect("tor on b");
+        assert_eq!(entry.list.digest(), list.digest());
+        assert_eq!(entry.version, 1);
+        let index = Arc::clone(&on_b.lists.index);
+        assert!(Arc::ptr_eq(b.policy().managed_index(), &index));
+        // A rule change on a: b reloads the rules, not the list, and keeps its index.
+        a.apply(Change::Create(Box::new(acl(1, 10))))
+            .await
+            .expect("create on a");
+        assert!(
+            eventually(|| b.snapshot().version == 2).await,
+            "b caught up again"
+        );
+        assert!(Arc::ptr_eq(&b.snapshot().lists.index, &index));
+        assert!(Arc::ptr_eq(b.policy().managed_index(), &index));
+        a.apply(Change::DeleteList(ManagedListName::Tor))
+            .await
+            .expect("delete on a");
+        assert!(eventually(|| b.snapshot().version == 3).await);
+        assert!(b.snapshot().lists.effective(ManagedListName::Tor).is_none());
     }
 
     #[tokio::test]

@@ -8,12 +8,21 @@
 //! new snapshot and version → answer. A rule set that cannot compile is refused before anything
 //! is written. The whole sequence runs in its own task, so a client that disconnects mid-write
 //! cannot leave the engine behind the database.
+//!
+//! Managed lists take the same path: a list written through the API (or a list file of this
+//! node reloaded) compiles a new [`ManagedIndex`], the rule set is compiled against it, the
+//! store bumps the tenant's version (a list changes decisions like a rule does), and the new
+//! snapshot carries both. A list given by a file on this node wins over the stored one of the
+//! same name and cannot be written through the API.
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use bytes::Bytes;
-use netacl_model::{AclId, Limits, NetworkAcl, RuleSet};
-use netacl_store::{Store, TenantId};
+use netacl_eval::ManagedIndex;
+use netacl_model::{
+    AclId, Limits, ManagedList, ManagedListName, ManagedLists, NetworkAcl, RuleSet,
+};
+use netacl_store::{Store, StoreError, StoredManagedList, TenantId, TenantPolicy};
 use tokio::sync::{watch, Mutex};
 
 use crate::error::ApiError;
@@ -32,16 +41,151 @@ impl StoredAcl {
     }
 }
 
-/// The committed network ACLs of a tenant at one version.
+/// Where a managed list's content comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListSource {
+    /// Written through the API, stored in the database.
+    Api,
+    /// A `--managed-list` file of this node.
+    File,
+}
+
+impl ListSource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ListSource::Api => "api",
+            ListSource::File => "file",
+        }
+    }
+}
+
+/// One managed list in force.
+#[derive(Debug, Clone)]
+pub(crate) struct ListEntry {
+    pub(crate) list: Arc<ManagedList>,
+    pub(crate) source: ListSource,
+    /// The tenant version its content took effect at (for a stored list: the version its last
+    /// write produced).
+    pub(crate) version: u64,
+    /// When it was last written (stored lists) or loaded (files), in milliseconds.
+    pub(crate) updated_at_ms: i64,
+}
+
+/// The managed lists in force: the stored ones, this node's files, and the index compiled from
+/// what is effective (a file wins over the stored list of the same name).
+pub(crate) struct ListsState {
+    stored: [Option<ListEntry>; 5],
+    files: [Option<ListEntry>; 5],
+    pub(crate) index: Arc<ManagedIndex>,
+}
+
+impl ListsState {
+    fn build(stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
+        let mut lists = ManagedLists::new();
+        for name in ManagedListName::ALL {
+            let entry = files[name.index()]
+                .as_ref()
+                .or(stored[name.index()].as_ref());
+            lists.set(name, entry.map(|e| Arc::clone(&e.list)));
+        }
+        let index = if lists.is_empty() {
+            ManagedIndex::empty()
+        } else {
+            Arc::new(ManagedIndex::build(&lists))
+        };
+        Self {
+            stored,
+            files,
+            index,
+        }
+    }
+
+    /// The same index when the effective content did not change (no rebuild).
+    fn rebuilt(&self, stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
+        let next = |stored: &[Option<ListEntry>; 5], files: &[Option<ListEntry>; 5]| {
+            let mut lists = ManagedLists::new();
+            for name in ManagedListName::ALL {
+                let entry = files[name.index()]
+                    .as_ref()
+                    .or(stored[name.index()].as_ref());
+                lists.set(name, entry.map(|e| Arc::clone(&e.list)));
+            }
+            lists
+        };
+        if next(&stored, &files).same_content(self.index.lists()) {
+            return Self {
+                stored,
+                files,
+                index: Arc::clone(&self.index),
+            };
+        }
+        Self::build(stored, files)
+    }
+
+    /// The list in force for `name`, if any.
+    pub(crate) fn effective(&self, name: ManagedListName) -> Option<&ListEntry> {
+        self.files[name.index()]
+            .as_ref()
+            .or(self.stored[name.index()].as_ref())
+    }
+
+    /// Whether `name` is given by a file of this node.
+    pub(crate) fn is_from_file(&self, name: ManagedListName) -> bool {
+        self.files[name.index()].is_some()
+    }
+
+    /// `(name, version)` of every stored list (what the store need not send again).
+    fn stored_versions(&self) -> Vec<(ManagedListName, u64)> {
+        ManagedListName::ALL
+            .into_iter()
+            .filter_map(|n| self.stored[n.index()].as_ref().map(|e| (n, e.version)))
+            .collect()
+    }
+}
+
+/// The stored lists of a store read, reusing the content this node already holds for lists
+/// whose version did not change.
+fn stored_entries(
+    rows: Vec<StoredManagedList>,
+    current: Option<&ListsState>,
+) -> Result<[Option<ListEntry>; 5], LoadError> {
+    let mut stored: [Option<ListEntry>; 5] = Default::default();
+    for row in rows {
+        let list = match row.list {
+            Some(list) => list,
+            None => current
+                .and_then(|c| c.stored[row.name.index()].as_ref())
+                .filter(|e| e.version == row.version)
+                .map(|e| Arc::clone(&e.list))
+                .ok_or_else(|| {
+                    LoadError::Store(StoreError::Unavailable(format!(
+                        "managed list {} not read",
+                        row.name
+                    )))
+                })?,
+        };
+        stored[row.name.index()] = Some(ListEntry {
+            list,
+            source: ListSource::Api,
+            version: row.version,
+            updated_at_ms: row.updated_at_ms,
+        });
+    }
+    Ok(stored)
+}
+
+/// The committed network ACLs and managed lists of a tenant at one version.
 pub(crate) struct AclSnapshot {
     pub(crate) version: u64,
     /// Ascending by priority, then id.
     pub(crate) ordered: Vec<Arc<StoredAcl>>,
     by_id: HashMap<AclId, Arc<StoredAcl>>,
+    /// The managed lists in force at this version.
+    pub(crate) lists: Arc<ListsState>,
 }
 
 impl AclSnapshot {
-    fn new(version: u64, mut ordered: Vec<Arc<StoredAcl>>) -> Self {
+    fn new(version: u64, mut ordered: Vec<Arc<StoredAcl>>, lists: Arc<ListsState>) -> Self {
         ordered.sort_by(|a, b| {
             (a.acl.spec.priority, a.acl.id.as_str()).cmp(&(b.acl.spec.priority, b.acl.id.as_str()))
         });
@@ -53,20 +197,13 @@ impl AclSnapshot {
             version,
             ordered,
             by_id,
+            lists,
         }
     }
 
     /// The record with this id.
     pub(crate) fn get(&self, id: &AclId) -> Option<&Arc<StoredAcl>> {
         self.by_id.get(id)
-    }
-
-    /// The rule set this snapshot holds.
-    fn rule_set(&self) -> RuleSet {
-        RuleSet {
-            version: self.version,
-            acls: self.ordered.iter().map(|s| s.acl.clone()).collect(),
-        }
     }
 
     /// A JSON array of the records `[from, to)`, concatenated from their rendered forms.
@@ -88,7 +225,7 @@ impl AclSnapshot {
     }
 }
 
-/// A change to a tenant's network ACLs.
+/// A change to a tenant's network ACLs or managed lists.
 pub(crate) enum Change {
     /// Insert a new record.
     Create(Box<NetworkAcl>),
@@ -99,11 +236,19 @@ pub(crate) enum Change {
     },
     /// Delete the record `id`.
     Delete(AclId),
+    /// Store the content of a managed list (through the API).
+    PutList(ManagedListName, Arc<ManagedList>),
+    /// Remove the stored content of a managed list.
+    DeleteList(ManagedListName),
+    /// A list file of this node was (re)loaded: the content is in force from now on.
+    FileList(ManagedListName, Arc<ManagedList>),
 }
 
-/// What a change produced: the stored record (none for a delete).
+/// What a change produced: the stored record (none for a delete or a list change) and the
+/// tenant's version afterwards.
 pub(crate) struct Applied {
     pub(crate) record: Option<Arc<StoredAcl>>,
+    pub(crate) version: u64,
 }
 
 /// A tenant's live state.
@@ -125,16 +270,33 @@ impl TenantRuntime {
         store: Arc<dyn Store>,
         id: TenantId,
         limits: Limits,
+        file_lists: &ManagedLists,
     ) -> Result<Arc<Self>, LoadError> {
-        let rules = store.network_acl_rule_set(&id).await?;
+        let TenantPolicy {
+            rules,
+            managed_lists,
+        } = store.tenant_policy(&id, &[]).await?;
         let version = rules.version;
-        let (policy, rules) = tokio::task::spawn_blocking(move || {
-            let policy = Policy::compile(&rules, &limits);
-            (policy, rules)
+        let stored = stored_entries(managed_lists, None)?;
+        let mut files: [Option<ListEntry>; 5] = Default::default();
+        let now = netacl_model::Timestamp::now().unix_millis();
+        for (name, list) in file_lists.iter() {
+            files[name.index()] = Some(ListEntry {
+                list: Arc::clone(list),
+                source: ListSource::File,
+                version,
+                updated_at_ms: now,
+            });
+        }
+        let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
+            let lists = ListsState::build(stored, files);
+            let policy = Policy::compile(&rules, &limits, &lists.index);
+            (policy, rules, lists)
         })
         .await
         .map_err(|err| LoadError::Compile(err.to_string()))?;
         let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
+        policy.warn_about_empty_lists(None);
         let engine = PolicyEngine::new();
         engine.install(Arc::new(policy));
         let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
@@ -143,7 +305,11 @@ impl TenantRuntime {
             id,
             store,
             limits,
-            snapshot: RwLock::new(Arc::new(AclSnapshot::new(version, ordered))),
+            snapshot: RwLock::new(Arc::new(AclSnapshot::new(
+                version,
+                ordered,
+                Arc::new(lists),
+            ))),
             engine,
             write_lock: Mutex::new(()),
             installed,
@@ -182,7 +348,13 @@ impl TenantRuntime {
     /// Returns the version served afterwards. On any error the served state is left as it was.
     pub(crate) async fn refresh_from_store(&self) -> Result<u64, LoadError> {
         let _guard = self.write_lock.lock().await;
-        let served = self.snapshot().version;
+        self.refresh_locked().await
+    }
+
+    /// [`TenantRuntime::refresh_from_store`] with the write lock held.
+    async fn refresh_locked(&self) -> Result<u64, LoadError> {
+        let current = self.snapshot();
+        let served = current.version;
         let committed = match self.store.tenant(&self.id).await? {
             Some(tenant) => tenant.acl_version,
             None => {
@@ -194,20 +366,31 @@ impl TenantRuntime {
         if committed == served {
             return Ok(served);
         }
-        let rules = self.store.network_acl_rule_set(&self.id).await?;
+        let known = current.lists.stored_versions();
+        let TenantPolicy {
+            rules,
+            managed_lists,
+        } = self.store.tenant_policy(&self.id, &known).await?;
         let version = rules.version;
+        let stored = stored_entries(managed_lists, Some(&current.lists))?;
+        let files = current.lists.files.clone();
         let limits = self.limits;
-        let (policy, rules) =
-            tokio::task::spawn_blocking(move || (Policy::compile(&rules, &limits), rules))
-                .await
-                .map_err(|err| LoadError::Compile(err.to_string()))?;
+        let previous = Arc::clone(&current.lists);
+        let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
+            let lists = previous.rebuilt(stored, files);
+            (Policy::compile(&rules, &limits, &lists.index), rules, lists)
+        })
+        .await
+        .map_err(|err| LoadError::Compile(err.to_string()))?;
         let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
+        policy.warn_about_empty_lists(Some(&self.policy()));
         self.engine.install(Arc::new(policy));
         let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
         *self
             .snapshot
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(AclSnapshot::new(version, ordered));
+            .unwrap_or_else(PoisonError::into_inner) =
+            Arc::new(AclSnapshot::new(version, ordered, Arc::new(lists)));
         self.installed.send_replace(Arc::new(rules));
         Ok(version)
     }
@@ -228,6 +411,16 @@ impl TenantRuntime {
         let _guard = self.write_lock.lock().await;
         let current = self.snapshot();
         let mut records: Vec<Arc<StoredAcl>> = current.ordered.clone();
+        let mut stored = current.lists.stored.clone();
+        let mut files = current.lists.files.clone();
+        let next_version = current.version + 1;
+        let now = netacl_model::Timestamp::now().unix_millis();
+        let list_entry = |list: &Arc<ManagedList>, source| ListEntry {
+            list: Arc::clone(list),
+            source,
+            version: next_version,
+            updated_at_ms: now,
+        };
         let (record, write) = match change {
             Change::Create(acl) => {
                 check_priority_free(&current, &acl)?;
@@ -251,17 +444,43 @@ impl TenantRuntime {
                 records.retain(|r| r.acl.id != id);
                 (None, Write::Delete(id))
             }
+            Change::PutList(name, list) => {
+                if current.lists.is_from_file(name) {
+                    return Err(ApiError::list_from_file(name));
+                }
+                stored[name.index()] = Some(list_entry(&list, ListSource::Api));
+                (None, Write::PutList(name, list))
+            }
+            Change::DeleteList(name) => {
+                if current.lists.is_from_file(name) {
+                    return Err(ApiError::list_from_file(name));
+                }
+                if stored[name.index()].take().is_none() {
+                    return Err(ApiError::no_such_managed_list(name));
+                }
+                (None, Write::DeleteList(name))
+            }
+            Change::FileList(name, list) => {
+                files[name.index()] = Some(list_entry(&list, ListSource::File));
+                (None, Write::Bump)
+            }
         };
-        let next = AclSnapshot::new(current.version + 1, records);
-        let rules = next.rule_set();
         let limits = self.limits;
-        let (policy, rules) =
-            tokio::task::spawn_blocking(move || (Policy::compile(&rules, &limits), rules))
-                .await
-                .map_err(|err| {
-                    tracing::error!(error = %err, "compile task failed");
-                    ApiError::internal()
-                })?;
+        let previous = Arc::clone(&current.lists);
+        let rules = RuleSet {
+            version: next_version,
+            acls: records.iter().map(|s| s.acl.clone()).collect(),
+        };
+        let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
+            let lists = previous.rebuilt(stored, files);
+            (Policy::compile(&rules, &limits, &lists.index), rules, lists)
+        })
+        .await
+        .map_err(|err| {
+            tracing::error!(error = %err, "compile task failed");
+            ApiError::internal()
+        })?;
+        let next = AclSnapshot::new(next_version, records, Arc::new(lists));
         let policy = policy.map_err(|err| {
             ApiError::invalid_body(format!(
                 "Payload validation error: 'The rule set cannot be compiled: {err}'."
@@ -285,6 +504,17 @@ impl TenantRuntime {
                     .delete_network_acl(&self.id, expected, id)
                     .await?
             }
+            (Write::PutList(name, list), _) => {
+                self.store
+                    .put_managed_list(&self.id, expected, *name, list)
+                    .await?
+            }
+            (Write::DeleteList(name), _) => {
+                self.store
+                    .delete_managed_list(&self.id, expected, *name)
+                    .await?
+            }
+            (Write::Bump, _) => self.store.bump_version(&self.id, expected).await?,
             _ => return Err(ApiError::internal()),
         };
         if version != next.version {
@@ -292,13 +522,38 @@ impl TenantRuntime {
             tracing::error!(version, expected = next.version, "rule-set version skew");
             return Err(ApiError::internal());
         }
+        policy.warn_about_empty_lists(Some(&self.policy()));
         self.engine.install(Arc::new(policy));
         *self
             .snapshot
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.installed.send_replace(Arc::new(rules));
-        Ok(Applied { record })
+        Ok(Applied { record, version })
+    }
+
+    /// Puts a reloaded list file of this node in force (bumping the tenant's version, as any
+    /// list change does). When another node moved the version meanwhile, catches up with the
+    /// store and tries once more. Nothing changes on error: the caller keeps the file pending
+    /// and tries again later.
+    pub(crate) async fn load_file_list(
+        self: &Arc<Self>,
+        name: ManagedListName,
+        list: Arc<ManagedList>,
+    ) -> Result<u64, ApiError> {
+        for attempt in 0..2 {
+            match self.apply(Change::FileList(name, Arc::clone(&list))).await {
+                Ok(applied) => return Ok(applied.version),
+                Err(err) if attempt == 0 && err.status() == http::StatusCode::CONFLICT => {
+                    self.refresh_from_store().await.map_err(|err| {
+                        tracing::warn!(error = %err, "cannot catch up with the store");
+                        ApiError::unavailable()
+                    })?;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(ApiError::unavailable())
     }
 }
 
@@ -306,6 +561,9 @@ enum Write {
     Create,
     Replace,
     Delete(AclId),
+    PutList(ManagedListName, Arc<ManagedList>),
+    DeleteList(ManagedListName),
+    Bump,
 }
 
 /// 409 when another record of the snapshot holds `acl`'s priority (the database's unique index

@@ -3,12 +3,13 @@
 //! closed (`additionalProperties: false`) at every level, as the model validates them.
 use serde_json::{json, Value};
 
-use netacl_model::{
-    patterns, GROUP_ID_PATTERN, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES,
-};
+use netacl_model::{patterns, GROUP_ID_PATTERN, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES};
 
 /// The path parameters of `path`, when it is one of the tenant endpoints.
 pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
+    if let Some(parameters) = crate::organization_schemas::path_parameters(path) {
+        return Some(parameters);
+    }
     if path.starts_with("/api/v2/groups/") {
         return Some(vec![json!({
             "name": "id", "in": "path", "required": true,
@@ -28,6 +29,9 @@ pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
 
 /// The success schema of a tenant operation.
 pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
+    if let Some(schema) = crate::organization_schemas::success_schema(operation_id) {
+        return Some(schema);
+    }
     Some(match operation_id {
         "post_organizations" => json!({"$ref": "#/components/schemas/Organization"}),
         "get_group_members" => json!({"type": "object", "additionalProperties": false,
@@ -71,10 +75,9 @@ pub(crate) const SCOPES: &[(&str, &str)] = &[
 /// The component schemas of the tenant endpoints, by name.
 pub(crate) fn components() -> Vec<(&'static str, Value)> {
     let pattern = |pattern: &str| json!({"type": "string", "pattern": pattern});
-    let sized = |pattern: &str, min: usize, max: usize| {
-        json!({"type": "string", "minLength": min, "maxLength": max, "pattern": pattern})
-    };
-    let between = |min: usize, max: usize| json!({"type": "string", "minLength": min, "maxLength": max});
+    let sized = |pattern: &str, min: usize, max: usize| json!({"type": "string", "minLength": min, "maxLength": max, "pattern": pattern});
+    let between =
+        |min: usize, max: usize| json!({"type": "string", "minLength": min, "maxLength": max});
     let color = pattern(patterns::HTML_COLOR);
     let https_or_null = json!({"anyOf": [{"$ref": "#/components/schemas/HttpsUri"},
                                           {"type": "null"}]});

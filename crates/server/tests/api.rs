@@ -1101,8 +1101,9 @@ async fn openapi_document_matches_the_routes() {
             );
         }
     }
-    // 10 network-ACL and netacl operations, 6 tenant operations (tenant_api.rs).
-    assert_eq!(operations, 16);
+    // 14 network-ACL and netacl operations (4 of them managed lists), 6 tenant operations
+    // (tenant_api.rs), 19 organization, connection and client operations (organizations_api.rs).
+    assert_eq!(operations, 39);
     // Undocumented methods on documented paths are 405, undocumented paths 404.
     let answer = api
         .send(Method::POST, &format!("/api/v2/network-acls/{id}"), None)
@@ -1246,4 +1247,455 @@ async fn concurrent_creates_on_one_priority_have_one_winner() {
     assert_eq!(api.list().await.as_array().expect("array").len(), 1);
     let status = api.send(Method::GET, "/_netacl/v1/status", None).await;
     assert_eq!(status.body["version"], json!(1));
+}
+
+const LISTS: &str = "/_netacl/v1/managed-lists";
+
+fn tor_rule(priority: u64) -> Value {
+    json!({"description": "block Tor", "active": true, "priority": priority,
+           "rule": {"action": {"block": true}, "scope": "tenant",
+                    "match": {"auth0_managed": ["auth0.tor"]}}})
+}
+
+#[tokio::test]
+async fn managed_lists_are_written_read_and_enforced() {
+    let api = api().await;
+    let all = api.get_ok(LISTS).await;
+    assert_eq!(all["version"], json!(0));
+    let names: Vec<&str> = all["managed_lists"]
+        .as_array()
+        .expect("lists")
+        .iter()
+        .map(|l| {
+            assert_eq!(l["source"], "none");
+            l["name"].as_str().expect("name")
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "auth0.low_reputation",
+            "auth0.tor",
+            "auth0.proxy",
+            "auth0.vpn",
+            "auth0.icloud_relay_proxy"
+        ]
+    );
+    let tor = format!("{LISTS}/auth0.tor");
+    assert_eq!(
+        api.get_ok(&tor).await,
+        json!({"name": "auth0.tor", "source": "none", "version": 0, "entries": 0,
+               "rules": 0, "items": []})
+    );
+
+    // A rule naming the list is accepted before the list has content, and matches nothing.
+    let rule = api.create(tor_rule(10)).await;
+    let probe = json!({"client_ip": "192.0.2.7"});
+    assert_eq!(
+        api.dry_run(probe.clone()).await["outcome"]["action"],
+        "none"
+    );
+    let status = api.get_ok("/_netacl/v1/status").await;
+    assert_eq!(
+        status["policy"]["rules_naming_empty_lists"],
+        json!([{"rule_id": rule["id"], "list": "auth0.tor", "configured": false}])
+    );
+
+    // A malformed list is refused with the item's path, and nothing changes.
+    let answer = api
+        .send(
+            Method::PUT,
+            &tor,
+            Some(json!({"items": ["192.0.2.0/24", "192.0.2.300"]})),
+        )
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .expect("m")
+            .ends_with("on property items[1]."),
+        "{}",
+        answer.body
+    );
+    assert_eq!(api.get_ok(&tor).await["source"], "none");
+    assert_eq!(api.get_ok("/_netacl/v1/status").await["version"], json!(1));
+
+    // A write is enforced when answered, and bumps the tenant's version.
+    let answer = api
+        .send(
+            Method::PUT,
+            &tor,
+            Some(json!({"items": ["192.0.2.0/24", "2001:db8::/32"]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["version"], json!(2));
+    assert_eq!(answer.body["source"], "api");
+    assert_eq!(answer.body["rules"], json!(1));
+    assert_eq!(
+        answer.body["items"],
+        json!(["192.0.2.0/24", "2001:db8::/32"])
+    );
+    assert_eq!(api.get_ok(&tor).await, answer.body);
+    let decided = api.dry_run(probe.clone()).await;
+    assert_eq!(decided["version"], json!(2));
+    assert_eq!(decided["outcome"]["rule_id"], rule["id"]);
+    let mapped = api.dry_run(json!({"client_ip": "::ffff:192.0.2.9"})).await;
+    assert_eq!(mapped["outcome"]["action"], "block", "IPv4-mapped address");
+    let status = api.get_ok("/_netacl/v1/status").await;
+    assert_eq!(status["policy"]["rules_naming_empty_lists"], json!([]));
+    assert_eq!(status["managed_lists"][1]["entries"], json!(2));
+
+    // Every accepted write changes the version; a form body works like JSON.
+    let answer = api
+        .form(
+            Method::PUT,
+            &tor,
+            "items[]=198.51.100.0%2F24&items[]=192.0.2.1",
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["version"], json!(3));
+    assert_eq!(
+        answer.body["items"],
+        json!(["198.51.100.0/24", "192.0.2.1"])
+    );
+    assert_eq!(
+        api.dry_run(probe.clone()).await["outcome"]["action"],
+        "none"
+    );
+    let answer = api.form(Method::PUT, &tor, "items=%5B%5D").await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["entries"], json!(0));
+    assert_eq!(answer.body["version"], json!(4));
+
+    // Delete: the list is unconfigured again; a second delete is 404.
+    let answer = api.send(Method::DELETE, &tor, None).await;
+    assert_eq!(answer.status, StatusCode::NO_CONTENT);
+    assert_eq!(api.get_ok(&tor).await["source"], "none");
+    let answer = api.send(Method::DELETE, &tor, None).await;
+    assert_error(&answer, 404, Some("inexistent_managed_list"));
+    assert_eq!(api.get_ok("/_netacl/v1/status").await["version"], json!(5));
+
+    // Unknown names are 404, bodies are strict.
+    for uri in [
+        format!("{LISTS}/auth0.botnet"),
+        format!("{LISTS}/tor"),
+        format!("{LISTS}/AUTH0.TOR"),
+    ] {
+        let answer = api.send(Method::GET, &uri, None).await;
+        assert_error(&answer, 404, Some("inexistent_managed_list"));
+        let answer = api
+            .send(Method::PUT, &uri, Some(json!({"items": []})))
+            .await;
+        assert_error(&answer, 404, Some("inexistent_managed_list"));
+    }
+    let answer = api
+        .send(Method::PUT, &tor, Some(json!({"items": [], "extra": 1})))
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    let answer = api
+        .raw(Method::PUT, &tor, Some("text/plain"), "192.0.2.1")
+        .await;
+    assert_error(&answer, 415, Some("unsupported_media_type"));
+}
+
+#[tokio::test]
+async fn managed_list_scopes_compare_exactly() {
+    let api = api().await;
+    let tor = format!("{LISTS}/auth0.tor");
+    let reader = scoped_token(&api.service, "reader", &["read:network_acls"]);
+    let writer = scoped_token(&api.service, "writer", &["update:network_acls"]);
+    let other = scoped_token(
+        &api.service,
+        "other",
+        &[
+            "create:network_acls",
+            "delete:network_acls",
+            "update:network_aclsX",
+        ],
+    );
+    let body = Some(json!({"items": ["192.0.2.1"]}));
+    let (put, get, delete) = (Method::PUT, Method::GET, Method::DELETE);
+    let refused = api.send_as(&reader, put.clone(), &tor, body.clone()).await;
+    assert_error(&refused, 403, Some("insufficient_scope"));
+    let refused = api.send_as(&other, put.clone(), &tor, body.clone()).await;
+    assert_error(&refused, 403, Some("insufficient_scope"));
+    let written = api.send_as(&writer, put, &tor, body).await;
+    assert_eq!(written.status, StatusCode::OK);
+    let read = api.send_as(&reader, get.clone(), &tor, None).await;
+    assert_eq!(read.status, StatusCode::OK);
+    let refused = api.send_as(&writer, get, &tor, None).await;
+    assert_error(&refused, 403, Some("insufficient_scope"));
+    let refused = api.send_as(&reader, delete.clone(), &tor, None).await;
+    assert_error(&refused, 403, Some("insufficient_scope"));
+    let deleted = api.send_as(&writer, delete, &tor, None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let anonymous = api
+        .call(Request::get(&tor).body(Body::empty()).expect("r"))
+        .await;
+    assert_error(&anonymous, 401, None);
+}
+
+#[tokio::test]
+async fn a_list_given_by_a_file_wins_and_is_read_only() {
+    use netacl_model::{ManagedList, ManagedListName, ManagedLists};
+    let mut files = ManagedLists::new();
+    let from_file = Arc::new(ManagedList::from_lines("192.0.2.0/24\n", 100).expect("list"));
+    files.set(ManagedListName::Tor, Some(Arc::clone(&from_file)));
+    let api = api_with(config().with_managed_list_files(files)).await;
+    let tor = format!("{LISTS}/auth0.tor");
+    let listed = api.get_ok(&tor).await;
+    assert_eq!(listed["source"], "file");
+    assert_eq!(listed["items"], json!(["192.0.2.0/24"]));
+    assert_eq!(listed["digest"], json!(from_file.digest()));
+    let answer = api
+        .send(Method::PUT, &tor, Some(json!({"items": ["10.0.0.1"]})))
+        .await;
+    assert_error(&answer, 409, Some("conflict"));
+    let answer = api.send(Method::DELETE, &tor, None).await;
+    assert_error(&answer, 409, Some("conflict"));
+    assert_eq!(
+        api.get_ok(&tor).await,
+        listed,
+        "refused writes change nothing"
+    );
+    api.create(tor_rule(10)).await;
+    assert_eq!(
+        api.dry_run(json!({"client_ip": "192.0.2.9"})).await["outcome"]["action"],
+        "block"
+    );
+    // A reloaded file bumps the version and changes decisions.
+    let reloaded = Arc::new(ManagedList::from_lines("198.51.100.0/24\n", 100).expect("list"));
+    let version = api
+        .service
+        .load_file_list(ManagedListName::Tor, reloaded)
+        .await
+        .expect("reload");
+    assert_eq!(version, 2);
+    assert_eq!(api.get_ok(&tor).await["items"], json!(["198.51.100.0/24"]));
+    let decided = api.dry_run(json!({"client_ip": "192.0.2.9"})).await;
+    assert_eq!(decided["version"], json!(2));
+    assert_eq!(decided["outcome"]["action"], "none");
+    // Other names stay writable through the API.
+    let answer = api
+        .send(
+            Method::PUT,
+            &format!("{LISTS}/auth0.vpn"),
+            Some(json!({"items": ["10.0.0.1"]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["version"], json!(3));
+}
+
+#[tokio::test]
+async fn stored_lists_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listed = {
+        let (service, token) = start_in(dir.path(), config()).await;
+        let api = Api::new(service, token);
+        api.create(tor_rule(10)).await;
+        let answer = api
+            .send(
+                Method::PUT,
+                &format!("{LISTS}/auth0.tor"),
+                Some(json!({"items": ["192.0.2.0/24"]})),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK);
+        answer.body
+    };
+    let (service, token) = start_in(dir.path(), config()).await;
+    let api = Api::new(service, token);
+    assert_eq!(api.get_ok(&format!("{LISTS}/auth0.tor")).await, listed);
+    let decided = api.dry_run(json!({"client_ip": "192.0.2.1"})).await;
+    assert_eq!(decided["outcome"]["action"], "block");
+    assert_eq!(decided["version"], json!(2));
+}
+
+#[tokio::test]
+async fn the_watch_carries_managed_lists_to_edges_that_ask() {
+    let api = api().await;
+    let watch = "/_netacl/v1/network-acls/watch";
+    api.create(tor_rule(10)).await;
+    let put = api
+        .send(
+            Method::PUT,
+            &format!("{LISTS}/auth0.tor"),
+            Some(json!({"items": ["192.0.2.0/24"]})),
+        )
+        .await;
+    let digest = put.body["digest"].as_str().expect("digest").to_owned();
+    // An edge that does not ask (an older edge) gets the answer it always got.
+    let old = api.send(Method::GET, watch, None).await;
+    assert_eq!(old.body["version"], json!(2));
+    assert!(old.body.get("managed_lists").is_none());
+    // An edge holding no list gets every list with its items.
+    let fresh = api
+        .send(Method::GET, &format!("{watch}?lists="), None)
+        .await;
+    assert_eq!(
+        fresh.body["managed_lists"],
+        json!([{"name": "auth0.tor", "source": "api", "version": 2, "digest": digest,
+                "items": ["192.0.2.0/24"]}])
+    );
+    // Holding that digest: nothing new, the poll waits (304); the items are not sent again.
+    let held = format!("{watch}?since=2&timeout_ms=30&lists=auth0.tor:{digest}");
+    assert_eq!(
+        api.send(Method::GET, &held, None).await.status,
+        StatusCode::NOT_MODIFIED
+    );
+    let stale_digest = format!("{watch}?since=2&timeout_ms=60000&lists=auth0.tor:00ff");
+    let answer = api.send(Method::GET, &stale_digest, None).await;
+    assert_eq!(
+        answer.status,
+        StatusCode::OK,
+        "a different digest answers at once"
+    );
+    assert_eq!(
+        answer.body["managed_lists"][0]["items"],
+        json!(["192.0.2.0/24"])
+    );
+    let same = api
+        .send(
+            Method::GET,
+            &format!("{watch}?lists=auth0.tor:{digest}"),
+            None,
+        )
+        .await;
+    assert!(same.body["managed_lists"][0].get("items").is_none());
+    // A list change ends a waiting poll.
+    let poll = {
+        let router = api.router.clone();
+        let token = api.token.clone();
+        let uri = format!("{watch}?since=2&timeout_ms=10000&lists=auth0.tor:{digest}");
+        tokio::spawn(async move {
+            let request = Request::get(uri)
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request");
+            let response = router.oneshot(request).await.expect("infallible");
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .expect("body")
+                .to_bytes();
+            serde_json::from_slice::<Value>(&body).expect("json")
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    api.send(
+        Method::PUT,
+        &format!("{LISTS}/auth0.tor"),
+        Some(json!({"items": ["198.51.100.0/24"]})),
+    )
+    .await;
+    let body = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .expect("answered")
+        .expect("join");
+    assert_eq!(body["version"], json!(3));
+    assert_eq!(
+        body["managed_lists"][0]["items"],
+        json!(["198.51.100.0/24"])
+    );
+    for bad in ["lists=auth0.tor", "lists=tor:00", "lists=auth0.tor:xyz"] {
+        let answer = api.send(Method::GET, &format!("{watch}?{bad}"), None).await;
+        assert_error(&answer, 400, Some("invalid_query_string"));
+    }
+}
+
+#[tokio::test]
+async fn dry_runs_may_bring_their_own_list_content() {
+    let api = api().await;
+    api.create(tor_rule(10)).await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/dry-run",
+            Some(json!({"request": {"client_ip": "192.0.2.1"},
+                        "managed_lists": {"auth0.tor": ["192.0.2.0/24"]}})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["source"], "live");
+    assert_eq!(answer.body["outcome"]["action"], "block");
+    // Nothing was stored.
+    assert_eq!(
+        api.get_ok(&format!("{LISTS}/auth0.tor")).await["source"],
+        "none"
+    );
+    for (lists, message) in [
+        (
+            json!({"auth0.x": []}),
+            "Additional properties not allowed: auth0.x",
+        ),
+        (json!({"auth0.tor": ["nope"]}), "managed_lists.auth0.tor[0]"),
+        (json!([]), "Expected type object"),
+    ] {
+        let answer = api
+            .send(
+                Method::POST,
+                "/_netacl/v1/dry-run",
+                Some(json!({"request": {}, "managed_lists": lists})),
+            )
+            .await;
+        assert_error(&answer, 400, Some("invalid_body"));
+        assert!(
+            answer.body["message"]
+                .as_str()
+                .expect("m")
+                .contains(message),
+            "{}",
+            answer.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn match_all_rules_through_the_api() {
+    let api = api().await;
+    let allow = api.create(acl_body(10, "203.0.113.0/24")).await;
+    let deny = api
+        .create(
+            json!({"description": "deny the rest", "active": true, "priority": 90,
+                       "rule": {"action": {"block": true}, "scope": "tenant", "match_all": true}}),
+        )
+        .await;
+    assert_eq!(deny["rule"]["match_all"], json!(true));
+    assert_eq!(
+        api.dry_run(json!({"client_ip": "198.51.100.1"})).await["outcome"]["rule_id"],
+        deny["id"]
+    );
+    assert_eq!(
+        api.dry_run(json!({"client_ip": "203.0.113.1"})).await["outcome"]["rule_id"],
+        allow["id"]
+    );
+    let answer = api
+        .form(
+            Method::PUT,
+            &acl_uri(&deny),
+            "description=d&active=true&priority=90&rule[action][log]=true&rule[scope]=management&rule[match_all]=true",
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["rule"]["match_all"], json!(true));
+    let answer = api
+        .send(
+            Method::PATCH,
+            &acl_uri(&deny),
+            Some(
+                json!({"rule": {"action": {"block": true}, "scope": "tenant",
+                                 "match_all": true, "not_match": {"asns": [1]}}}),
+            ),
+        )
+        .await;
+    assert_error(&answer, 400, Some("invalid_body"));
+    assert_eq!(
+        answer.body["message"],
+        "Payload validation error: 'match_all cannot be combined with not_match' on property rule."
+    );
 }

@@ -19,8 +19,6 @@ use netacl_server::auth::{
     TenantAuthority, MANAGEMENT_SCOPES,
 };
 use netacl_server::rate_limit::{ManualClock, RateLimitConfig, RateLimiter};
-use rsa::pkcs1::EncodeRsaPrivateKey;
-use rsa::pkcs8::{EncodePublicKey, LineEnding};
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,14 +33,35 @@ const CLIENT_SECRET: &str = "correct-horse-battery-staple-secret";
 // ---------------------------------------------------------------------------------------
 // Fixtures: one key pair per binary (2048-bit generation is slow), cheap per-test authority.
 
-fn other_rsa_key() -> &'static rsa::RsaPrivateKey {
-    static KEY: OnceLock<rsa::RsaPrivateKey> = OnceLock::new();
-    KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).expect("keygen"))
+fn other_rsa_key() -> &'static SigningKey {
+    static KEY: OnceLock<SigningKey> = OnceLock::new();
+    KEY.get_or_init(|| SigningKey::generate().expect("keygen"))
 }
 
-fn our_rsa_key() -> rsa::RsaPrivateKey {
-    use rsa::pkcs8::DecodePrivateKey;
-    rsa::RsaPrivateKey::from_pkcs8_pem(key_pem()).expect("parse our key")
+fn our_rsa_key() -> SigningKey {
+    SigningKey::from_pem(key_pem()).expect("parse our key")
+}
+
+/// Our public key as SPKI PEM (`-----BEGIN PUBLIC KEY-----`), what an attacker can derive
+/// from the JWKS, for the HMAC key-confusion cases.
+fn our_public_key_pem() -> String {
+    use aws_lc_rs::encoding::AsDer;
+    use aws_lc_rs::signature::KeyPair as _;
+    use rustls_pki_types::pem::PemObject;
+    let der = rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(key_pem().as_bytes())
+        .expect("pkcs8 pem");
+    let pair = aws_lc_rs::rsa::KeyPair::from_pkcs8(der.secret_pkcs8_der()).expect("key");
+    let spki = pair.public_key().as_der().expect("spki");
+    let body = STANDARD.encode(spki.as_ref());
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|line| std::str::from_utf8(line).expect("ascii"))
+        .collect();
+    format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        lines.join("\n")
+    )
 }
 
 fn authority() -> Arc<TenantAuthority> {
@@ -238,15 +257,28 @@ fn without(mut claims: Value, key: &str) -> Value {
     claims
 }
 
-fn rs256_header(kid: Option<&str>) -> Header {
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = kid.map(str::to_owned);
+fn rs256_header(kid: Option<&str>) -> Value {
+    let mut header = json!({"typ": "JWT", "alg": "RS256"});
+    if let Some(kid) = kid {
+        header["kid"] = json!(kid);
+    }
     header
 }
 
-fn sign_with(key: &rsa::RsaPrivateKey, header: &Header, claims: &Value) -> String {
-    let der = key.to_pkcs1_der().expect("pkcs1");
-    jsonwebtoken::encode(header, claims, &EncodingKey::from_rsa_der(der.as_bytes())).expect("sign")
+fn sign_with(key: &SigningKey, header: &Value, claims: &Value) -> String {
+    sign_text(key, &header.to_string(), &claims.to_string())
+}
+
+/// A token whose header and claims are exactly `header` and `claims` (any JSON text, even
+/// text `serde_json::Value` cannot hold, such as `1e400`), signed RS256 by `key`.
+fn sign_text(key: &SigningKey, header: &str, claims: &str) -> String {
+    let message = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header),
+        URL_SAFE_NO_PAD.encode(claims)
+    );
+    let signature = key.sign_rs256(message.as_bytes()).expect("sign");
+    format!("{message}.{}", URL_SAFE_NO_PAD.encode(signature))
 }
 
 fn our_kid() -> String {
@@ -281,10 +313,7 @@ async fn bearer_token_table() {
     let app = app(authority());
     let now = now();
     let kid = our_kid();
-    let public_pem = our_rsa_key()
-        .to_public_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("public pem");
+    let public_pem = our_public_key_pem();
     let hs256_with_public_key = {
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some(kid.clone());
@@ -312,7 +341,7 @@ async fn bearer_token_table() {
                 &rs256_header(None),
                 &valid_claims(),
             ))),
-            StatusCode::OK,
+            StatusCode::UNAUTHORIZED,
         ),
         ("no Authorization header", None, StatusCode::UNAUTHORIZED),
         (
@@ -1157,10 +1186,7 @@ fn verifier_refuses_each_attack_for_its_own_reason() {
     let authority = authority();
     let now = now();
     let kid = our_kid();
-    let public_pem = our_rsa_key()
-        .to_public_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("public pem");
+    let public_pem = our_public_key_pem();
     let mut hs256 = Header::new(Algorithm::HS256);
     hs256.kid = Some(kid.clone());
     let hs256_token = jsonwebtoken::encode(
@@ -1261,9 +1287,49 @@ fn verifier_refuses_each_attack_for_its_own_reason() {
             AuthError::MissingClaim,
         ),
         (
-            "fractional exp",
-            sign(&with(valid_claims(), "exp", json!(now as f64 + 3600.5))),
+            "exp as a string",
+            sign(&with(
+                valid_claims(),
+                "exp",
+                json!((now + 3600).to_string()),
+            )),
             AuthError::MalformedToken,
+        ),
+        (
+            "nbf null",
+            sign(&with(valid_claims(), "nbf", Value::Null)),
+            AuthError::MalformedToken,
+        ),
+        (
+            "iat as an array",
+            sign(&with(valid_claims(), "iat", json!([now]))),
+            AuthError::MalformedToken,
+        ),
+        (
+            "exp overflowing a double",
+            sign_text(
+                &our_rsa_key(),
+                &rs256_header(Some(&kid)).to_string(),
+                &valid_claims()
+                    .to_string()
+                    .replace(&format!(r#""exp":{}"#, now + 3600), r#""exp":1e400"#),
+            ),
+            AuthError::MalformedToken,
+        ),
+        (
+            "missing iat",
+            sign(&without(valid_claims(), "iat")),
+            AuthError::MissingClaim,
+        ),
+        (
+            "missing sub",
+            sign(&without(valid_claims(), "sub")),
+            AuthError::MissingClaim,
+        ),
+        (
+            "no kid",
+            sign_with(&our_rsa_key(), &rs256_header(None), &valid_claims()),
+            AuthError::UnknownKey,
         ),
         (
             "padding in a segment",
@@ -1320,4 +1386,294 @@ async fn all_scopes_token_on_a_long_domain_is_accepted() {
     assert!(token.len() > 8 * 1024, "token is {} bytes", token.len());
     let list = send(&app, api_get(Some(&bearer(token)))).await;
     assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+}
+
+// ---------------------------------------------------------------------------------------
+// Typed claims through the admin API itself (the service's router, its token cache included):
+// tokens signed with the tenant's real key, each carrying one malformed claim or header.
+
+#[tokio::test]
+async fn malformed_claims_signed_by_the_tenant_key_are_refused_by_the_admin_api() {
+    let api = support::api().await;
+    let key = SigningKey::from_pem(key_pem()).expect("the tenant's key");
+    let kid = key.kid().to_owned();
+    let now = now();
+    let exp = now + 3600;
+    // Claims as JSON text, so that members `serde_json::Value` cannot hold (1e400) or would
+    // merge (a repeated member) can be written. `{EXP}`, `{IAT}`, `{NBF}` are the time members.
+    let claims = |exp: &str, iat: &str, nbf: &str| -> String {
+        let mut members = vec![
+            r#""iss":"https://tenant.test/""#.to_owned(),
+            format!(r#""sub":"{}@clients""#, support::CLIENT),
+            format!(r#""aud":"{}""#, support::AUDIENCE),
+            format!(r#""azp":"{}""#, support::CLIENT),
+            r#""scope":"read:network_acls""#.to_owned(),
+        ];
+        for (name, value) in [("exp", exp), ("iat", iat), ("nbf", nbf)] {
+            if !value.is_empty() {
+                members.push(format!(r#""{name}":{value}"#));
+            }
+        }
+        format!("{{{}}}", members.join(","))
+    };
+    let (exp_s, iat_s, nbf_s) = (exp.to_string(), now.to_string(), (now - 10).to_string());
+    let good_claims = claims(&exp_s, &iat_s, &nbf_s);
+    let header = |extra: &str| format!(r#"{{"alg":"RS256","typ":"JWT","kid":"{kid}"{extra}}}"#);
+    let good_header = header("");
+    let drop_member = |text: &str, name: &str| -> String {
+        let value: Value = serde_json::from_str(text).expect("json");
+        without(value, name).to_string()
+    };
+
+    let mut cases: Vec<(String, String, StatusCode)> = vec![
+        (
+            "valid".into(),
+            sign_text(&key, &good_header, &good_claims),
+            StatusCode::OK,
+        ),
+        (
+            "fractional times (RFC 7519 NumericDate)".into(),
+            sign_text(
+                &key,
+                &good_header,
+                &claims(&format!("{exp}.5"), &format!("{}.25", now - 1), ""),
+            ),
+            StatusCode::OK,
+        ),
+        (
+            "no nbf".into(),
+            sign_text(&key, &good_header, &claims(&exp_s, &iat_s, "")),
+            StatusCode::OK,
+        ),
+        (
+            "typ at+jwt".into(),
+            sign_text(
+                &key,
+                &format!(r#"{{"alg":"RS256","typ":"at+jwt","kid":"{kid}"}}"#),
+                &good_claims,
+            ),
+            StatusCode::OK,
+        ),
+        (
+            "no typ".into(),
+            sign_text(
+                &key,
+                &format!(r#"{{"alg":"RS256","kid":"{kid}"}}"#),
+                &good_claims,
+            ),
+            StatusCode::OK,
+        ),
+    ];
+    // Every time claim must be a JSON number.
+    for bad in [
+        r#""1767225600""#,
+        "null",
+        "1e400",
+        "-1e400",
+        "[1767225600]",
+        r#"{"t":1}"#,
+        "true",
+    ] {
+        for (name, claims) in [
+            ("exp", claims(bad, &iat_s, &nbf_s)),
+            ("iat", claims(&exp_s, bad, &nbf_s)),
+            ("nbf", claims(&exp_s, &iat_s, bad)),
+        ] {
+            cases.push((
+                format!("{name} = {bad}"),
+                sign_text(&key, &good_header, &claims),
+                StatusCode::UNAUTHORIZED,
+            ));
+        }
+    }
+    // A repeated member, the second one malformed.
+    cases.push((
+        "exp twice".into(),
+        sign_text(
+            &key,
+            &good_header,
+            &good_claims.replace("\"iat\"", "\"exp\":\"later\",\"iat\""),
+        ),
+        StatusCode::UNAUTHORIZED,
+    ));
+    // Required claims.
+    for name in ["exp", "iat", "iss", "aud", "sub"] {
+        cases.push((
+            format!("no {name}"),
+            sign_text(&key, &good_header, &drop_member(&good_claims, name)),
+            StatusCode::UNAUTHORIZED,
+        ));
+    }
+    for (name, value) in [
+        ("iss", "null"),
+        ("aud", "null"),
+        ("sub", "null"),
+        ("sub", "7"),
+    ] {
+        let text = good_claims.replace(
+            &format!(
+                r#""{name}":{}"#,
+                serde_json::to_string(
+                    &serde_json::from_str::<Value>(&good_claims).expect("json")[name]
+                )
+                .expect("json")
+            ),
+            &format!(r#""{name}":{value}"#),
+        );
+        assert_ne!(text, good_claims, "{name}");
+        cases.push((
+            format!("{name} = {value}"),
+            sign_text(&key, &good_header, &text),
+            StatusCode::UNAUTHORIZED,
+        ));
+    }
+    // The header: kid naming a key of the tenant, RS256 only, typ JWT or at+jwt.
+    for (name, text) in [
+        ("no kid", r#"{"alg":"RS256","typ":"JWT"}"#.to_owned()),
+        (
+            "kid null",
+            r#"{"alg":"RS256","typ":"JWT","kid":null}"#.to_owned(),
+        ),
+        (
+            "kid empty",
+            r#"{"alg":"RS256","typ":"JWT","kid":""}"#.to_owned(),
+        ),
+        (
+            "kid of another key",
+            format!(
+                r#"{{"alg":"RS256","typ":"JWT","kid":"{}"}}"#,
+                other_rsa_key().kid()
+            ),
+        ),
+        (
+            "kid a number",
+            r#"{"alg":"RS256","typ":"JWT","kid":1}"#.to_owned(),
+        ),
+        ("alg RS384", format!(r#"{{"alg":"RS384","kid":"{kid}"}}"#)),
+        ("alg PS256", format!(r#"{{"alg":"PS256","kid":"{kid}"}}"#)),
+        ("alg rs256", format!(r#"{{"alg":"rs256","kid":"{kid}"}}"#)),
+        ("alg none", format!(r#"{{"alg":"none","kid":"{kid}"}}"#)),
+        ("no alg", format!(r#"{{"typ":"JWT","kid":"{kid}"}}"#)),
+        ("typ JWE", header("").replace("\"JWT\"", "\"JWE\"")),
+        ("typ empty", header("").replace("\"JWT\"", "\"\"")),
+        ("typ null", header("").replace("\"JWT\"", "null")),
+        ("typ a number", header("").replace("\"JWT\"", "1")),
+        ("crit", header(r#","crit":["exp"]"#)),
+        ("crit null", header(r#","crit":null"#)),
+    ] {
+        cases.push((
+            name.to_owned(),
+            sign_text(&key, &text, &good_claims),
+            StatusCode::UNAUTHORIZED,
+        ));
+    }
+    // Signed by another key that names itself, and HMAC with our public key as the secret.
+    let other = other_rsa_key();
+    cases.push((
+        "another key, its own kid".into(),
+        sign_text(
+            other,
+            &format!(r#"{{"alg":"RS256","typ":"JWT","kid":"{}"}}"#, other.kid()),
+            &good_claims,
+        ),
+        StatusCode::UNAUTHORIZED,
+    ));
+    let mut hs256 = Header::new(Algorithm::HS256);
+    hs256.kid = Some(kid.clone());
+    let claims_value: Value = serde_json::from_str(&good_claims).expect("json");
+    cases.push((
+        "HS256 keyed with our public key".into(),
+        jsonwebtoken::encode(
+            &hs256,
+            &claims_value,
+            &EncodingKey::from_secret(our_public_key_pem().as_bytes()),
+        )
+        .expect("hs256"),
+        StatusCode::UNAUTHORIZED,
+    ));
+
+    let mut failures = Vec::new();
+    for (name, token, expected) in &cases {
+        let answer = api
+            .send_as(token, Method::GET, "/api/v2/network-acls", None)
+            .await;
+        if answer.status != *expected {
+            failures.push(format!("{name}: got {}, want {expected}", answer.status));
+            continue;
+        }
+        if *expected == StatusCode::UNAUTHORIZED {
+            assert_eq!(answer.body["statusCode"], 401, "{name}");
+            assert_eq!(answer.body["message"], "Invalid token", "{name}");
+            assert!(
+                answer.headers[header::WWW_AUTHENTICATE]
+                    .to_str()
+                    .is_ok_and(|v| v.contains(r#"error="invalid_token""#)),
+                "{name}"
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// A database written before the move from the `rsa` crate to AWS-LC holds its key as the
+/// `rsa` crate wrote it (PKCS#8 PEM, `testdata/keys/legacy-pkcs8.pem`): the service starts on
+/// it, serves the same JWKS as before, and issues tokens that verify.
+#[tokio::test]
+async fn a_key_stored_by_an_earlier_version_still_serves() {
+    use netacl_store::{CredentialStore, SqliteStore, StoredSigningKey, TenantId, TenantStore};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/keys");
+    let legacy_pem = std::fs::read_to_string(root.join("legacy-pkcs8.pem")).expect("fixture");
+    let legacy_jwks: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("legacy-jwks.json")).expect("fixture"),
+    )
+    .expect("json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = support::config();
+    {
+        let store = SqliteStore::open(dir.path(), config.limits).expect("store");
+        let tenant = TenantId::default_tenant();
+        store
+            .ensure_tenant(&tenant, support::DOMAIN)
+            .await
+            .expect("tenant");
+        let stored = StoredSigningKey {
+            kid: legacy_jwks["keys"][0]["kid"]
+                .as_str()
+                .expect("kid")
+                .to_owned(),
+            private_key_pem: legacy_pem,
+            created_at_ms: 0,
+        };
+        store
+            .add_signing_key(&tenant, &stored)
+            .await
+            .expect("add key");
+    }
+    let (service, token) = support::start_in(dir.path(), config).await;
+    let api = support::Api::new(service, token);
+    let jwks = api
+        .call(
+            Request::builder()
+                .uri("/.well-known/jwks.json")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(jwks.status, StatusCode::OK);
+    assert_eq!(jwks.body, legacy_jwks);
+    let header: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(api.token.split('.').next().unwrap_or_default())
+            .expect("base64"),
+    )
+    .expect("header");
+    assert_eq!(header["kid"], legacy_jwks["keys"][0]["kid"]);
+    let answer = api.send(Method::GET, "/api/v2/network-acls", None).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
 }

@@ -1,8 +1,11 @@
 //! The project's data-driven cases, through the HTTP API (the router, `oneshot`):
 //!
 //! - `testdata/cases/*.json` (evaluation): every request through `POST /_netacl/v1/dry-run`
-//!   with the file's rule set in the body must give exactly the expected outcome — the same cases
-//!   the reference and compiled evaluators run in `crates/eval/tests`.
+//!   with the file's rule set (and managed lists) in the body must give exactly the expected
+//!   outcome — the same cases the reference and compiled evaluators run in `crates/eval/tests`.
+//! - `testdata/validation/managed_list.json`: every body through
+//!   `PUT /_netacl/v1/managed-lists/{name}`: stored and answered as sent, or refused with 400
+//!   and the expected message, the stored list unchanged.
 //! - `testdata/validation/network_acl_create.json` and `network_acl_patch.json`: every body
 //!   through `POST` / `PATCH /api/v2/network-acls` must be accepted (201/200, stored as sent) or
 //!   refused with 400 `invalid_body` and exactly the expected message — the same cases the model
@@ -64,13 +67,18 @@ async fn evaluation_cases_through_the_dry_run_endpoint() {
             Value::Object(envelope) => envelope["network_acls"].clone(),
             rules => rules.clone(),
         };
+        let lists = case_file
+            .get("managed_lists")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         for case in case_file["cases"].as_array().expect("cases") {
             let name = case["name"].as_str().unwrap_or("?");
             let (status, body) = api
                 .exchange(
                     Method::POST,
                     "/_netacl/v1/dry-run",
-                    &json!({"request": case["request"], "network_acls": rules}),
+                    &json!({"request": case["request"], "network_acls": rules,
+                            "managed_lists": lists}),
                 )
                 .await;
             assert_eq!(status, StatusCode::OK, "{}: {name}: {body}", file.display());
@@ -201,6 +209,45 @@ async fn validation_cases_through_patch() {
             }
         }
     }
+}
+
+#[tokio::test]
+async fn validation_cases_through_managed_list_put() {
+    let api = api().await;
+    let uri = "/_netacl/v1/managed-lists/auth0.vpn";
+    let cases = read_json(&testdata().join("validation/managed_list.json"));
+    let cases = cases.as_array().expect("cases");
+    let (mut accepted, mut refused) = (0, 0);
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let (_, before) = api.exchange(Method::GET, uri, &Value::Null).await;
+        let (status, answer) = api.exchange(Method::PUT, uri, &case["body"]).await;
+        match case["error"].as_str() {
+            None => {
+                assert_eq!(status, StatusCode::OK, "{name}: {answer}");
+                assert_eq!(
+                    answer["items"], case["body"]["items"],
+                    "{name}: stored as sent"
+                );
+                assert_eq!(answer["source"], "api", "{name}");
+                let (_, after) = api.exchange(Method::GET, uri, &Value::Null).await;
+                assert_eq!(after, answer, "{name}: read back");
+                accepted += 1;
+            }
+            Some(message) => {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
+                assert_eq!(answer["errorCode"], "invalid_body", "{name}");
+                assert_eq!(answer["message"], message, "{name}");
+                let (_, after) = api.exchange(Method::GET, uri, &Value::Null).await;
+                assert_eq!(after, before, "{name}: a refused write changes nothing");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        accepted > 0 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
 }
 
 #[tokio::test]

@@ -18,6 +18,15 @@ pub enum StoreError {
     /// A record refers to a connection the tenant does not have (its id).
     #[error("connection {0} does not exist")]
     UnknownConnection(String),
+    /// The organization does not exist (its id or name).
+    #[error("organization {0} does not exist")]
+    UnknownOrganization(String),
+    /// The connection (its id) is not one of the organization's (in the view asked for).
+    #[error("connection {0} is not a connection of the organization")]
+    ConnectionNotInOrganization(String),
+    /// The connection (its id) is already one of the organization's.
+    #[error("connection {0} is already a connection of the organization")]
+    ConnectionAlreadyInOrganization(String),
     /// The record (or tenant) does not exist.
     #[error("not found: {0}")]
     NotFound(String),

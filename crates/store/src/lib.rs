@@ -2,7 +2,8 @@
 //!
 //! Every write is one transaction; uniqueness (a tenant's ACL priorities, ids) is enforced by the
 //! database itself, so concurrent writers cannot both win; and every change to a tenant's network
-//! ACLs bumps that tenant's rule-set version in the same transaction. Writes are conditioned on the
+//! ACLs or managed lists ([`ManagedListStore`]: they change decisions too) bumps that tenant's
+//! rule-set version in the same transaction. Writes are conditioned on the
 //! version the caller expects, so a writer that built its new rule set from a stale snapshot is
 //! refused ([`StoreError::VersionConflict`]) instead of silently overwriting.
 //!
@@ -52,6 +53,7 @@ mod branding;
 mod credentials;
 mod directory;
 mod error;
+mod managed;
 mod organizations;
 mod postgres;
 mod sqlite;
@@ -64,7 +66,11 @@ pub use branding::BrandingStore;
 pub use credentials::{StoredClient, StoredSigningKey};
 pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
-pub use organizations::OrganizationStore;
+pub use managed::{ManagedListStore, StoredManagedList, TenantPolicy};
+pub use organizations::{
+    OrganizationConnectionEntry, OrganizationConnectionPage, OrganizationCursor, OrganizationPage,
+    OrganizationStore,
+};
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
 pub use sqlite::SqliteStore;
 pub use tenant::{Tenant, TenantId};
@@ -177,13 +183,20 @@ pub trait CredentialStore: Send + Sync {
 /// Everything the admin service stores. Implemented by every type that implements the
 /// per-resource traits; used as `Arc<dyn Store>`.
 pub trait Store:
-    TenantStore + NetworkAclStore + CredentialStore + OrganizationStore + DirectoryStore + BrandingStore
+    TenantStore
+    + NetworkAclStore
+    + ManagedListStore
+    + CredentialStore
+    + OrganizationStore
+    + DirectoryStore
+    + BrandingStore
 {
 }
 
 impl<T> Store for T where
     T: TenantStore
         + NetworkAclStore
+        + ManagedListStore
         + CredentialStore
         + OrganizationStore
         + DirectoryStore

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netacl_model::{
-    AclId, BrandingPatch, DirectoryData, GroupId, Limits, NetworkAcl, NetworkAclSpec, Organization,
-    OrganizationId, OrganizationSpec, Timestamp,
+    AccessLevel, AclId, BrandingPatch, ConnectionView, DirectoryData, GroupId, Limits, ManagedList,
+    ManagedListName, NetworkAcl, NetworkAclSpec, Organization, OrganizationConnection,
+    OrganizationConnectionPatch, OrganizationId, OrganizationPatch, OrganizationSpec, Timestamp,
 };
 use netacl_store::{
-    ChangeNotice, ImportReport, NetworkAclStore, PostgresStore, SqliteStore, Store, StoreError,
-    StoredClient, StoredSigningKey, TenantId, TenantStore,
+    ChangeNotice, ImportReport, ManagedListStore, NetworkAclStore, OrganizationCursor,
+    PostgresStore, SqliteStore, Store, StoreError, StoredClient, StoredSigningKey, TenantId,
+    TenantStore,
 };
 use serde_json::json;
 
@@ -165,7 +167,12 @@ conformance!(
     signing_key_set_up_is_decided_once,
     directory_imports_are_idempotent_and_pages_follow_insertion,
     organization_names_are_unique_and_connections_must_exist,
+    organizations_page_in_creation_order_and_checkpoints_skip_nothing,
+    organizations_are_read_updated_and_deleted,
+    organization_connections_have_two_views,
+    organization_writes_race_safely,
     branding_patches_merge_across_handles,
+    managed_lists_bump_the_version_and_read_back_what_changed,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -714,6 +721,694 @@ async fn organization_names_are_unique_and_connections_must_exist(backend: Backe
     }
 }
 
+/// Two connections (the directory's `CON_A` and `CON_B`).
+fn two_connections() -> DirectoryData {
+    DirectoryData::from_json(&json!({"connections": [
+        {"id": CON_A, "name": "db-main", "strategy": "auth0"},
+        {"id": CON_B, "name": "saml-main", "strategy": "samlp"}
+    ]}))
+    .expect("valid directory data")
+}
+
+fn names(page: &[Organization]) -> Vec<String> {
+    page.iter().map(|o| o.spec.name.clone()).collect()
+}
+
+/// Every organization of the tenant through checkpoints of `take`.
+async fn all_by_checkpoint(store: &Arc<dyn Store>, tenant: &TenantId, take: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after: Option<OrganizationCursor> = None;
+    loop {
+        let page = store
+            .organizations_after(tenant, after.as_ref(), take)
+            .await
+            .expect("page");
+        assert!(page.organizations.len() <= take as usize);
+        assert_eq!(page.total, None);
+        out.extend(names(&page.organizations));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return out,
+        }
+    }
+}
+
+async fn organizations_page_in_creation_order_and_checkpoints_skip_nothing(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    // Created back to back (several in one millisecond): listed in creation order all the same.
+    let created: Vec<String> = (0..12).map(|i| format!("org-{i:02}")).collect();
+    for (i, name) in created.iter().enumerate() {
+        // Ids in descending order, so an order by id alone would reverse the list.
+        store
+            .create_organization(&tenant, &organization(1000 - i as u128, name, &[]))
+            .await
+            .expect("create");
+    }
+    let page = store
+        .list_organizations(&tenant, 0, 100)
+        .await
+        .expect("all");
+    assert_eq!(names(&page.organizations), created);
+    assert_eq!((page.total, page.next), (Some(12), None));
+    let middle = store
+        .list_organizations(&tenant, 5, 4)
+        .await
+        .expect("middle");
+    assert_eq!(names(&middle.organizations), created[5..9].to_vec());
+    assert_eq!(middle.total, Some(12));
+    let past = store
+        .list_organizations(&tenant, 12, 50)
+        .await
+        .expect("past");
+    assert!(past.organizations.is_empty());
+    assert_eq!(past.total, Some(12));
+    assert!(store
+        .list_organizations(&tenant, u64::MAX, 50)
+        .await
+        .expect("far past")
+        .organizations
+        .is_empty());
+
+    for take in [1, 5, 12, 13, 100] {
+        assert_eq!(
+            all_by_checkpoint(&store, &tenant, take).await,
+            created,
+            "take {take}"
+        );
+    }
+    // The last page has no `next`; an exact multiple ends on a full page without one.
+    let first = store
+        .organizations_after(&tenant, None, 12)
+        .await
+        .expect("one page");
+    assert_eq!((first.organizations.len(), first.next), (12, None));
+
+    // Paging while organizations are created, renamed and deleted: the later creates appear
+    // at the end, nothing is served twice or skipped.
+    let mut seen = Vec::new();
+    let page = store
+        .organizations_after(&tenant, None, 5)
+        .await
+        .expect("p1");
+    seen.extend(names(&page.organizations));
+    let cursor = page.next.expect("more");
+    store
+        .create_organization(&tenant, &organization(1, "late-a", &[]))
+        .await
+        .expect("late");
+    let renamed = OrganizationPatch::from_json(&json!({"name": "org-00-renamed"})).expect("p");
+    let first_id = store
+        .organization_by_name(&tenant, "org-00")
+        .await
+        .expect("by name")
+        .id;
+    store
+        .update_organization(&tenant, &first_id, &renamed)
+        .await
+        .expect("rename");
+    let gone = store
+        .organization_by_name(&tenant, "org-07")
+        .await
+        .expect("by name")
+        .id;
+    store
+        .delete_organization(&tenant, &gone)
+        .await
+        .expect("delete");
+    let mut after = Some(cursor);
+    let mut pages = 1;
+    while let Some(cursor) = after {
+        let page = store
+            .organizations_after(&tenant, Some(&cursor), 5)
+            .await
+            .expect("page");
+        seen.extend(names(&page.organizations));
+        after = page.next;
+        pages += 1;
+        if pages == 2 {
+            store
+                .create_organization(&tenant, &organization(2, "late-b", &[]))
+                .await
+                .expect("late");
+        }
+    }
+    let mut expected: Vec<String> = created.iter().filter(|n| *n != "org-07").cloned().collect();
+    expected.extend(["late-a".to_owned(), "late-b".to_owned()]);
+    assert_eq!(seen, expected);
+    // A cursor naming a deleted organization still continues after its position.
+    let resumed = store
+        .organizations_after(
+            &tenant,
+            Some(&OrganizationCursor {
+                created_at_ms: i64::MAX,
+                id: gone.clone(),
+            }),
+            5,
+        )
+        .await
+        .expect("past the end");
+    assert!(resumed.organizations.is_empty() && resumed.next.is_none());
+
+    // Tenants do not see each other's organizations.
+    let other = TenantId::new("other").expect("id");
+    store
+        .ensure_tenant(&other, "other.example")
+        .await
+        .expect("tenant");
+    assert_eq!(
+        store
+            .list_organizations(&other, 0, 50)
+            .await
+            .expect("other")
+            .total,
+        Some(0)
+    );
+    assert!(matches!(
+        store.organization(&other, &first_id).await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+}
+
+async fn organizations_are_read_updated_and_deleted(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    store
+        .import_directory(&tenant, &two_connections())
+        .await
+        .expect("import");
+    let acme = organization(1, "acme", &[CON_A]);
+    store
+        .create_organization(&tenant, &acme)
+        .await
+        .expect("acme");
+    let other = organization(2, "other", &[]);
+    store
+        .create_organization(&tenant, &other)
+        .await
+        .expect("other");
+
+    let read = store.organization(&tenant, &acme.id).await.expect("get");
+    assert_eq!(read.id, acme.id);
+    assert_eq!(read.spec.name, "acme");
+    assert_eq!(read.spec.display_name.as_deref(), Some("An organization"));
+    assert_eq!(
+        read.spec.enabled_connections, None,
+        "connections live apart"
+    );
+    assert_eq!(
+        store
+            .organization_by_name(&tenant, "acme")
+            .await
+            .expect("by name"),
+        read
+    );
+    assert!(matches!(
+        store
+            .organization(&tenant, &OrganizationId::from_random(99))
+            .await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+    assert!(matches!(
+        store.organization_by_name(&tenant, "nobody").await,
+        Err(StoreError::UnknownOrganization(ref n)) if n == "nobody"
+    ));
+
+    let patch = OrganizationPatch::from_json(&json!({
+        "display_name": "Acme Inc", "metadata": {"tier": "gold"},
+        "token_quota": {"client_credentials": {"per_day": 5}}
+    }))
+    .expect("patch");
+    let updated = store
+        .update_organization(&tenant, &acme.id, &patch)
+        .await
+        .expect("update");
+    assert_eq!(updated.spec.display_name.as_deref(), Some("Acme Inc"));
+    assert_eq!(
+        store.organization(&tenant, &acme.id).await.expect("get"),
+        updated
+    );
+    let cleared = store
+        .update_organization(
+            &tenant,
+            &acme.id,
+            &OrganizationPatch::from_json(&json!({"token_quota": null})).expect("p"),
+        )
+        .await
+        .expect("clear");
+    assert_eq!(cleared.spec.token_quota, None);
+    assert_eq!(cleared.spec.metadata, updated.spec.metadata);
+
+    // A rename to a taken name is refused and changes nothing; a free name is taken, the old
+    // one freed.
+    let to_other =
+        OrganizationPatch::from_json(&json!({"name": "other", "display_name": "X"})).expect("p");
+    assert!(matches!(
+        store
+            .update_organization(&tenant, &acme.id, &to_other)
+            .await,
+        Err(StoreError::NameTaken(_))
+    ));
+    assert_eq!(
+        store.organization(&tenant, &acme.id).await.expect("get"),
+        cleared
+    );
+    let rename = OrganizationPatch::from_json(&json!({"name": "acme-2"})).expect("p");
+    store
+        .update_organization(&tenant, &acme.id, &rename)
+        .await
+        .expect("rename");
+    assert_eq!(
+        store
+            .organization_by_name(&tenant, "acme-2")
+            .await
+            .expect("new name")
+            .id,
+        acme.id
+    );
+    assert!(store.organization_by_name(&tenant, "acme").await.is_err());
+    store
+        .create_organization(&tenant, &organization(3, "acme", &[]))
+        .await
+        .expect("the old name is free");
+    assert!(matches!(
+        store
+            .update_organization(&tenant, &OrganizationId::from_random(98), &rename)
+            .await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+
+    // Delete takes the organization's connections with it, not the tenant's connections.
+    store
+        .delete_organization(&tenant, &acme.id)
+        .await
+        .expect("delete");
+    assert!(matches!(
+        store.organization(&tenant, &acme.id).await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+    assert!(matches!(
+        store.delete_organization(&tenant, &acme.id).await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+    assert!(matches!(
+        store
+            .organization_connections(&tenant, &acme.id, None, 0, 50)
+            .await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+    assert_eq!(
+        store.connections(&tenant).await.expect("connections").len(),
+        2
+    );
+    // Its id and name can be used again.
+    let mut again = organization(1, "acme-2", &[CON_A]);
+    again.id = acme.id.clone();
+    store
+        .create_organization(&tenant, &again)
+        .await
+        .expect("recreate");
+
+    // Survives a reopen.
+    let reopened = (backend.reopen)().await;
+    assert_eq!(
+        reopened
+            .organization(&tenant, &other.id)
+            .await
+            .expect("get"),
+        store.organization(&tenant, &other.id).await.expect("get")
+    );
+}
+
+fn settings(body: serde_json::Value) -> OrganizationConnection {
+    OrganizationConnection::from_json(&body, ConnectionView::All).expect("valid connection body")
+}
+
+async fn organization_connections_have_two_views(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    store
+        .import_directory(&tenant, &two_connections())
+        .await
+        .expect("import");
+    let mut org = organization(1, "acme", &[]);
+    org.spec = OrganizationSpec::from_json(&json!({"name": "acme", "enabled_connections": [
+        {"connection_id": CON_A, "assign_membership_on_login": true, "show_as_button": false}
+    ]}))
+    .expect("spec");
+    store
+        .create_organization(&tenant, &org)
+        .await
+        .expect("create");
+
+    // The create's connection is a row of its own, with the create's flags.
+    let all = store
+        .organization_connections(&tenant, &org.id, None, 0, 50)
+        .await
+        .expect("list");
+    assert_eq!(all.total, 1);
+    let a = &all.entries[0];
+    assert_eq!(
+        (
+            a.settings.assign_membership_on_login,
+            a.settings.show_as_button,
+            a.settings.is_enabled
+        ),
+        (true, false, true)
+    );
+    assert_eq!(
+        (a.connection.name.as_str(), a.connection.strategy.as_str()),
+        ("db-main", "auth0")
+    );
+
+    // Added disabled, with a name and a level: listed by `All`, absent from `Enabled`.
+    let b = settings(json!({"connection_id": CON_B, "is_enabled": false,
+        "organization_connection_name": "Partners", "organization_access_level": "limited"}));
+    let added = store
+        .add_organization_connection(&tenant, &org.id, &b)
+        .await
+        .expect("add");
+    assert_eq!(added.settings, b);
+    assert_eq!(added.connection.strategy, "samlp");
+    let listed = store
+        .organization_connections(&tenant, &org.id, None, 0, 50)
+        .await
+        .expect("list");
+    let ids: Vec<&str> = listed
+        .entries
+        .iter()
+        .map(|e| e.connection.id.as_str())
+        .collect();
+    assert_eq!((ids, listed.total), (vec![CON_A, CON_B], 2));
+    assert_eq!(
+        listed.entries[1].settings.organization_access_level,
+        Some(AccessLevel::Limited)
+    );
+    let enabled = store
+        .organization_connections(&tenant, &org.id, Some(true), 0, 50)
+        .await
+        .expect("enabled");
+    assert_eq!((enabled.entries.len(), enabled.total), (1, 1));
+    let disabled = store
+        .organization_connections(&tenant, &org.id, Some(false), 0, 50)
+        .await
+        .expect("disabled");
+    assert_eq!(disabled.entries[0].connection.id, CON_B);
+    let second = store
+        .organization_connections(&tenant, &org.id, None, 1, 1)
+        .await
+        .expect("offset");
+    assert_eq!(
+        (second.entries[0].connection.id.as_str(), second.total),
+        (CON_B, 2)
+    );
+    assert!(store
+        .organization_connections(&tenant, &org.id, None, 2, 50)
+        .await
+        .expect("past")
+        .entries
+        .is_empty());
+
+    assert!(matches!(
+        store.organization_connection(&tenant, &org.id, CON_B, true).await,
+        Err(StoreError::ConnectionNotInOrganization(ref c)) if c == CON_B
+    ));
+    assert_eq!(
+        store
+            .organization_connection(&tenant, &org.id, CON_B, false)
+            .await
+            .expect("one")
+            .settings,
+        b
+    );
+    // Added again, through either view: 409 semantics, nothing written.
+    assert!(matches!(
+        store.add_organization_connection(&tenant, &org.id, &settings(json!({"connection_id": CON_A}))).await,
+        Err(StoreError::ConnectionAlreadyInOrganization(ref c)) if c == CON_A
+    ));
+    assert!(matches!(
+        store
+            .add_organization_connection(
+                &tenant,
+                &org.id,
+                &settings(json!({"connection_id": "con_CCCCCCCCCCCCCCCC"}))
+            )
+            .await,
+        Err(StoreError::UnknownConnection(_))
+    ));
+    assert!(matches!(
+        store
+            .add_organization_connection(&tenant, &OrganizationId::from_random(7), &b)
+            .await,
+        Err(StoreError::UnknownOrganization(_))
+    ));
+    assert_eq!(
+        store
+            .organization_connections(&tenant, &org.id, None, 0, 50)
+            .await
+            .expect("list")
+            .total,
+        2
+    );
+
+    // Updates: the `Enabled` view cannot reach the disabled connection; `All` can.
+    let enable = OrganizationConnectionPatch::from_json(
+        &json!({"is_enabled": true, "organization_connection_name": null}),
+        ConnectionView::All,
+    )
+    .expect("patch");
+    assert!(matches!(
+        store
+            .update_organization_connection(&tenant, &org.id, CON_B, &enable, true)
+            .await,
+        Err(StoreError::ConnectionNotInOrganization(_))
+    ));
+    let enabled_b = store
+        .update_organization_connection(&tenant, &org.id, CON_B, &enable, false)
+        .await
+        .expect("enable");
+    assert!(enabled_b.settings.is_enabled);
+    assert_eq!(enabled_b.settings.organization_connection_name, None);
+    assert_eq!(
+        enabled_b.settings.organization_access_level,
+        Some(AccessLevel::Limited)
+    );
+    assert_eq!(
+        store
+            .organization_connection(&tenant, &org.id, CON_B, true)
+            .await
+            .expect("now enabled")
+            .settings,
+        enabled_b.settings
+    );
+    let flags = OrganizationConnectionPatch::from_json(
+        &json!({"is_signup_enabled": true}),
+        ConnectionView::Enabled,
+    )
+    .expect("patch");
+    let a2 = store
+        .update_organization_connection(&tenant, &org.id, CON_A, &flags, true)
+        .await
+        .expect("flags");
+    assert!(a2.settings.is_signup_enabled && a2.settings.assign_membership_on_login);
+
+    // Removal: a disabled connection is out of the `Enabled` view's reach.
+    let disable =
+        OrganizationConnectionPatch::from_json(&json!({"is_enabled": false}), ConnectionView::All)
+            .expect("patch");
+    store
+        .update_organization_connection(&tenant, &org.id, CON_A, &disable, false)
+        .await
+        .expect("disable");
+    assert!(matches!(
+        store
+            .remove_organization_connection(&tenant, &org.id, CON_A, true)
+            .await,
+        Err(StoreError::ConnectionNotInOrganization(_))
+    ));
+    store
+        .remove_organization_connection(&tenant, &org.id, CON_A, false)
+        .await
+        .expect("remove");
+    assert!(matches!(
+        store
+            .remove_organization_connection(&tenant, &org.id, CON_A, false)
+            .await,
+        Err(StoreError::ConnectionNotInOrganization(_))
+    ));
+    // Added back, it goes to the end.
+    store
+        .add_organization_connection(&tenant, &org.id, &settings(json!({"connection_id": CON_A})))
+        .await
+        .expect("re-add");
+    let order = store
+        .organization_connections(&tenant, &org.id, None, 0, 50)
+        .await
+        .expect("list");
+    let ids: Vec<&str> = order
+        .entries
+        .iter()
+        .map(|e| e.connection.id.as_str())
+        .collect();
+    assert_eq!(ids, vec![CON_B, CON_A]);
+
+    // A reopened handle reads the same.
+    let reopened = (backend.reopen)().await;
+    assert_eq!(
+        reopened
+            .organization_connections(&tenant, &org.id, None, 0, 50)
+            .await
+            .expect("list"),
+        order
+    );
+}
+
+async fn organization_writes_race_safely(backend: Backend) {
+    let first = backend.store;
+    let tenant = with_tenant(&first).await;
+    first
+        .import_directory(&tenant, &two_connections())
+        .await
+        .expect("import");
+    let second = (backend.reopen)().await;
+    let org = organization(1, "acme", &[]);
+    first
+        .create_organization(&tenant, &org)
+        .await
+        .expect("create");
+
+    // Two handles adding one connection: one wins, one is told it is there already.
+    let (t1, t2, id1, id2) = (
+        tenant.clone(),
+        tenant.clone(),
+        org.id.clone(),
+        org.id.clone(),
+    );
+    let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
+    let c = settings(json!({"connection_id": CON_A}));
+    let c2 = c.clone();
+    let a = tokio::spawn(async move { s1.add_organization_connection(&t1, &id1, &c).await });
+    let b = tokio::spawn(async move { s2.add_organization_connection(&t2, &id2, &c2).await });
+    let results = [a.await.expect("join"), b.await.expect("join")];
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+    assert!(results
+        .iter()
+        .any(|r| matches!(r, Err(StoreError::ConnectionAlreadyInOrganization(_)))));
+
+    // Concurrent patches of different flags of one connection: both apply (no lost update).
+    let mut tasks = Vec::new();
+    for (i, body) in [
+        json!({"assign_membership_on_login": true}),
+        json!({"is_signup_enabled": true}),
+        json!({"show_as_button": false}),
+        json!({"organization_access_level": "full"}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let store = if i % 2 == 0 {
+            Arc::clone(&first)
+        } else {
+            Arc::clone(&second)
+        };
+        let (t, id) = (tenant.clone(), org.id.clone());
+        let patch = OrganizationConnectionPatch::from_json(&body, ConnectionView::All).expect("p");
+        tasks.push(tokio::spawn(async move {
+            store
+                .update_organization_connection(&t, &id, CON_A, &patch, false)
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.expect("join").expect("patch");
+    }
+    let s = first
+        .organization_connection(&tenant, &org.id, CON_A, false)
+        .await
+        .expect("one")
+        .settings;
+    assert!(s.assign_membership_on_login && s.is_signup_enabled && !s.show_as_button);
+    assert_eq!(s.organization_access_level, Some(AccessLevel::Full));
+
+    // Concurrent patches of different members of one organization: both apply.
+    let (t1, t2, id1, id2) = (
+        tenant.clone(),
+        tenant.clone(),
+        org.id.clone(),
+        org.id.clone(),
+    );
+    let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
+    let p1 = OrganizationPatch::from_json(&json!({"display_name": "Acme"})).expect("p");
+    let p2 = OrganizationPatch::from_json(&json!({"metadata": {"k": "v"}})).expect("p");
+    let a = tokio::spawn(async move { s1.update_organization(&t1, &id1, &p1).await });
+    let b = tokio::spawn(async move { s2.update_organization(&t2, &id2, &p2).await });
+    a.await.expect("join").expect("p1");
+    b.await.expect("join").expect("p2");
+    let read = first.organization(&tenant, &org.id).await.expect("get");
+    assert_eq!(read.spec.display_name.as_deref(), Some("Acme"));
+    assert!(read.spec.metadata.is_some());
+
+    // Two handles renaming two organizations to one new name: one wins.
+    let other = organization(2, "other", &[]);
+    first
+        .create_organization(&tenant, &other)
+        .await
+        .expect("other");
+    let (t1, t2, id1, id2) = (
+        tenant.clone(),
+        tenant.clone(),
+        org.id.clone(),
+        other.id.clone(),
+    );
+    let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
+    let rename = OrganizationPatch::from_json(&json!({"name": "winner"})).expect("p");
+    let rename2 = rename.clone();
+    let a = tokio::spawn(async move { s1.update_organization(&t1, &id1, &rename).await });
+    let b = tokio::spawn(async move { s2.update_organization(&t2, &id2, &rename2).await });
+    let results = [a.await.expect("join"), b.await.expect("join")];
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+    assert!(results
+        .iter()
+        .any(|r| matches!(r, Err(StoreError::NameTaken(_)))));
+
+    // Creates from two handles keep one creation order, strictly increasing.
+    let mut tasks = Vec::new();
+    for i in 0..10u128 {
+        let store = if i % 2 == 0 {
+            Arc::clone(&first)
+        } else {
+            Arc::clone(&second)
+        };
+        let t = tenant.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .create_organization(&t, &organization(100 + i, &format!("par-{i}"), &[]))
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.expect("join").expect("create");
+    }
+    let listed = all_by_checkpoint(&first, &tenant, 3).await;
+    assert_eq!(listed.len(), 12);
+    let offset: Vec<String> = names(
+        &first
+            .list_organizations(&tenant, 0, 100)
+            .await
+            .expect("list")
+            .organizations,
+    );
+    assert_eq!(listed, offset);
+}
+
 async fn branding_patches_merge_across_handles(backend: Backend) {
     let first = backend.store;
     let tenant = with_tenant(&first).await;
@@ -749,8 +1444,220 @@ async fn branding_patches_merge_across_handles(backend: Backend) {
     );
 }
 
+fn managed_list(lines: &str) -> ManagedList {
+    ManagedList::from_lines(lines, 1_000).expect("valid list")
+}
+
+async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let tor = managed_list("192.0.2.0/24\n2001:db8::1\ne7d705a3286e19ea42f587b344ee6865\n");
+    let vpn = managed_list("198.51.100.7\n");
+    store
+        .create_network_acl(&tenant, 0, &acl(1, 10, "10.0.0.0/8"))
+        .await
+        .expect("acl");
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 1, ManagedListName::Tor, &tor)
+            .await
+            .expect("put"),
+        2
+    );
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &vpn)
+            .await
+            .expect("put"),
+        3
+    );
+    // A stale version is refused and writes nothing.
+    assert!(matches!(
+        store
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &tor)
+            .await,
+        Err(StoreError::VersionConflict {
+            expected: 2,
+            actual: 3
+        })
+    ));
+    let policy = store.tenant_policy(&tenant, &[]).await.expect("policy");
+    assert_eq!(policy.rules.version, 3);
+    assert_eq!(policy.rules.acls.len(), 1);
+    let read: Vec<(ManagedListName, u64, Option<ManagedList>)> = policy
+        .managed_lists
+        .iter()
+        .map(|l| (l.name, l.version, l.list.as_deref().cloned()))
+        .collect();
+    let mut want = vec![
+        (ManagedListName::Tor, 2, Some(tor.clone())),
+        (ManagedListName::Vpn, 3, Some(vpn.clone())),
+    ];
+    want.sort_by_key(|(name, _, _)| name.as_str());
+    assert_eq!(read, want);
+    // The content of a list the caller holds at that version is not read again.
+    let policy = store
+        .tenant_policy(
+            &tenant,
+            &[(ManagedListName::Tor, 2), (ManagedListName::Vpn, 2)],
+        )
+        .await
+        .expect("policy");
+    for list in &policy.managed_lists {
+        assert_eq!(
+            list.list.is_none(),
+            list.name == ManagedListName::Tor,
+            "{list:?}"
+        );
+    }
+    // Replace, empty, delete, and the version moves every time.
+    let replaced = managed_list("203.0.113.0/24\n");
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 3, ManagedListName::Tor, &replaced)
+            .await
+            .expect("replace"),
+        4
+    );
+    assert_eq!(
+        store
+            .put_managed_list(&tenant, 4, ManagedListName::Proxy, &ManagedList::empty())
+            .await
+            .expect("empty"),
+        5
+    );
+    assert_eq!(
+        store
+            .delete_managed_list(&tenant, 5, ManagedListName::Vpn)
+            .await
+            .expect("delete"),
+        6
+    );
+    assert!(matches!(
+        store
+            .delete_managed_list(&tenant, 6, ManagedListName::Vpn)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(store.bump_version(&tenant, 6).await.expect("bump"), 7);
+    assert!(matches!(
+        store.bump_version(&tenant, 6).await,
+        Err(StoreError::VersionConflict { .. })
+    ));
+    let policy = store.tenant_policy(&tenant, &[]).await.expect("policy");
+    assert_eq!(policy.rules.version, 7);
+    let read: Vec<(&str, u64, usize)> = policy
+        .managed_lists
+        .iter()
+        .map(|l| {
+            (
+                l.name.as_str(),
+                l.version,
+                l.list.as_ref().map_or(99, |l| l.len()),
+            )
+        })
+        .collect();
+    assert_eq!(read, [("auth0.proxy", 5, 0), ("auth0.tor", 4, 1)]);
+    assert_eq!(
+        store
+            .network_acl_rule_set(&tenant)
+            .await
+            .expect("rules")
+            .version,
+        7
+    );
+    // A reopened handle reads the same.
+    let other = (backend.reopen)().await;
+    let again = other.tenant_policy(&tenant, &[]).await.expect("policy");
+    assert_eq!(again, policy);
+}
+
+/// Migration 4 (managed lists) applied to a database at schema version 3 keeps its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_managed_lists_migration_keeps_existing_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tenant = TenantId::default_tenant();
+    let a = acl(3, 20, "192.0.2.0/24");
+    let file = {
+        let sqlite = SqliteStore::open(dir.path(), Limits::default()).expect("open");
+        let file = sqlite.path().to_owned();
+        let store: Arc<dyn Store> = Arc::new(sqlite);
+        with_tenant(&store).await;
+        store.create_network_acl(&tenant, 0, &a).await.expect("acl");
+        file
+    };
+    {
+        // Back to the schema of the previous release.
+        let conn = rusqlite::Connection::open(&file).expect("open file");
+        conn.execute_batch("DROP TABLE managed_lists; PRAGMA user_version = 3;")
+            .expect("downgrade");
+    }
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls), (1, vec![a]));
+    assert_eq!(
+        store
+            .put_managed_list(
+                &tenant,
+                1,
+                ManagedListName::Tor,
+                &managed_list("10.0.0.1\n")
+            )
+            .await
+            .expect("the new table works"),
+        2
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL only: migrations, notifications, reconnection, corruption, unavailability
+
+/// Migration 4 (managed lists) applied to a database at schema version 3 keeps its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_managed_lists_migration_keeps_existing_data() {
+    let Some(url) = database_url("postgres_managed_lists_migration_keeps_existing_data") else {
+        return;
+    };
+    let (backend, db) = postgres(&url).await;
+    let tenant = with_tenant(&backend.store).await;
+    let a = acl(4, 30, "198.51.100.0/24");
+    backend
+        .store
+        .create_network_acl(&tenant, 0, &a)
+        .await
+        .expect("acl");
+    drop(backend);
+    let (client, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(
+            "DROP TABLE managed_lists; DELETE FROM netacl_schema_migrations WHERE version = 4;",
+        )
+        .await
+        .expect("downgrade");
+    drop(client);
+    let _ = driver.await;
+    let store = PostgresStore::connect(&db, Limits::default())
+        .await
+        .expect("migrate");
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls), (1, vec![a]));
+    assert_eq!(
+        store
+            .put_managed_list(
+                &tenant,
+                1,
+                ManagedListName::Vpn,
+                &managed_list("10.0.0.1\n")
+            )
+            .await
+            .expect("the new table works"),
+        2
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_nodes_starting_together_migrate_once() {

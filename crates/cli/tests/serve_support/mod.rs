@@ -17,11 +17,24 @@ pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
     pub domain: String,
+    /// The lines it prints after its address line.
+    pub output: mpsc::Receiver<String>,
 }
 
 impl Server {
     /// Starts the binary on `data_dir` and waits (at most 60 s) until it prints where it listens.
     pub fn start(data_dir: &Path, listen: &str, domain: &str, extra: &[&str]) -> Server {
+        Self::start_logging(data_dir, listen, domain, extra, Stdio::inherit())
+    }
+
+    /// [`Server::start`] with its standard error (the logs, `RUST_LOG=warn`) sent to `stderr`.
+    pub fn start_logging(
+        data_dir: &Path,
+        listen: &str,
+        domain: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_netacl"))
             .arg("serve")
             .args(["--listen", listen])
@@ -33,7 +46,7 @@ impl Server {
             .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn netacl serve");
         let stdout = child.stdout.take().expect("stdout");
@@ -54,7 +67,10 @@ impl Server {
                     panic!("netacl serve did not report its address in time");
                 }
             };
-            if let Some(rest) = line.strip_prefix("netacl admin API listening on http://") {
+            let rest = line
+                .strip_prefix("netacl admin API listening on http://")
+                .or_else(|| line.strip_prefix("netacl admin API listening on https://"));
+            if let Some(rest) = rest {
                 let addr = rest.split_whitespace().next().expect("address");
                 break addr.parse::<SocketAddr>().expect("socket address");
             }
@@ -63,6 +79,7 @@ impl Server {
             child,
             addr,
             domain: domain.to_owned(),
+            output: rx,
         }
     }
 
@@ -74,18 +91,7 @@ impl Server {
 
     /// A token for the bootstrap client.
     pub fn token(&self) -> String {
-        let body = serde_json::json!({
-            "grant_type": "client_credentials",
-            "client_id": CLIENT_ID,
-            "client_secret": CLIENT_SECRET,
-            "audience": format!("https://{}/api/v2/", self.domain),
-        });
-        let answer = request(self.addr, "POST", "/oauth/token", None, Some(&body)).expect("token");
-        assert_eq!(answer.status, 200, "{}", answer.text);
-        answer.json()["access_token"]
-            .as_str()
-            .expect("access_token")
-            .to_owned()
+        token_at(self.addr, &self.domain)
     }
 }
 
@@ -94,6 +100,22 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A token for the bootstrap client from the plain-HTTP listener `addr` of tenant `domain`.
+pub fn token_at(addr: SocketAddr, domain: &str) -> String {
+    let body = serde_json::json!({
+        "grant_type": "client_credentials",
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "audience": format!("https://{domain}/api/v2/"),
+    });
+    let answer = request(addr, "POST", "/oauth/token", None, Some(&body)).expect("token");
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.json()["access_token"]
+        .as_str()
+        .expect("access_token")
+        .to_owned()
 }
 
 /// A free loopback port (bound and released; a tiny race that tests accept).
@@ -137,8 +159,21 @@ pub fn request(
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    exchange(&mut stream, &addr.to_string(), method, path, token, body)
+}
+
+/// Writes one HTTP/1.1 request (`Connection: close`) on `stream` and reads the answer to the
+/// end of the stream.
+pub fn exchange<S: Read + Write>(
+    stream: &mut S,
+    host: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> std::io::Result<Answer> {
     let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     if let Some(token) = token {
         head.push_str(&format!("Authorization: Bearer {token}\r\n"));
     }
@@ -148,6 +183,7 @@ pub fn request(
     head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     stream.write_all(head.as_bytes())?;
     stream.write_all(body.as_bytes())?;
+    stream.flush()?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     parse(&raw).ok_or_else(|| std::io::Error::other("malformed or truncated HTTP answer"))
@@ -227,7 +263,7 @@ pub fn start_for_sdk(data_dir: &Path) -> Server {
 /// the bootstrap client and `env`; asserts it exits successfully within 120 s and returns its
 /// standard output.
 pub fn run_sdk_script(server: &Server, script: &str, env: &[(&str, &OsStr)]) -> String {
-    let mut child = Command::new("python3")
+    let child = Command::new("python3")
         .arg(repo_root().join(script))
         .env("NETACL_DOMAIN", &server.domain)
         .env("NETACL_CLIENT_ID", CLIENT_ID)
@@ -237,23 +273,47 @@ pub fn run_sdk_script(server: &Server, script: &str, env: &[(&str, &OsStr)]) -> 
         .stderr(Stdio::piped())
         .spawn()
         .expect("run python3");
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let (status, stdout, stderr) =
+        wait_with_output(child, Duration::from_secs(120), "the SDK script");
+    assert!(
+        status.success(),
+        "SDK script failed ({status}):\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+/// Waits for `child` (its output piped) at most `limit`, reading its standard output and error
+/// meanwhile (so a chatty child never blocks on a full pipe); kills it and panics, naming it
+/// `what`, when it runs longer. Returns its status, standard output and standard error.
+pub fn wait_with_output(
+    mut child: Child,
+    limit: Duration,
+    what: &str,
+) -> (std::process::ExitStatus, String, String) {
+    fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the SDK script did not finish within 120 s");
+            let _ = child.wait();
+            panic!("{what} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let output = child.wait_with_output().expect("output");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        status.success(),
-        "SDK script failed ({status}):\n{stdout}\n{stderr}"
-    );
-    stdout
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    (status, stdout, stderr)
 }

@@ -1,29 +1,21 @@
-//! A small lock-free cache of decoded locations, per database network.
+//! Small lock-free caches: decoded locations per database record, and answers per address.
 //!
 //! Decoding a City record costs far more than finding it: the reader must step over every
 //! field stored before `country` (city and continent names in eight languages) to reach it.
-//! The tree walk tells which network an address falls in; the cache maps that network to its
-//! decoded country and subdivision, so a record is decoded once per network while it stays in
-//! the cache, not once per request.
+//! The tree walk tells which record an address leads to (its offset in the data section, which
+//! every network sharing the record shares); the cache maps that record to its decoded country
+//! and subdivision, so a record is decoded once while it stays in the cache, not once per
+//! request.
 //!
-//! It is direct-mapped, and each slot is a sequence lock made of atomics: a reader that races a
-//! writer sees a changed sequence number and treats the slot as a miss; a writer that finds the
-//! slot busy skips filling it. No locks, no allocation, no `unsafe`. The cache belongs to one
-//! loaded database, so a reload starts with an empty one.
+//! Both are direct-mapped, and each slot is a sequence lock made of atomics: a reader that races
+//! a writer sees a changed sequence number and treats the slot as a miss; a writer that finds the
+//! slot busy skips filling it. No locks, no allocation, no `unsafe`. A location cache belongs to
+//! one loaded database, so a reload starts with an empty one.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-/// Slots in the cache (a power of two): 16,384 × 32 bytes = 512 KiB per location database.
+/// Slots in the cache (a power of two): 16,384 × 24 bytes = 384 KiB per location database.
 const SLOTS: usize = 1 << 14;
-
-/// A network of the database: the address masked to its prefix, the prefix length and the
-/// family (IPv4 lookups are keyed apart from IPv6 ones).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct NetworkKey {
-    pub(crate) masked: u128,
-    pub(crate) prefix_len: u8,
-    pub(crate) v6: bool,
-}
 
 /// A decoded location, packed: country (2 bytes, 0 if none), subdivision code (up to 3 bytes)
 /// and its length.
@@ -36,20 +28,17 @@ pub(crate) struct PackedLocation {
 #[derive(Debug, Default)]
 struct Slot {
     sequence: AtomicU64,
-    masked_high: AtomicU64,
-    masked_low: AtomicU64,
-    /// Packed location, prefix length, family and a validity bit.
+    /// The record's offset in the data section.
+    record: AtomicU64,
+    /// Packed location and a validity bit.
     word: AtomicU64,
 }
 
 const VALID: u64 = 1 << 63;
 const V6: u64 = 1 << 62;
 
-fn pack(key: NetworkKey, location: PackedLocation) -> u64 {
-    let mut word = VALID | u64::from(key.prefix_len) << 48;
-    if key.v6 {
-        word |= V6;
-    }
+fn pack(location: PackedLocation) -> u64 {
+    let mut word = VALID;
     if let Some([a, b]) = location.country {
         word |= u64::from(a) << 8 | u64::from(b);
     }
@@ -62,7 +51,7 @@ fn pack(key: NetworkKey, location: PackedLocation) -> u64 {
     word
 }
 
-fn unpack(word: u64) -> (u8, bool, PackedLocation) {
+fn unpack(word: u64) -> PackedLocation {
     let byte = |shift: u32| (word >> shift) as u8;
     let country = match (byte(8), byte(0)) {
         (0, _) | (_, 0) => None,
@@ -70,17 +59,13 @@ fn unpack(word: u64) -> (u8, bool, PackedLocation) {
     };
     let len = byte(40) & 0x3;
     let subdivision = (len > 0).then(|| ([byte(32), byte(24), byte(16)], len));
-    (
-        byte(48),
-        word & V6 != 0,
-        PackedLocation {
-            country,
-            subdivision,
-        },
-    )
+    PackedLocation {
+        country,
+        subdivision,
+    }
 }
 
-/// The cache. See the module documentation.
+/// The cache of decoded records. See the module documentation.
 #[derive(Debug)]
 pub(crate) struct LocationCache {
     slots: Box<[Slot]>,
@@ -93,37 +78,32 @@ impl LocationCache {
         }
     }
 
-    fn slot(&self, key: &NetworkKey) -> Option<&Slot> {
-        // Fibonacci hashing of the network's bits and length.
-        let mixed = (key.masked as u64)
-            ^ ((key.masked >> 64) as u64).rotate_left(29)
-            ^ u64::from(key.prefix_len) << 56;
-        let index = (mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 50) as usize;
+    fn slot(&self, record: u64) -> Option<&Slot> {
+        // Fibonacci hashing of the offset.
+        let index = (record.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 50) as usize;
         self.slots.get(index & (SLOTS - 1))
     }
 
-    /// The cached location of `key`, if the slot holds it and no writer raced the read.
-    pub(crate) fn get(&self, key: &NetworkKey) -> Option<PackedLocation> {
-        let slot = self.slot(key)?;
+    /// The cached location of the record at `record`, if the slot holds it and no writer raced
+    /// the read.
+    pub(crate) fn get(&self, record: u64) -> Option<PackedLocation> {
+        let slot = self.slot(record)?;
         let before = slot.sequence.load(Ordering::Acquire);
         if before & 1 == 1 {
             return None;
         }
-        let high = slot.masked_high.load(Ordering::Relaxed);
-        let low = slot.masked_low.load(Ordering::Relaxed);
+        let stored = slot.record.load(Ordering::Relaxed);
         let word = slot.word.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
         if slot.sequence.load(Ordering::Relaxed) != before || word & VALID == 0 {
             return None;
         }
-        let (prefix_len, v6, location) = unpack(word);
-        let masked = u128::from(high) << 64 | u128::from(low);
-        (masked == key.masked && prefix_len == key.prefix_len && v6 == key.v6).then_some(location)
+        (stored == record).then(|| unpack(word))
     }
 
-    /// Stores `location` for `key`, unless another writer holds the slot.
-    pub(crate) fn put(&self, key: &NetworkKey, location: PackedLocation) {
-        let Some(slot) = self.slot(key) else {
+    /// Stores `location` for the record at `record`, unless another writer holds the slot.
+    pub(crate) fn put(&self, record: u64, location: PackedLocation) {
+        let Some(slot) = self.slot(record) else {
             return;
         };
         let before = slot.sequence.load(Ordering::Relaxed);
@@ -136,10 +116,8 @@ impl LocationCache {
             return;
         }
         fence(Ordering::Release);
-        slot.masked_high
-            .store((key.masked >> 64) as u64, Ordering::Relaxed);
-        slot.masked_low.store(key.masked as u64, Ordering::Relaxed);
-        slot.word.store(pack(*key, location), Ordering::Relaxed);
+        slot.record.store(record, Ordering::Relaxed);
+        slot.word.store(pack(location), Ordering::Relaxed);
         slot.sequence.store(before + 2, Ordering::Release);
     }
 }
@@ -147,14 +125,6 @@ impl LocationCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn key(masked: u128, prefix_len: u8, v6: bool) -> NetworkKey {
-        NetworkKey {
-            masked,
-            prefix_len,
-            v6,
-        }
-    }
 
     #[test]
     fn packing_round_trips() {
@@ -174,34 +144,39 @@ mod tests {
             },
         ];
         for location in cases {
-            for k in [key(0xc000_0200, 24, false), key(u128::MAX, 128, true)] {
-                let (prefix_len, v6, back) = unpack(pack(k, location));
-                assert_eq!((prefix_len, v6, back), (k.prefix_len, k.v6, location));
-            }
+            assert_eq!(unpack(pack(location)), location);
+            assert_eq!(unpack(pack(location) | V6), location);
         }
     }
 
     #[test]
-    fn a_slot_answers_only_for_its_own_network() {
+    fn a_slot_answers_only_for_its_own_record() {
         let cache = LocationCache::new();
-        let a = key(0xc000_0200, 24, false);
         let us = PackedLocation {
             country: Some(*b"US"),
             subdivision: None,
         };
-        assert_eq!(cache.get(&a), None);
-        cache.put(&a, us);
-        assert_eq!(cache.get(&a), Some(us));
-        assert_eq!(cache.get(&key(0xc000_0200, 25, false)), None);
-        assert_eq!(cache.get(&key(0xc000_0200, 24, true)), None);
-        assert_eq!(cache.get(&key(0xc000_0300, 24, false)), None);
+        assert_eq!(cache.get(1234), None);
+        cache.put(1234, us);
+        assert_eq!(cache.get(1234), Some(us));
+        assert_eq!(cache.get(1235), None);
+        assert_eq!(cache.get(0), None);
+        // Offsets that share a slot evict each other and never answer for each other.
+        let same_slot = (1..u64::MAX)
+            .map(|k| 1234 + k)
+            .find(|k| std::ptr::eq(cache.slot(*k).unwrap(), cache.slot(1234).unwrap()))
+            .unwrap();
+        assert_eq!(cache.get(same_slot), None);
+        cache.put(same_slot, PackedLocation::default());
+        assert_eq!(cache.get(1234), None);
+        assert_eq!(cache.get(same_slot), Some(PackedLocation::default()));
     }
 
     #[test]
     fn concurrent_readers_never_see_a_torn_entry() {
         let cache = std::sync::Arc::new(LocationCache::new());
         // Keys colliding in one slot would be ideal; many keys over few slots is close enough.
-        let location_of = |i: u128| PackedLocation {
+        let location_of = |i: u64| PackedLocation {
             country: Some([b'A' + (i % 26) as u8, b'A' + (i / 26 % 26) as u8]),
             subdivision: Some(([b'0' + (i % 10) as u8, b'X', b'Y'], 3)),
         };
@@ -209,12 +184,12 @@ mod tests {
             .map(|t| {
                 let cache = cache.clone();
                 std::thread::spawn(move || {
-                    for round in 0..20_000u128 {
+                    for round in 0..20_000u64 {
                         let i = (round * 7 + t) % 64;
-                        let k = key(i << 8, 24, false);
+                        let record = i << 8;
                         if round % 3 == 0 {
-                            cache.put(&k, location_of(i));
-                        } else if let Some(found) = cache.get(&k) {
+                            cache.put(record, location_of(i));
+                        } else if let Some(found) = cache.get(record) {
                             assert_eq!(found, location_of(i));
                         }
                     }
@@ -296,7 +271,7 @@ impl AddressCache {
         {
             return None;
         }
-        let (_, _, location) = unpack(word & !(LOCATION_KNOWN | ASN_KNOWN | HAS_ASN));
+        let location = unpack(word & !(V6 | LOCATION_KNOWN | ASN_KNOWN | HAS_ASN));
         Some(AddressEntry {
             location_known: word & LOCATION_KNOWN != 0,
             location,
@@ -319,12 +294,10 @@ impl AddressCache {
             return;
         }
         fence(Ordering::Release);
-        let key = NetworkKey {
-            masked: 0,
-            prefix_len: 0,
-            v6,
-        };
-        let mut word = pack(key, entry.location);
+        let mut word = pack(entry.location);
+        if v6 {
+            word |= V6;
+        }
         if entry.location_known {
             word |= LOCATION_KNOWN;
         }

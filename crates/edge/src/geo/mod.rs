@@ -1,9 +1,9 @@
 //! GeoIP and ASN enrichment from MaxMind-format databases (`.mmdb`).
 //!
-//! A [`GeoEnricher`] holds up to two memory-mapped databases: a City or Country database (for
-//! the country and the subdivision) and an ASN database. [`GeoEnricher::lookup`] answers only
-//! what the caller [needs](GeoNeeds), skipping databases whose signals are not needed, and
-//! decodes only those fields of the record, borrowed from the map: no allocation per lookup.
+//! A [`GeoEnricher`] holds up to two databases, read into memory: a City or Country database
+//! (for the country and the subdivision) and an ASN database. [`GeoEnricher::lookup`] answers
+//! only what the caller [needs](GeoNeeds), skipping databases whose signals are not needed, and
+//! decodes only those fields of the record, borrowed from the buffer: no allocation per lookup.
 //! Databases are swapped in whole ([`arc_swap`]) by [`GeoEnricher::reload`] or by the watcher
 //! task ([`GeoEnricher::spawn_watcher`]); a file that fails to load leaves the old database in
 //! service.
@@ -43,36 +43,47 @@
 //!   in an IPv4-only database is absent.
 //! - **Errors at lookup time** (a corrupt record or search tree) give "absent" and are counted
 //!   ([`GeoStats::lookup_errors`]).
-//! - **Decoded locations are cached per network** (a lock-free, direct-mapped cache of 16,384
-//!   entries per location database, emptied by a reload): decoding a City record means stepping
-//!   over the city and continent names stored before `country`, which costs several times the
-//!   tree walk. In front of that, answers are cached per client address (16,384 entries,
-//!   lock-free, invalidated by any reload): a repeat client costs a few atomic loads instead of
-//!   walking trees of millions of nodes. A database error is counted once and its "absent"
-//!   answer cached like any other (the mapped file does not change under a loaded database).
+//! - **Decoded locations are cached per record** (a lock-free, direct-mapped cache of 16,384
+//!   entries per location database, keyed by the record's offset in the data section, emptied
+//!   by a reload): decoding a City record means stepping over the city and continent names
+//!   stored before `country`, which costs several times the tree walk, and a City database has
+//!   far fewer distinct records than networks. In front of that, answers are cached per client
+//!   address (16,384 entries, lock-free, invalidated by any reload): a repeat client costs a few
+//!   atomic loads instead of walking trees of millions of nodes. A database error is counted
+//!   once and its "absent" answer cached like any other (a loaded database never changes).
 //!
 //! # Untrusted files
 //!
-//! Loading checks the metadata and walks the whole search tree once, so that every record
-//! points inside the file; a database that fails is refused with a [`GeoError`]. The reader
-//! library indexes its buffer without checks in a few places, so opening and every lookup also
-//! run under `catch_unwind`: a panic there becomes an error (at load) or an absent answer
-//! counted in [`GeoStats::lookup_errors`] (at lookup), never a crash. This relies on the
+//! A database is used only after the whole file has been checked ([`GeoEnricher::open`], every
+//! reload): the metadata; the search tree, walked once, so that every record is a node, the
+//! "empty" marker or a pointer into the data section and no path is longer than an address has
+//! bits; and every data record the tree points to, decoded to its end by the reader's verifier
+//! (`maxminddb::Reader::verify`), which follows each pointer once, refuses pointer targets
+//! outside the data section, pointer cycles, nesting deeper than 128 levels and malformed
+//! values, and bounds its work to a multiple of the section's size. Lookups decode with the
+//! reader's own bounds on top (512 levels of nesting, 65,536 values and 2 MiB of strings per
+//! record). A file that fails any check is refused with a [`GeoError`] naming it, and the
+//! database in service, if any, stays. Opening and every lookup also run under
+//! `catch_unwind`: should the reader panic anyway, that is an error (at load) or an absent
+//! answer counted in [`GeoStats::lookup_errors`] (at lookup), never a crash. This relies on the
 //! default `panic = "unwind"`.
 //!
 //! # Replacing files
 //!
-//! The databases are memory-mapped: replace a file by writing the new one beside it and
-//! renaming it over the old (as MaxMind's `geoipupdate` does). Writing into the file in place
-//! changes the bytes under the old mapping, and truncating it can crash the process (`SIGBUS`).
+//! A database is read into memory whole: the file can be replaced in any way (renamed over,
+//! rewritten in place, truncated) without affecting the loaded copy, and nothing is mapped, so
+//! no `unsafe` is involved. A reload reads the new file beside the one in service (for a moment
+//! both are in memory) and swaps it in only once it has passed every check. A file that changes
+//! while it is being read is refused ([`GeoError::Changed`]) and read again on the next change;
+//! writing the new file beside the old and renaming it over (as MaxMind's `geoipupdate` does)
+//! avoids that.
 
 mod cache;
 mod record;
 
 pub use record::SubdivisionCode;
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -81,10 +92,10 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
-use maxminddb::{MaxMindDbError, Mmap, Reader};
+use maxminddb::{MaxMindDbError, Reader};
 
-use cache::{AddressCache, LocationCache, NetworkKey, PackedLocation};
-use record::{country_code, AsnRecord, Location, Present};
+use cache::{AddressCache, LocationCache, PackedLocation};
+use record::{country_code, AsnRecord, Location};
 
 /// Which signals a lookup must produce. Databases whose signals are not needed are not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -155,7 +166,9 @@ pub enum GeoError {
         #[source]
         source: io::Error,
     },
-    /// The MaxMind reader refused the file (no metadata marker, unreadable metadata, ...).
+    /// The MaxMind reader refused the file (no metadata marker, unreadable metadata, a data
+    /// record that does not decode: a pointer outside the data section, a pointer cycle, nesting
+    /// too deep, ...).
     #[error("geo database {path} is not a valid MaxMind DB: {source}")]
     Format {
         /// The file.
@@ -253,7 +266,7 @@ struct Slot {
 
 #[derive(Debug)]
 struct Database {
-    reader: Reader<Mmap>,
+    reader: Reader<Vec<u8>>,
     stamp: FileStamp,
     /// Decoded locations per network (location databases only).
     cache: Option<LocationCache>,
@@ -383,37 +396,31 @@ impl GeoEnricher {
         info
     }
 
-    /// The country and first subdivision of `ip`: the tree walk finds its network, whose
+    /// The country and first subdivision of `ip`: the tree walk finds its record, whose
     /// decoded location comes from the cache or, on a miss, from decoding the record.
     fn locate(&self, database: &Database, ip: IpAddr) -> PackedLocation {
-        if ip.is_ipv6() && database.reader.metadata.ip_version != 6 {
+        if ip.is_ipv6() && database.reader.metadata().ip_version != 6 {
             return PackedLocation::default();
         }
-        let walk = catch_unwind(AssertUnwindSafe(|| {
-            database.reader.lookup_prefix::<Present>(ip)
-        }));
-        let prefix_len = match walk {
-            Ok(Ok((Some(Present), prefix_len))) => prefix_len,
-            Ok(Ok((None, _))) => return PackedLocation::default(),
-            Ok(Err(error)) => {
-                self.count_lookup_error(&error);
-                return PackedLocation::default();
-            }
-            Err(_panic) => {
-                self.count_lookup_error(&"the reader panicked");
-                return PackedLocation::default();
-            }
-        };
-        let key = network_key(ip, prefix_len);
-        if let Some(found) = database.cache.as_ref().and_then(|c| c.get(&key)) {
-            return found;
-        }
-        let Some(record) = self.read::<Location<'_, true>>(database, ip) else {
+        let Some(found) = self.guarded(|| database.reader.lookup(ip)) else {
             return PackedLocation::default();
         };
-        let country = record.country.and_then(country_code);
+        let Some(offset) = found.offset() else {
+            return PackedLocation::default();
+        };
+        let record = offset as u64;
+        if let Some(cached) = database.cache.as_ref().and_then(|c| c.get(record)) {
+            return cached;
+        }
+        let Some(fields) = self
+            .guarded(|| found.decode::<Location<'_, true>>())
+            .flatten()
+        else {
+            return PackedLocation::default();
+        };
+        let country = fields.country.and_then(country_code);
         let subdivision = country
-            .zip(record.subdivision)
+            .zip(fields.subdivision)
             .and_then(|(c, s)| SubdivisionCode::new(c, s))
             .and_then(|code| {
                 let tail = code.as_str().as_bytes().get(3..)?;
@@ -426,18 +433,24 @@ impl GeoEnricher {
             subdivision,
         };
         if let Some(cache) = &database.cache {
-            cache.put(&key, location);
+            cache.put(record, location);
         }
         location
     }
 
     /// Reads the record for `ip`; errors and panics in the reader count as absent.
     fn read<'a, T: serde::Deserialize<'a>>(&self, database: &'a Database, ip: IpAddr) -> Option<T> {
-        if ip.is_ipv6() && database.reader.metadata.ip_version != 6 {
+        if ip.is_ipv6() && database.reader.metadata().ip_version != 6 {
             return None;
         }
-        match catch_unwind(AssertUnwindSafe(|| database.reader.lookup::<T>(ip))) {
-            Ok(Ok(found)) => found,
+        self.guarded(|| database.reader.lookup(ip)?.decode::<T>())
+            .flatten()
+    }
+
+    /// Runs a reader operation; an error or a panic in it is counted and gives `None`.
+    fn guarded<T>(&self, operation: impl FnOnce() -> Result<T, MaxMindDbError>) -> Option<T> {
+        match catch_unwind(AssertUnwindSafe(operation)) {
+            Ok(Ok(value)) => Some(value),
             Ok(Err(error)) => {
                 self.count_lookup_error(&error);
                 None
@@ -557,7 +570,7 @@ impl GeoEnricher {
                     return;
                 };
                 let enricher = GeoEnricher { inner };
-                // Loading maps and walks a file: keep it off the async workers.
+                // Loading reads and checks a whole file: keep it off the async workers.
                 let outcome = tokio::task::spawn_blocking(move || enricher.reload_changed()).await;
                 if let Err(join_error) = outcome {
                     tracing::error!(target: "netacl_edge::geo", "geo watcher: {join_error}");
@@ -580,7 +593,7 @@ impl GeoEnricher {
         self.slots()
             .map(|slot| {
                 let database = slot.database.load();
-                let meta = &database.reader.metadata;
+                let meta = database.reader.metadata();
                 DatabaseInfo {
                     role: slot.role,
                     path: slot.path.clone(),
@@ -594,27 +607,8 @@ impl GeoEnricher {
     }
 }
 
-/// The network `ip` falls in, given the prefix length the tree walk reached.
-fn network_key(ip: IpAddr, prefix_len: usize) -> NetworkKey {
-    let (bits, width, v6) = match ip {
-        IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32u32, false),
-        IpAddr::V6(v6) => (u128::from(v6), 128u32, true),
-    };
-    let len = u32::try_from(prefix_len).unwrap_or(width).min(width);
-    // Keep the top `len` bits of a `width`-bit address.
-    let mask = match u128::MAX.checked_shl(width - len) {
-        Some(mask) if len > 0 => mask,
-        _ => 0,
-    };
-    NetworkKey {
-        masked: bits & mask,
-        prefix_len: len as u8,
-        v6,
-    }
-}
-
 fn log_loaded(role: DatabaseRole, path: &Path, database: &Database) {
-    let meta = &database.reader.metadata;
+    let meta = database.reader.metadata();
     tracing::info!(
         target: "netacl_edge::geo",
         ?role,
@@ -626,39 +620,45 @@ fn log_loaded(role: DatabaseRole, path: &Path, database: &Database) {
     );
 }
 
-/// Maps and checks a database file.
+/// Reads a database file into memory and checks all of it (see the module documentation).
 fn load(path: &Path, role: DatabaseRole) -> Result<Database, GeoError> {
     let io_error = |source| GeoError::Io {
         path: path.to_owned(),
         source,
     };
-    let corrupt = |reason: String| GeoError::Corrupt {
-        path: path.to_owned(),
-        reason,
-    };
     let stamp = FileStamp::of(path).map_err(io_error)?;
-    let reader = match catch_unwind(AssertUnwindSafe(|| Reader::open_mmap(path))) {
+    let bytes = std::fs::read(path).map_err(io_error)?;
+    if bytes.len() as u64 != stamp.len || FileStamp::of(path).map_err(io_error)? != stamp {
+        return Err(GeoError::Changed {
+            path: path.to_owned(),
+        });
+    }
+    check(&bytes).map_err(|failure| match failure {
+        CheckFailure::Reader(source) => GeoError::Format {
+            path: path.to_owned(),
+            source,
+        },
+        CheckFailure::Corrupt(reason) => GeoError::Corrupt {
+            path: path.to_owned(),
+            reason,
+        },
+    })?;
+    // The same bytes, checked: reading the metadata again cannot fail, but is not assumed to.
+    let reader = match catch_unwind(AssertUnwindSafe(|| Reader::from_source(bytes))) {
         Ok(Ok(reader)) => reader,
-        Ok(Err(MaxMindDbError::Io(source) | MaxMindDbError::Mmap(source))) => {
-            return Err(io_error(source))
-        }
         Ok(Err(source)) => {
             return Err(GeoError::Format {
                 path: path.to_owned(),
                 source,
             })
         }
-        Err(_panic) => return Err(corrupt("the reader panicked on its metadata".to_owned())),
+        Err(_panic) => {
+            return Err(GeoError::Corrupt {
+                path: path.to_owned(),
+                reason: "the reader panicked on its metadata".to_owned(),
+            })
+        }
     };
-    check_search_tree(path, &reader.metadata, stamp.len).map_err(|e| match e {
-        TreeError::Io(source) => io_error(source),
-        TreeError::Corrupt(reason) => corrupt(reason),
-    })?;
-    if FileStamp::of(path).map_err(io_error)? != stamp {
-        return Err(GeoError::Changed {
-            path: path.to_owned(),
-        });
-    }
     let cache = (role == DatabaseRole::Location).then(LocationCache::new);
     Ok(Database {
         reader,
@@ -667,36 +667,50 @@ fn load(path: &Path, role: DatabaseRole) -> Result<Database, GeoError> {
     })
 }
 
-enum TreeError {
-    Io(io::Error),
+enum CheckFailure {
+    Reader(MaxMindDbError),
     Corrupt(String),
+}
+
+/// Every check a database passes before it is used: the metadata (the reader's, bounded in
+/// depth), the search tree (ours: every record in bounds, no cycle, no path longer than an
+/// address), then the reader's verifier over the tree and every data record it points to.
+fn check(bytes: &[u8]) -> Result<(), CheckFailure> {
+    let guarded = |operation: &dyn Fn() -> Result<(), CheckFailure>| {
+        catch_unwind(AssertUnwindSafe(operation)).unwrap_or_else(|_panic| {
+            Err(CheckFailure::Corrupt(
+                "the reader panicked while checking the file".to_owned(),
+            ))
+        })
+    };
+    guarded(&|| {
+        let reader = Reader::from_source(bytes).map_err(CheckFailure::Reader)?;
+        check_search_tree(bytes, reader.metadata()).map_err(CheckFailure::Corrupt)?;
+        reader.verify().map_err(CheckFailure::Reader)
+    })
 }
 
 /// Checks the metadata against the file and walks every record of the search tree: each must
 /// be a node, the "empty" marker, or a pointer into the data section. After this the reader's
 /// tree walk and pointer arithmetic stay in bounds.
-fn check_search_tree(
-    path: &Path,
-    meta: &maxminddb::Metadata,
-    file_len: u64,
-) -> Result<(), TreeError> {
-    let corrupt = |reason: String| Err(TreeError::Corrupt(reason));
+fn check_search_tree(bytes: &[u8], meta: &maxminddb::Metadata) -> Result<(), String> {
+    let file_len = bytes.len() as u64;
     if meta.binary_format_major_version != 2 {
-        return corrupt(format!(
+        return Err(format!(
             "binary format version {} (expected 2)",
             meta.binary_format_major_version
         ));
     }
     if meta.ip_version != 4 && meta.ip_version != 6 {
-        return corrupt(format!("ip_version {} (expected 4 or 6)", meta.ip_version));
+        return Err(format!("ip_version {} (expected 4 or 6)", meta.ip_version));
     }
     let record_bits = u64::from(meta.record_size);
     if ![24, 28, 32].contains(&record_bits) {
-        return corrupt(format!("record size {record_bits} (expected 24, 28 or 32)"));
+        return Err(format!("record size {record_bits} (expected 24, 28 or 32)"));
     }
     let node_count = u64::from(meta.node_count);
     if node_count == 0 {
-        return corrupt("empty search tree".to_owned());
+        return Err("empty search tree".to_owned());
     }
     let node_bytes = record_bits / 4;
     let tree_len = node_count * node_bytes;
@@ -704,19 +718,14 @@ fn check_search_tree(
     let data_len = match file_len.checked_sub(tree_len + 16) {
         Some(len) if len > 0 => len,
         _ => {
-            return corrupt(format!(
+            return Err(format!(
                 "node count {node_count} needs a {tree_len}-byte search tree, larger than the {file_len}-byte file"
             ))
         }
     };
-    let mut tree = vec![
-        0u8;
-        usize::try_from(tree_len)
-            .map_err(|_| TreeError::Corrupt("search tree too large".to_owned()))?
-    ];
-    File::open(path)
-        .and_then(|mut file| file.read_exact(&mut tree))
-        .map_err(TreeError::Io)?;
+    let tree = bytes
+        .get(..usize::try_from(tree_len).map_err(|_| "search tree too large".to_owned())?)
+        .ok_or_else(|| "search tree larger than the file".to_owned())?;
     let node_bytes = node_bytes as usize;
     let record = |node: u64, side: usize| -> u64 {
         let start = node as usize * node_bytes;
@@ -730,7 +739,7 @@ fn check_search_tree(
             let pointer_ok = value <= node_count
                 || (value >= node_count + 16 && value - node_count - 16 < data_len);
             if !pointer_ok {
-                return corrupt(format!(
+                return Err(format!(
                     "search tree node {index} points to {value}, outside the file"
                 ));
             }
@@ -739,7 +748,7 @@ fn check_search_tree(
     // No path from the root may be longer than an address has bits (which also rules out
     // cycles): a lookup that runs out of bits on a node fails.
     let max_depth = if meta.ip_version == 6 { 128 } else { 32 };
-    check_tree_depth(node_count, max_depth, record).map_err(TreeError::Corrupt)
+    check_tree_depth(node_count, max_depth, record)
 }
 
 /// Depth-first walk from the root computing each node's height (longest path to a leaf) once,

@@ -1,5 +1,5 @@
-//! The few fields enrichment decodes from a MaxMind record, borrowed from the memory-mapped
-//! database: no allocation, and only the parts of the record that are asked for.
+//! The few fields enrichment decodes from a MaxMind record, borrowed from the loaded database:
+//! no allocation, and only the parts of the record that are asked for.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -159,17 +159,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
             }
         }
         deserializer.deserialize_seq(FirstVisitor(PhantomData))
-    }
-}
-
-/// Decodes nothing: used to walk the search tree alone (a lookup only learns whether the
-/// address has a record, and its network).
-pub(crate) struct Present;
-
-impl<'de> Deserialize<'de> for Present {
-    fn deserialize<D: Deserializer<'de>>(_deserializer: D) -> Result<Self, D::Error> {
-        // The record is the outermost value; leaving it unread is safe (see LocationVisitor).
-        Ok(Present)
     }
 }
 

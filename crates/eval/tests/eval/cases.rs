@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
-use netacl_eval::{reference, CompiledPolicy, Engine, Outcome, RequestInput};
-use netacl_model::{Limits, RuleSet};
+use std::sync::Arc;
+
+use netacl_eval::{reference, CompiledPolicy, Engine, ManagedIndex, Outcome, RequestInput};
+use netacl_model::{Limits, ManagedList, ManagedListName, ManagedLists, RuleSet};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -16,7 +18,22 @@ struct CaseFile {
     rules: Value,
     #[serde(default)]
     version: Option<u64>,
+    /// Managed list content by name (`{"auth0.tor": ["192.0.2.0/24", ...]}`).
+    #[serde(default)]
+    managed_lists: serde_json::Map<String, Value>,
     cases: Vec<Case>,
+}
+
+/// The managed lists of a case file.
+fn managed_lists(file: &CaseFile) -> ManagedLists {
+    let mut lists = ManagedLists::new();
+    for (name, items) in &file.managed_lists {
+        let name = ManagedListName::parse(name).unwrap_or_else(|| panic!("unknown list {name}"));
+        let list = ManagedList::from_json_items(items, name.as_str(), usize::MAX)
+            .unwrap_or_else(|e| panic!("list {name}: {e}"));
+        lists.set(name, Some(Arc::new(list)));
+    }
+    lists
 }
 
 #[derive(Deserialize)]
@@ -49,15 +66,22 @@ fn every_case_file_passes_on_reference_and_compiled() {
         let version = file.version.unwrap_or(1);
         let rules = RuleSet::from_json(&file.rules, version, &Limits::default())
             .unwrap_or_else(|e| panic!("{}: rules do not validate: {e}", path.display()));
-        let policy = CompiledPolicy::compile(&rules).expect("compiles");
+        let lists = managed_lists(&file);
+        let index = Arc::new(ManagedIndex::build(&lists));
+        let policy = CompiledPolicy::compile_with_lists(&rules, &Limits::default(), &index)
+            .expect("compiles");
         let engine = Engine::new();
-        engine.publish(&rules).expect("publishes");
+        engine
+            .publish_with_lists(&rules, &index)
+            .expect("publishes");
+        // A rule change keeps the lists in force.
+        engine.publish(&rules).expect("publishes again");
         for case in &file.cases {
             let request = case
                 .request
                 .to_request()
                 .unwrap_or_else(|e| panic!("{}: {}: bad request: {e}", path.display(), case.name));
-            let by_reference = reference::evaluate(&rules, &request);
+            let by_reference = reference::evaluate_with_lists(&rules, &lists, &request);
             let decision = policy.evaluate(&request);
             let by_compiled = policy.outcome(&decision);
             let by_engine = engine.evaluate(&request).outcome();

@@ -61,6 +61,228 @@ fn anchor_lists_stop_at_the_first_rule_that_decides_alone() {
     assert_eq!(outcome.monitored, vec![id("Watch").to_string()]);
 }
 
+/// A terminal `match_all` rule ends every anchor list of its scopes: rules after it are never
+/// stored for those scopes, and signals only they name are not probed there. A deny-all under
+/// allow rules therefore costs what the allow rules cost.
+#[test]
+fn a_terminal_match_all_rule_cuts_its_scopes() {
+    let rule = |name: &str,
+                priority: u64,
+                scope: &str,
+                action: serde_json::Value,
+                m: serde_json::Value| {
+        let mut rule = json!({"action": action, "scope": scope});
+        for (k, v) in m.as_object().expect("object") {
+            rule[k] = v.clone();
+        }
+        record(name, priority, true, rule)
+    };
+    let rules = rule_set(
+        vec![
+            rule(
+                "HQ",
+                1,
+                "tenant",
+                json!({"allow": true}),
+                json!({"match": {"ipv4_cidrs": ["203.0.113.0/24"]}}),
+            ),
+            rule(
+                "DenyMgmt",
+                2,
+                "management",
+                json!({"block": true}),
+                json!({"match_all": true}),
+            ),
+            rule(
+                "Later",
+                3,
+                "tenant",
+                json!({"block": true}),
+                json!({"match": {"geo_country_codes": ["FR"]}}),
+            ),
+            rule(
+                "Later2",
+                4,
+                "tenant",
+                json!({"block": true}),
+                json!({"match": {"geo_country_codes": ["FR"], "asns": [7]}}),
+            ),
+        ],
+        1,
+    );
+    let policy = CompiledPolicy::compile(&rules).expect("compiles");
+    let management = Request::new(RequestScope::Management)
+        .with_country("FR")
+        .with_client_ip("192.0.2.1".parse().unwrap());
+    let outcome = policy.outcome(&policy.evaluate(&management));
+    assert_eq!(outcome, reference::evaluate(&rules, &management));
+    assert_eq!(outcome.rule_id.as_deref(), Some(id("DenyMgmt").as_str()));
+    // For other scopes the later rules still decide.
+    let auth = management.with_client_ip("192.0.2.1".parse().unwrap());
+    let mut auth = auth;
+    auth.set_scope(RequestScope::Authentication);
+    let outcome = policy.outcome(&policy.evaluate(&auth));
+    assert_eq!(outcome.rule_id.as_deref(), Some(id("Later").as_str()));
+    // The country posting holds `Later` (anchor for authentication and registration) and
+    // `Later2` (a member): stored once; without the cut `Later` would also be a management
+    // anchor. The management scope has no anchored signal but the client address.
+    let stats = policy.stats();
+    assert_eq!(stats.unanchored, [1, 0, 0]);
+    let uncut = rule_set(
+        vec![
+            rule(
+                "HQ",
+                1,
+                "tenant",
+                json!({"allow": true}),
+                json!({"match": {"ipv4_cidrs": ["203.0.113.0/24"]}}),
+            ),
+            rule(
+                "Later",
+                3,
+                "tenant",
+                json!({"block": true}),
+                json!({"match": {"geo_country_codes": ["FR"]}}),
+            ),
+        ],
+        1,
+    );
+    let cut = rule_set(
+        vec![
+            rule(
+                "HQ",
+                1,
+                "tenant",
+                json!({"allow": true}),
+                json!({"match": {"ipv4_cidrs": ["203.0.113.0/24"]}}),
+            ),
+            rule(
+                "DenyAny",
+                2,
+                "tenant",
+                json!({"block": true}),
+                json!({"match_all": true}),
+            ),
+            rule(
+                "Later",
+                3,
+                "tenant",
+                json!({"block": true}),
+                json!({"match": {"geo_country_codes": ["FR"]}}),
+            ),
+        ],
+        1,
+    );
+    // Without the deny-all, `Later` is an inline anchor; with it, no scope can reach `Later`,
+    // so its country entry holds no anchor at all and nothing probes the country.
+    let country = |policy: &CompiledPolicy| {
+        policy
+            .stats()
+            .indexes
+            .iter()
+            .find(|i| i.name == "country")
+            .map(|i| i.keys)
+    };
+    assert_eq!(
+        country(&CompiledPolicy::compile(&uncut).expect("compiles")),
+        Some(1)
+    );
+    let policy = CompiledPolicy::compile(&cut).expect("compiles");
+    assert_eq!(country(&policy), Some(0), "no country entry is left");
+    for scope in RequestScope::ALL {
+        let request = Request::new(scope).with_country("FR");
+        let outcome = policy.outcome(&policy.evaluate(&request));
+        assert_eq!(outcome, reference::evaluate(&cut, &request));
+        assert_eq!(outcome.rule_id.as_deref(), Some(id("DenyAny").as_str()));
+    }
+}
+
+/// A managed list named by many rules is compiled once (the policy shares the index) and
+/// every mask of lists gets one posting; rules naming a list without entries are reported.
+#[test]
+fn managed_lists_are_compiled_once_and_shared() {
+    use std::sync::Arc;
+
+    use netacl_eval::ManagedIndex;
+    use netacl_model::{ManagedList, ManagedListName, ManagedLists};
+
+    let mut lists = ManagedLists::new();
+    let cidrs: String = (0..2000u32)
+        .map(|i| format!("10.{}.{}.0/24\n", i / 256, i % 256))
+        .collect();
+    lists.set(
+        ManagedListName::Tor,
+        Some(Arc::new(
+            ManagedList::from_lines(&cidrs, 10_000).expect("list"),
+        )),
+    );
+    lists.set(ManagedListName::Proxy, Some(Arc::new(ManagedList::empty())));
+    let index = Arc::new(ManagedIndex::build(&lists));
+    let scopes = [
+        "management",
+        "authentication",
+        "dynamic_client_registration",
+        "tenant",
+    ];
+    let mut records: Vec<serde_json::Value> = (0..10u64)
+        .map(|i| {
+            record(
+                &format!(
+                    "Tor{}",
+                    ["A", "B", "C", "D", "E", "F", "G", "H", "J", "K"][i as usize]
+                ),
+                10 + i,
+                true,
+                json!({"action": {"log": true}, "scope": scopes[i as usize % 4],
+                       "match": {"auth0_managed": ["auth0.tor"]}}),
+            )
+        })
+        .collect();
+    records.push(record(
+        "ProxyVpn",
+        50,
+        true,
+        json!({"action": {"block": true}, "scope": "tenant",
+               "match": {"auth0_managed": ["auth0.proxy", "auth0.vpn"]}}),
+    ));
+    let rules = rule_set(records, 1);
+    let policy =
+        CompiledPolicy::compile_with_lists(&rules, &Limits::default(), &index).expect("compiles");
+    assert!(
+        Arc::ptr_eq(policy.managed_index(), &index),
+        "shared, not copied"
+    );
+    let stats = policy.stats();
+    // One posting for the Tor mask (ten rules), however many CIDRs the list holds.
+    assert_eq!(stats.postings, 1);
+    let tor = &stats.managed_lists[ManagedListName::Tor.index()];
+    assert_eq!((tor.list.ipv4, tor.rules), (2000, 10));
+    assert!(stats.needed_signals.contains(Signal::Managed));
+    let empty: Vec<(&str, bool)> = stats
+        .rules_naming_empty_lists
+        .iter()
+        .map(|w| (w.list, w.configured))
+        .collect();
+    assert_eq!(empty, [("auth0.proxy", true), ("auth0.vpn", false)]);
+    let request = Request::new(RequestScope::Authentication)
+        .with_client_ip("::ffff:10.7.200.9".parse().unwrap());
+    let outcome = policy.outcome(&policy.evaluate(&request));
+    assert_eq!(
+        outcome,
+        reference::evaluate_with_lists(&rules, &lists, &request)
+    );
+    assert_eq!(
+        outcome.monitored.len(),
+        5,
+        "the authentication and tenant rules"
+    );
+    // Recompiling after a rule change keeps the same index.
+    let again =
+        CompiledPolicy::compile_with_lists(&rules, &Limits::default(), policy.managed_index())
+            .expect("compiles");
+    assert!(Arc::ptr_eq(again.managed_index(), &index));
+}
+
 /// A tenant large enough for the block layout of the client address index (from 131,072
 /// intervals), end to end against the reference: nested networks, spilled blocks, prefetch.
 #[test]
@@ -125,7 +347,9 @@ fn synthetic_tenant_agrees_with_reference() {
     let stats = policy.stats();
     assert_eq!(stats.rules, 400);
     assert!(stats.active_rules < 400);
-    for signal in Signal::ALL {
+    // Every signal but the managed lists (the synthetic tenant has none; `differential.rs`
+    // covers them).
+    for signal in Signal::ALL.into_iter().filter(|s| *s != Signal::Managed) {
         assert!(
             policy.needed_signals().contains(signal),
             "{signal:?} unused"

@@ -3,10 +3,13 @@
 //! Values come from small pools (nested and overlapping CIDRs, IPv6, mapped addresses, a few
 //! ASNs, countries in mixed case, wildcard user agents, trailing-dot hostnames) so that hits are
 //! frequent; priorities come from 1..=5 so that ties are common; rules are log rules, inactive
-//! or of any scope often enough.
+//! or of any scope often enough. A second property adds `match_all` rules and rules naming
+//! managed lists, with random list content (some lists unconfigured, some empty).
 
-use netacl_eval::{reference, CompiledPolicy, RequestInput};
-use netacl_model::{AclId, Limits, RuleSet};
+use std::sync::Arc;
+
+use netacl_eval::{reference, CompiledPolicy, ManagedIndex, RequestInput};
+use netacl_model::{AclId, Limits, ManagedList, ManagedListName, ManagedLists, RuleSet};
 use proptest::prelude::*;
 use proptest::sample::{select, subsequence};
 use serde_json::{json, Map, Value};
@@ -45,6 +48,27 @@ const USER_AGENTS: &[&str] = &[
     "bot/*", "*bot", "*bo*t*", "curl/8.0", "*", "a*b*c", "bot", "**",
 ];
 const HOSTS: &[&str] = &["a.example.com", "B.Example.com.", "c.example.com"];
+const LIST_NAMES: &[&str] = &[
+    "auth0.tor",
+    "auth0.vpn",
+    "auth0.proxy",
+    "auth0.low_reputation",
+];
+/// Entries of the random managed lists: nested networks, an address that requests use mapped
+/// into IPv6, IPv6 networks and fingerprints in both cases.
+const LIST_ENTRIES: &[&str] = &[
+    "10.0.0.0/8",
+    "10.1.2.0/24",
+    "10.1.2.3",
+    "192.0.2.128/25",
+    "198.51.100.7",
+    "2001:db8:1::/48",
+    "2001:db8:1:2::1",
+    "fe80::/10",
+    "e7d705a3286e19ea42f587b344ee6865",
+    "t13d1517h2_8daaf6152771_b186095e22b6",
+    "T13D1516H2_8DAAF6152771_B186095E22B6",
+];
 
 const REQ_IPS: &[&str] = &[
     "10.1.2.3",
@@ -98,14 +122,21 @@ fn member<T: Clone + std::fmt::Debug + 'static>(
     ]
 }
 
-fn criteria() -> impl Strategy<Value = Map<String, Value>> {
+/// A criteria object; with `lists`, it may also name managed lists.
+fn criteria_with(lists: bool) -> impl Strategy<Value = Map<String, Value>> {
+    let managed = if lists {
+        member(LIST_NAMES).boxed()
+    } else {
+        Just(None).boxed()
+    };
     (
         (member(V4), member(V6), member(V4), member(V6)),
         (member(ASNS), member(COUNTRIES), member(SUBDIVISIONS)),
         (member(JA3), member(JA4), member(USER_AGENTS), member(HOSTS)),
+        managed,
     )
         .prop_map(
-            |((v4, v6, cv4, cv6), (asns, countries, subs), (ja3, ja4, uas, hosts))| {
+            |((v4, v6, cv4, cv6), (asns, countries, subs), (ja3, ja4, uas, hosts), managed)| {
                 let mut out = Map::new();
                 let mut put = |key: &str, v: Option<Vec<Value>>| {
                     if let Some(v) = v {
@@ -128,12 +159,18 @@ fn criteria() -> impl Strategy<Value = Map<String, Value>> {
                 put("ja4_fingerprints", strs(ja4));
                 put("user_agents", strs(uas));
                 put("hostnames", strs(hosts));
+                put("auth0_managed", strs(managed));
                 out
             },
         )
 }
 
 fn rule(index: usize) -> impl Strategy<Value = Value> {
+    rule_with(index, false)
+}
+
+/// A random record; with `extended`, it may be a `match_all` rule or name managed lists.
+fn rule_with(index: usize, extended: bool) -> impl Strategy<Value = Value> {
     (
         any::<u32>(),
         prop::bool::weighted(0.85),
@@ -147,11 +184,12 @@ fn rule(index: usize) -> impl Strategy<Value = Value> {
             ][..],
         ),
         select(&["block", "allow", "log", "log", "redirect"][..]),
-        criteria(),
-        prop::option::weighted(0.4, criteria()),
+        criteria_with(extended),
+        prop::option::weighted(0.4, criteria_with(extended)),
+        prop::bool::weighted(if extended { 0.15 } else { 0.0 }),
     )
         .prop_map(
-            move |(high, active, priority, scope, action, matching, not_matching)| {
+            move |(high, active, priority, scope, action, matching, not_matching, match_all)| {
                 let id = AclId::from_random((u128::from(high) << 32) | index as u128);
                 let mut act = Map::new();
                 act.insert(action.into(), Value::Bool(true));
@@ -164,15 +202,24 @@ fn rule(index: usize) -> impl Strategy<Value = Value> {
                 let mut body = Map::new();
                 body.insert("action".into(), Value::Object(act));
                 body.insert("scope".into(), scope.into());
+                let mut not_matching = not_matching;
+                if matching.contains_key("auth0_managed") {
+                    // A list may be named in match or in not_match, not both.
+                    if let Some(nm) = &mut not_matching {
+                        nm.remove("auth0_managed");
+                    }
+                }
                 let has_not_match = not_matching.as_ref().is_some_and(|m| !m.is_empty());
-                if !matching.is_empty() || !has_not_match {
+                if match_all {
+                    body.insert("match_all".into(), Value::Bool(true));
+                } else if !matching.is_empty() || !has_not_match {
                     let mut matching = matching;
                     if matching.is_empty() {
                         matching.insert("asns".into(), json!([1]));
                     }
                     body.insert("match".into(), Value::Object(matching));
                 }
-                if let Some(nm) = not_matching.filter(|m| !m.is_empty()) {
+                if let Some(nm) = not_matching.filter(|m| !m.is_empty() && !match_all) {
                     body.insert("not_match".into(), Value::Object(nm));
                 }
                 json!({
@@ -190,6 +237,30 @@ fn rule(index: usize) -> impl Strategy<Value = Value> {
 
 fn rule_set() -> impl Strategy<Value = Vec<Value>> {
     (0usize..12).prop_flat_map(|n| (0..n).map(rule).collect::<Vec<_>>())
+}
+
+fn extended_rule_set() -> impl Strategy<Value = Vec<Value>> {
+    (0usize..12).prop_flat_map(|n| (0..n).map(|i| rule_with(i, true)).collect::<Vec<_>>())
+}
+
+/// Random content for each managed list: unconfigured, empty, or some of [`LIST_ENTRIES`].
+fn managed_lists() -> impl Strategy<Value = ManagedLists> {
+    let one = prop_oneof![
+        2 => Just(None),
+        1 => Just(Some(Vec::new())),
+        4 => subsequence(LIST_ENTRIES, 1..=4).prop_map(Some),
+    ];
+    prop::collection::vec(one, ManagedListName::ALL.len()).prop_map(|contents| {
+        let mut lists = ManagedLists::new();
+        for (name, content) in ManagedListName::ALL.into_iter().zip(contents) {
+            if let Some(entries) = content {
+                let text = entries.join("\n");
+                let list = ManagedList::from_lines(&text, 100).expect("valid entries");
+                lists.set(name, Some(Arc::new(list)));
+            }
+        }
+        lists
+    })
 }
 
 fn opt(pool: &'static [&'static str]) -> impl Strategy<Value = Option<String>> {
@@ -251,6 +322,27 @@ proptest! {
             let expected = reference::evaluate(&rules, &request);
             let decision = policy.evaluate(&request);
             prop_assert_eq!(decision.version(), 3);
+            prop_assert_eq!(policy.outcome(&decision), expected, "request {:?}", input);
+        }
+    }
+
+    #[test]
+    fn compiled_agrees_with_reference_with_match_all_and_managed_lists(
+        records in extended_rule_set(),
+        lists in managed_lists(),
+        requests in prop::collection::vec(request(), 1..8),
+    ) {
+        let rules = RuleSet::from_json(&Value::Array(records), 4, &Limits::default())
+            .map_err(|e| TestCaseError::fail(format!("generated rules do not validate: {e}")))?;
+        let index = Arc::new(ManagedIndex::build(&lists));
+        let policy = CompiledPolicy::compile_with_lists(&rules, &Limits::default(), &index)
+            .map_err(|e| TestCaseError::fail(format!("does not compile: {e}")))?;
+        for input in &requests {
+            let request = input.to_request()
+                .map_err(|e| TestCaseError::fail(format!("bad request: {e}")))?;
+            let expected = reference::evaluate_with_lists(&rules, &lists, &request);
+            let decision = policy.evaluate(&request);
+            prop_assert_eq!(decision.version(), 4);
             prop_assert_eq!(policy.outcome(&decision), expected, "request {:?}", input);
         }
     }

@@ -2,7 +2,7 @@
 
 use super::client::{verify_client_secret, ClientRecord, DUMMY_SECRET_HASH};
 use super::key::SigningKey;
-use jsonwebtoken::{Algorithm, Header, Validation};
+use jsonwebtoken::{Algorithm, Validation};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
@@ -301,7 +301,7 @@ impl TenantAuthority {
         let audience = format!("https://{domain}/api/v2/");
         let mut validation = Validation::new(Algorithm::RS256);
         validation.algorithms = vec![Algorithm::RS256];
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.set_issuer(&[&issuer]);
         validation.set_audience(&[&audience]);
         validation.leeway = config.leeway_secs;
@@ -464,9 +464,9 @@ impl TenantAuthority {
             scope: &scope,
             gty: "client-credentials",
         };
-        let mut header = Header::new(Algorithm::RS256);
-        header.kid = Some(self.key.kid().to_owned());
-        let access_token = jsonwebtoken::encode(&header, &claims, self.key.encoding_key())
+        let access_token = self
+            .key
+            .sign_jwt(&claims)
             .map_err(|_| OAuthError::ServerError)?;
         Ok(TokenResponse {
             access_token,

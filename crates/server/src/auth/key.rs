@@ -1,15 +1,17 @@
 //! The tenant's token-signing key.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use aws_lc_rs::encoding::AsDer;
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rsa::{KeyPair, KeySize};
+use aws_lc_rs::signature::{KeyPair as _, RSA_PKCS1_SHA256};
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use jsonwebtoken::{DecodingKey, EncodingKey};
-use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey};
-use rsa::pkcs8::der::zeroize::Zeroizing;
-use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
-use rsa::traits::PublicKeyParts;
-use rsa::RsaPrivateKey;
+use jsonwebtoken::DecodingKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::PrivateKeyDer;
 use sha2::{Digest, Sha256};
 use std::fmt;
+use zeroize::Zeroizing;
 
 /// Size of a freshly generated key, in bits.
 pub const GENERATED_KEY_BITS: usize = 2048;
@@ -17,7 +19,10 @@ pub const GENERATED_KEY_BITS: usize = 2048;
 /// Smallest key accepted by [`SigningKey::from_pem`], in bits.
 pub const MIN_KEY_BITS: usize = 2048;
 
-/// Why a signing key could not be created, loaded or exported.
+/// Largest key accepted by [`SigningKey::from_pem`], in bits.
+pub const MAX_KEY_BITS: usize = 8192;
+
+/// Why a signing key could not be created, loaded, used or exported.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
@@ -32,27 +37,31 @@ pub enum KeyError {
     #[error("the RSA private key is inconsistent")]
     Invalid,
     /// The key is shorter than [`MIN_KEY_BITS`].
-    #[error("the RSA key has {bits} bits; at least {MIN_KEY_BITS} are required")]
-    TooShort {
-        /// The key's modulus size.
-        bits: usize,
-    },
-    /// The key could not be encoded (PKCS#1 DER or PKCS#8 PEM).
+    #[error("the RSA key is shorter than {MIN_KEY_BITS} bits")]
+    TooShort,
+    /// The key is longer than [`MAX_KEY_BITS`].
+    #[error("the RSA key is longer than {MAX_KEY_BITS} bits")]
+    TooLong,
+    /// The key could not be encoded (PKCS#8 PEM).
     #[error("the RSA key could not be encoded")]
     Encode,
+    /// Signing failed (the RSA library).
+    #[error("RSA signing failed")]
+    Sign,
 }
 
 /// The RSA key that signs the tenant's access tokens (RS256).
 ///
-/// Holds the private key, the derived `jsonwebtoken` encoding and decoding keys, the key id
-/// (`kid`, the RFC 7638 JWK thumbprint of the public key, so it is stable across restarts
-/// and identical for identical keys) and the public JWK parameters. `Debug` prints the
-/// `kid` and the size only, never key material. Persisting the key is the store's job:
-/// export it with [`to_pem`](Self::to_pem) and load it back with
+/// The private key lives in AWS-LC (`aws-lc-rs`): generation, parsing and signing are its
+/// constant-time, blinded RSA; the key material is wiped when the key is dropped. Beside it
+/// are the `jsonwebtoken` decoding key (the public modulus and exponent, used to verify
+/// tokens), the key id (`kid`, the RFC 7638 JWK thumbprint of the public key, so it is stable
+/// across restarts and identical for identical keys) and the public JWK parameters. `Debug`
+/// prints the `kid` and the size only, never key material. Persisting the key is the store's
+/// job: export it with [`to_pem`](Self::to_pem) and load it back with
 /// [`from_pem`](Self::from_pem).
 pub struct SigningKey {
-    private: RsaPrivateKey,
-    encoding: EncodingKey,
+    key_pair: KeyPair,
     decoding: DecodingKey,
     kid: String,
     n: String,
@@ -63,43 +72,52 @@ pub struct SigningKey {
 impl SigningKey {
     /// Generate a new 2048-bit key from the operating system's random source.
     ///
-    /// This takes a noticeable fraction of a second even in optimised builds: do it once
-    /// at first start and store the result.
+    /// This takes a noticeable fraction of a second: do it once at first start and store the
+    /// result.
     pub fn generate() -> Result<Self, KeyError> {
-        let mut rng = rand::rngs::OsRng;
-        let private =
-            RsaPrivateKey::new(&mut rng, GENERATED_KEY_BITS).map_err(|_| KeyError::Generate)?;
-        Self::from_private(private)
+        let key_pair = KeyPair::generate(KeySize::Rsa2048).map_err(|_| KeyError::Generate)?;
+        Self::from_key_pair(key_pair)
     }
 
     /// Load a key from PEM: PKCS#8 (`-----BEGIN PRIVATE KEY-----`, what
-    /// [`to_pem`](Self::to_pem) writes) or PKCS#1 (`-----BEGIN RSA PRIVATE KEY-----`).
+    /// [`to_pem`](Self::to_pem) writes, and what every version of netacl has stored) or PKCS#1
+    /// (`-----BEGIN RSA PRIVATE KEY-----`). The first private key in the text is used. The key
+    /// must be consistent (checked by AWS-LC) and have [`MIN_KEY_BITS`] to [`MAX_KEY_BITS`] bits.
     pub fn from_pem(pem: &str) -> Result<Self, KeyError> {
-        let private = RsaPrivateKey::from_pkcs8_pem(pem)
-            .or_else(|_| RsaPrivateKey::from_pkcs1_pem(pem))
-            .map_err(|_| KeyError::Parse)?;
-        Self::from_private(private)
+        let der = PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|_| KeyError::Parse)?;
+        let parsed = match &der {
+            PrivateKeyDer::Pkcs8(der) => KeyPair::from_pkcs8(der.secret_pkcs8_der()),
+            PrivateKeyDer::Pkcs1(der) => KeyPair::from_der(der.secret_pkcs1_der()),
+            _ => return Err(KeyError::Parse),
+        };
+        let key_pair = parsed.map_err(|rejected| match rejected.description_() {
+            "TooSmall" => KeyError::TooShort,
+            "TooLarge" => KeyError::TooLong,
+            "WrongAlgorithm" | "InvalidEncoding" => KeyError::Parse,
+            _ => KeyError::Invalid,
+        })?;
+        Self::from_key_pair(key_pair)
     }
 
-    fn from_private(private: RsaPrivateKey) -> Result<Self, KeyError> {
-        private.validate().map_err(|_| KeyError::Invalid)?;
-        let bits = private.size() * 8;
+    fn from_key_pair(key_pair: KeyPair) -> Result<Self, KeyError> {
+        let bits = key_pair.public_modulus_len() * 8;
         if bits < MIN_KEY_BITS {
-            return Err(KeyError::TooShort { bits });
+            return Err(KeyError::TooShort);
         }
-        let der = private.to_pkcs1_der().map_err(|_| KeyError::Encode)?;
-        let encoding = EncodingKey::from_rsa_der(der.as_bytes());
-        let n_bytes = private.n().to_bytes_be();
-        let e_bytes = private.e().to_bytes_be();
-        let decoding = DecodingKey::from_rsa_raw_components(&n_bytes, &e_bytes);
-        let n = URL_SAFE_NO_PAD.encode(&n_bytes);
-        let e = URL_SAFE_NO_PAD.encode(&e_bytes);
+        if bits > MAX_KEY_BITS {
+            return Err(KeyError::TooLong);
+        }
+        let public = key_pair.public_key();
+        let n_bytes = public.modulus().big_endian_without_leading_zero();
+        let e_bytes = public.exponent().big_endian_without_leading_zero();
+        let decoding = DecodingKey::from_rsa_raw_components(n_bytes, e_bytes);
+        let n = URL_SAFE_NO_PAD.encode(n_bytes);
+        let e = URL_SAFE_NO_PAD.encode(e_bytes);
         // RFC 7638: SHA-256 over the required members in lexicographic order, no whitespace.
         let thumbprint_input = format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#);
         let kid = URL_SAFE_NO_PAD.encode(Sha256::digest(thumbprint_input.as_bytes()));
         Ok(Self {
-            private,
-            encoding,
+            key_pair,
             decoding,
             kid,
             n,
@@ -108,12 +126,64 @@ impl SigningKey {
         })
     }
 
-    /// The private key as PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`, LF line endings).
-    /// The text is wiped from memory when the returned value is dropped.
+    /// The private key as PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`, LF line endings, 64
+    /// characters a line, RFC 7468). The text and every intermediate copy are wiped from
+    /// memory when dropped.
     pub fn to_pem(&self) -> Result<Zeroizing<String>, KeyError> {
-        self.private
-            .to_pkcs8_pem(LineEnding::LF)
-            .map_err(|_| KeyError::Encode)
+        const BEGIN: &str = "-----BEGIN PRIVATE KEY-----\n";
+        const END: &str = "-----END PRIVATE KEY-----\n";
+        let der = self.key_pair.as_der().map_err(|_| KeyError::Encode)?;
+        let base64 = Zeroizing::new(STANDARD.encode(der.as_ref()));
+        // Sized up front, so the text is never reallocated (which would leave a copy behind).
+        let mut pem = Zeroizing::new(String::with_capacity(
+            BEGIN.len() + base64.len() + base64.len().div_ceil(64) + END.len(),
+        ));
+        pem.push_str(BEGIN);
+        for line in base64.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).map_err(|_| KeyError::Encode)?);
+            pem.push('\n');
+        }
+        pem.push_str(END);
+        Ok(pem)
+    }
+
+    /// The RS256 signature (RSASSA-PKCS1-v1_5 with SHA-256) of `message`, for a JWS: the
+    /// message is the ASCII `BASE64URL(header) || '.' || BASE64URL(payload)`.
+    pub fn sign_rs256(&self, message: &[u8]) -> Result<Vec<u8>, KeyError> {
+        let mut signature = vec![0; self.key_pair.public_modulus_len()];
+        self.key_pair
+            .sign(
+                &RSA_PKCS1_SHA256,
+                &SystemRandom::new(),
+                message,
+                &mut signature,
+            )
+            .map_err(|_| KeyError::Sign)?;
+        Ok(signature)
+    }
+
+    /// A compact RS256 JWT of `claims`, with the header `{"alg":"RS256","typ":"JWT","kid":...}`.
+    pub(crate) fn sign_jwt<T: serde::Serialize>(&self, claims: &T) -> Result<String, KeyError> {
+        #[derive(serde::Serialize)]
+        struct JwsHeader<'a> {
+            alg: &'static str,
+            typ: &'static str,
+            kid: &'a str,
+        }
+        let header = serde_json::to_vec(&JwsHeader {
+            alg: "RS256",
+            typ: "JWT",
+            kid: &self.kid,
+        })
+        .map_err(|_| KeyError::Encode)?;
+        let claims = serde_json::to_vec(claims).map_err(|_| KeyError::Encode)?;
+        let mut token = URL_SAFE_NO_PAD.encode(header);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(claims, &mut token);
+        let signature = self.sign_rs256(token.as_bytes())?;
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature, &mut token);
+        Ok(token)
     }
 
     /// The key id: the base64url RFC 7638 thumbprint of the public key (43 characters).
@@ -139,10 +209,6 @@ impl SigningKey {
                 "e": self.e,
             }]
         })
-    }
-
-    pub(crate) fn encoding_key(&self) -> &EncodingKey {
-        &self.encoding
     }
 
     pub(crate) fn decoding_key(&self) -> &DecodingKey {
@@ -173,10 +239,19 @@ pub(crate) mod tests {
         })
     }
 
+    /// A key written by netacl before the move to AWS-LC (the `rsa` crate's PKCS#8 PEM, as
+    /// stored in existing databases), the same key as PKCS#1, and the JWKS that code served.
+    const LEGACY_PKCS8: &str = include_str!("../../../../testdata/keys/legacy-pkcs8.pem");
+    const LEGACY_PKCS1: &str = include_str!("../../../../testdata/keys/legacy-pkcs1.pem");
+    const LEGACY_JWKS: &str = include_str!("../../../../testdata/keys/legacy-jwks.json");
+    const SHORT_1024: &str = include_str!("../../../../testdata/keys/short-1024-pkcs8.pem");
+
     #[test]
     fn pem_round_trip_keeps_the_kid_and_jwks() {
         let pem = test_key_pem();
         assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
+        assert!(pem.ends_with("\n-----END PRIVATE KEY-----\n"));
+        assert!(pem.lines().all(|line| line.len() <= 64));
         let a = SigningKey::from_pem(pem).expect("load");
         let b = SigningKey::from_pem(&a.to_pem().expect("export")).expect("reload");
         assert_eq!(a.kid(), b.kid());
@@ -193,28 +268,86 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn pkcs1_pem_is_accepted_too() {
-        let a = SigningKey::from_pem(test_key_pem()).expect("load");
-        let pkcs1 = a
-            .private
-            .to_pkcs1_pem(LineEnding::LF)
-            .expect("pkcs1 export");
-        let b = SigningKey::from_pem(&pkcs1).expect("pkcs1 load");
-        assert_eq!(a.kid(), b.kid());
+    fn keys_stored_by_earlier_versions_load_with_their_kid_and_jwks() {
+        let legacy_jwks: serde_json::Value = serde_json::from_str(LEGACY_JWKS).expect("json");
+        for pem in [LEGACY_PKCS8, LEGACY_PKCS1] {
+            let key = SigningKey::from_pem(pem).expect("legacy key loads");
+            assert_eq!(key.jwks(), legacy_jwks);
+            assert_eq!(key.kid(), legacy_jwks["keys"][0]["kid"]);
+            assert_eq!(key.bits(), 2048);
+        }
+        // Exported again, it is PKCS#8 and still the same key.
+        let key = SigningKey::from_pem(LEGACY_PKCS8).expect("load");
+        let again = SigningKey::from_pem(&key.to_pem().expect("export")).expect("reload");
+        assert_eq!(again.jwks(), legacy_jwks);
     }
 
     #[test]
-    fn garbage_and_short_keys_are_refused() {
+    fn signatures_verify_with_the_published_jwk() {
+        for pem in [test_key_pem(), LEGACY_PKCS8] {
+            let key = SigningKey::from_pem(pem).expect("load");
+            let header = URL_SAFE_NO_PAD.encode(format!(
+                r#"{{"alg":"RS256","typ":"JWT","kid":"{}"}}"#,
+                key.kid()
+            ));
+            let claims = URL_SAFE_NO_PAD.encode(r#"{"sub":"x","exp":4102444800}"#);
+            let message = format!("{header}.{claims}");
+            let signature = key.sign_rs256(message.as_bytes()).expect("sign");
+            assert_eq!(signature.len(), 256);
+            let token = format!("{message}.{}", URL_SAFE_NO_PAD.encode(&signature));
+            // Verified from the JWKS alone, as a third party would.
+            let jwk = &key.jwks()["keys"][0];
+            let public = DecodingKey::from_rsa_components(
+                jwk["n"].as_str().unwrap_or_default(),
+                jwk["e"].as_str().unwrap_or_default(),
+            )
+            .expect("public key");
+            let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+            validation.required_spec_claims.clear();
+            validation.validate_aud = false;
+            let decoded = jsonwebtoken::decode::<serde_json::Value>(&token, &public, &validation)
+                .expect("verifies");
+            assert_eq!(decoded.claims["sub"], "x");
+            // One bit changed in the message: refused.
+            let tampered = format!(
+                "{header}.{}X.{}",
+                claims,
+                URL_SAFE_NO_PAD.encode(&signature)
+            );
+            assert!(
+                jsonwebtoken::decode::<serde_json::Value>(&tampered, &public, &validation).is_err()
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_short_and_inconsistent_keys_are_refused() {
         assert!(matches!(SigningKey::from_pem(""), Err(KeyError::Parse)));
         assert!(matches!(
             SigningKey::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
             Err(KeyError::Parse)
         ));
-        let short = RsaPrivateKey::new(&mut rand::rngs::OsRng, 1024).expect("1024-bit key");
-        let pem = short.to_pkcs8_pem(LineEnding::LF).expect("export");
         assert!(matches!(
-            SigningKey::from_pem(&pem),
-            Err(KeyError::TooShort { bits: 1024 })
+            SigningKey::from_pem(SHORT_1024),
+            Err(KeyError::TooShort)
+        ));
+        // The legacy PKCS#1 key with its last CRT coefficient byte changed: it still parses
+        // as DER, but the components no longer agree.
+        let body: String = LEGACY_PKCS1
+            .lines()
+            .filter(|line| !line.starts_with("-----"))
+            .collect();
+        let mut der = STANDARD.decode(body).expect("base64");
+        if let Some(last) = der.last_mut() {
+            *last ^= 0x01;
+        }
+        let tampered = format!(
+            "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n",
+            STANDARD.encode(&der)
+        );
+        assert!(matches!(
+            SigningKey::from_pem(&tampered),
+            Err(KeyError::Invalid)
         ));
     }
 

@@ -32,7 +32,7 @@
 //!
 //! # Design
 //!
-//! - [`SigningKey`] holds the RSA key; its `kid` is the RFC 7638 thumbprint, so a key
+//! - [`SigningKey`] holds the RSA key (in AWS-LC); its `kid` is the RFC 7638 thumbprint, so a key
 //!   reloaded from the store keeps its id. Persisting it is the store's job
 //!   ([`SigningKey::to_pem`] / [`SigningKey::from_pem`]).
 //! - [`TenantAuthority`] knows the issuer (`https://<domain>/`), the management audience
@@ -67,6 +67,6 @@ pub use client::{
     ClientRecord,
 };
 pub use endpoint::{jwks_endpoint, token_endpoint, token_router, MAX_TOKEN_BODY_BYTES};
-pub use key::{KeyError, SigningKey, GENERATED_KEY_BITS, MIN_KEY_BITS};
+pub use key::{KeyError, SigningKey, GENERATED_KEY_BITS, MAX_KEY_BITS, MIN_KEY_BITS};
 pub use scopes::{is_management_scope, MANAGEMENT_SCOPES};
 pub use verify::{AuthError, Principal};

@@ -29,14 +29,15 @@ pub enum AuthError {
     #[error("Bad HTTP authentication header format")]
     BadAuthorizationHeader,
     /// The token is not three base64url segments with a JSON header and claims of the
-    /// expected types, or is too long.
+    /// expected types (a time claim that is not a number, a `null` member, a number out of
+    /// range, a repeated member, ...), or is too long.
     #[error("Invalid token")]
     MalformedToken,
     /// The header's `alg` is not `RS256` (this includes `none` and every HMAC algorithm),
-    /// or the header carries `crit` or an unexpected `typ`.
+    /// or the header carries `crit` or a `typ` other than `JWT` or `at+jwt`.
     #[error("Invalid token")]
     UnsupportedAlgorithm,
-    /// The header names a `kid` other than our signing key's.
+    /// The header has no `kid`, or one that names none of the tenant's signing keys.
     #[error("Invalid token")]
     UnknownKey,
     /// The signature does not verify with our key.
@@ -54,7 +55,7 @@ pub enum AuthError {
     /// `aud` neither is nor contains the management API identifier.
     #[error("Invalid token")]
     WrongAudience,
-    /// `exp`, `iss` or `aud` is missing, or neither `azp` nor `sub` names the client.
+    /// `exp`, `iat`, `iss`, `aud` or `sub` is missing, or the client id is empty.
     #[error("Invalid token")]
     MissingClaim,
     /// The token is valid but grants none of the scopes the operation accepts.
@@ -165,35 +166,111 @@ enum AudienceClaim {
     Many(Vec<String>),
 }
 
-/// The claims we read. Types are strict: a non-integer time, a non-string `iss`
-/// (including an array) or `scope` makes the token malformed.
+/// A time claim (RFC 7519 NumericDate): a JSON number of seconds since the UNIX epoch,
+/// integer or not. Anything else (a string, `null`, an array, a number too large for a
+/// double such as `1e400`, which the JSON parser refuses) makes the token malformed. A
+/// fraction is rounded the strict way for each use: [`NumericDate::not_after`] (for `exp`)
+/// down, [`NumericDate::not_before`] (for `nbf` and `iat`) up; negative times count as 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct NumericDate {
+    floor: u64,
+    ceil: u64,
+}
+
+impl NumericDate {
+    fn not_after(self) -> u64 {
+        self.floor
+    }
+
+    fn not_before(self) -> u64 {
+        self.ceil
+    }
+}
+
+impl<'de> Deserialize<'de> for NumericDate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = NumericDate;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a NumericDate (a JSON number)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NumericDate, E> {
+                Ok(NumericDate { floor: v, ceil: v })
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NumericDate, E> {
+                let v = u64::try_from(v).unwrap_or(0);
+                Ok(NumericDate { floor: v, ceil: v })
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<NumericDate, E> {
+                if !v.is_finite() {
+                    return Err(E::custom("a NumericDate must be finite"));
+                }
+                // `as` saturates: negative times become 0, huge ones u64::MAX.
+                Ok(NumericDate {
+                    floor: v.floor() as u64,
+                    ceil: v.ceil() as u64,
+                })
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A member that is absent is `None`; a member that is present must have the member's type,
+/// so `null` is refused rather than taken for absent.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// The claims we read. Types are strict (see [`NumericDate`] for the times; `iss`, `sub`,
+/// `azp` and `scope` are strings, `aud` a string or an array of strings); a member present
+/// with another type, `null` included, makes the token malformed. Whether a member is
+/// required is checked after parsing.
 #[derive(Deserialize)]
 struct VerifiedClaims {
+    #[serde(default, deserialize_with = "present")]
     iss: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     aud: Option<AudienceClaim>,
-    exp: Option<u64>,
-    nbf: Option<u64>,
-    iat: Option<u64>,
+    #[serde(default, deserialize_with = "present")]
+    exp: Option<NumericDate>,
+    #[serde(default, deserialize_with = "present")]
+    nbf: Option<NumericDate>,
+    #[serde(default, deserialize_with = "present")]
+    iat: Option<NumericDate>,
+    #[serde(default, deserialize_with = "present")]
     sub: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     azp: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     scope: Option<String>,
 }
 
+/// The JOSE header members we check, with the same strictness as the claims.
 #[derive(Deserialize)]
 struct JoseHeader {
     alg: String,
+    #[serde(default, deserialize_with = "present")]
     kid: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     typ: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     crit: Option<serde_json::Value>,
 }
 
 impl TenantAuthority {
     /// Verify the `Authorization` header value of a management request.
     ///
-    /// Accepts `Bearer <jwt>` (scheme case-insensitive) where the JWT is RS256, names our
-    /// `kid` or none, is signed by our key, has `iss` exactly our issuer, `aud` equal to
-    /// (or an array containing) the management audience, an integer `exp` in the future,
-    /// and `nbf`/`iat` (when present) not in the future, all with the configured leeway.
+    /// Accepts `Bearer <jwt>` (scheme case-insensitive) where the JWT is RS256 (`typ`, if
+    /// present, `JWT` or `at+jwt`; no `crit`), names the `kid` of one of the tenant's keys and
+    /// is signed by it, has `iss` exactly our issuer, `aud` equal to (or an array containing)
+    /// the management audience, a `sub`, a numeric `exp` in the future, a numeric `iat` and
+    /// (when present) `nbf` not in the future, all with the configured leeway.
     pub fn verify_bearer(&self, authorization: Option<&str>) -> Result<Principal, AuthError> {
         let value = authorization.ok_or(AuthError::MissingAuthentication)?;
         let (scheme, token) = value
@@ -260,31 +337,26 @@ impl TenantAuthority {
                 return Err(AuthError::UnsupportedAlgorithm);
             }
         }
-        if header
+        let key = header
             .kid
             .as_deref()
-            .is_some_and(|kid| kid != self.key.kid())
-        {
-            return Err(AuthError::UnknownKey);
-        }
+            .and_then(|kid| self.verification_key(kid))
+            .ok_or(AuthError::UnknownKey)?;
 
-        let data = jsonwebtoken::decode::<VerifiedClaims>(
-            token,
-            self.key.decoding_key(),
-            &self.validation,
-        )
-        .map_err(|e| match e.kind() {
-            ErrorKind::InvalidSignature => AuthError::BadSignature,
-            ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-                AuthError::UnsupportedAlgorithm
-            }
-            ErrorKind::ExpiredSignature => AuthError::Expired,
-            ErrorKind::ImmatureSignature => AuthError::NotYetValid,
-            ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
-            ErrorKind::InvalidAudience => AuthError::WrongAudience,
-            ErrorKind::MissingRequiredClaim(_) => AuthError::MissingClaim,
-            _ => AuthError::MalformedToken,
-        })?;
+        let data =
+            jsonwebtoken::decode::<VerifiedClaims>(token, key.decoding_key(), &self.validation)
+                .map_err(|e| match e.kind() {
+                    ErrorKind::InvalidSignature => AuthError::BadSignature,
+                    ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
+                        AuthError::UnsupportedAlgorithm
+                    }
+                    ErrorKind::ExpiredSignature => AuthError::Expired,
+                    ErrorKind::ImmatureSignature => AuthError::NotYetValid,
+                    ErrorKind::InvalidIssuer => AuthError::WrongIssuer,
+                    ErrorKind::InvalidAudience => AuthError::WrongAudience,
+                    ErrorKind::MissingRequiredClaim(_) => AuthError::MissingClaim,
+                    _ => AuthError::MalformedToken,
+                })?;
         let claims = data.claims;
 
         // Explicit re-checks, independent of the library's defaults.
@@ -301,23 +373,26 @@ impl TenantAuthority {
         }
         let now = unix_now();
         let exp = claims.exp.ok_or(AuthError::MissingClaim)?;
-        if exp.saturating_add(self.leeway_secs) < now {
+        let iat = claims.iat.ok_or(AuthError::MissingClaim)?;
+        let sub = claims.sub.ok_or(AuthError::MissingClaim)?;
+        if exp.not_after().saturating_add(self.leeway_secs) < now {
             return Err(AuthError::Expired);
         }
         let latest_start = now.saturating_add(self.leeway_secs);
-        if claims.nbf.is_some_and(|nbf| nbf > latest_start)
-            || claims.iat.is_some_and(|iat| iat > latest_start)
+        if claims
+            .nbf
+            .is_some_and(|nbf| nbf.not_before() > latest_start)
+            || iat.not_before() > latest_start
         {
             return Err(AuthError::NotYetValid);
         }
 
-        let client_id = match (claims.azp, claims.sub) {
-            (Some(azp), _) if !azp.is_empty() => azp,
-            (_, Some(sub)) => match sub.strip_suffix("@clients") {
+        let client_id = match claims.azp {
+            Some(azp) if !azp.is_empty() => azp,
+            _ => match sub.strip_suffix("@clients") {
                 Some(id) if !id.is_empty() => id.to_owned(),
                 _ => sub,
             },
-            _ => return Err(AuthError::MissingClaim),
         };
         if client_id.is_empty() {
             return Err(AuthError::MissingClaim);
@@ -326,6 +401,14 @@ impl TenantAuthority {
             client_id,
             scope: claims.scope.unwrap_or_default(),
         })
+    }
+}
+
+impl TenantAuthority {
+    /// The tenant's key that `kid` names, if any. One key today; with key rotation, every
+    /// key still accepted for verification.
+    fn verification_key(&self, kid: &str) -> Option<&super::key::SigningKey> {
+        (kid == self.key.kid()).then_some(&self.key)
     }
 }
 
@@ -362,6 +445,48 @@ mod tests {
             err.message(),
             "Insufficient scope, expected any of: create:organizations,create:organization_connections"
         );
+    }
+
+    #[test]
+    fn numeric_dates_are_numbers_rounded_the_strict_way() {
+        let date = |text: &str| serde_json::from_str::<NumericDate>(text).map_err(|_| ());
+        assert_eq!(
+            date("1767225600"),
+            Ok(NumericDate {
+                floor: 1_767_225_600,
+                ceil: 1_767_225_600
+            })
+        );
+        assert_eq!(
+            date("1767225600.5"),
+            Ok(NumericDate {
+                floor: 1_767_225_600,
+                ceil: 1_767_225_601
+            })
+        );
+        assert_eq!(
+            date("1.7672256e9"),
+            Ok(NumericDate {
+                floor: 1_767_225_600,
+                ceil: 1_767_225_600
+            })
+        );
+        assert_eq!(date("-5"), Ok(NumericDate { floor: 0, ceil: 0 }));
+        assert_eq!(
+            date("1e300"),
+            Ok(NumericDate {
+                floor: u64::MAX,
+                ceil: u64::MAX
+            })
+        );
+        for bad in ["\"1767225600\"", "null", "1e400", "[1]", "{}", "true"] {
+            assert_eq!(date(bad), Err(()), "{bad}");
+        }
+        // `null` is not "absent" for an optional claim.
+        let claims = |text: &str| serde_json::from_str::<VerifiedClaims>(text).map(|c| c.nbf);
+        assert!(matches!(claims("{}"), Ok(None)));
+        assert!(claims(r#"{"nbf":null}"#).is_err());
+        assert!(claims(r#"{"nbf":1,"nbf":2}"#).is_err());
     }
 
     #[test]

@@ -11,9 +11,9 @@ use crate::StoreError;
 /// The advisory-lock key of schema migrations (`netacl` in ASCII, as a number).
 pub(super) const MIGRATION_LOCK: i64 = 0x6e65_7461_636c;
 
-/// The migrations in order. Resource families added later (organizations, connections, groups,
-/// members, users, sessions, branding) append their own migration, each with a `tenant_id`.
-const MIGRATIONS: &[&str] = &[
+/// The migrations in order. Resource families added later append their own migration, each with
+/// a `tenant_id`.
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: tenants, network ACLs, signing keys, clients.
     r#"
     CREATE TABLE tenants (
@@ -126,6 +126,44 @@ const MIGRATIONS: &[&str] = &[
         tenant_id  TEXT PRIMARY KEY REFERENCES tenants(id),
         record     TEXT NOT NULL,
         updated_at BIGINT NOT NULL
+    );
+    "#,
+    // 3: an organization's connections carry their own settings (they were kept in the
+    // organization's record, as its create body's `enabled_connections`): the create's three
+    // flags, copied from the record, and `is_enabled`, `organization_connection_name`,
+    // `organization_access_level`. Records are left as they are (readers ignore their
+    // `enabled_connections`). Organizations are listed in creation order, ids in byte order.
+    r#"
+    ALTER TABLE organization_connections
+        ADD COLUMN assign_membership_on_login BOOLEAN NOT NULL DEFAULT false,
+        ADD COLUMN show_as_button BOOLEAN NOT NULL DEFAULT true,
+        ADD COLUMN is_signup_enabled BOOLEAN NOT NULL DEFAULT false,
+        ADD COLUMN is_enabled BOOLEAN NOT NULL DEFAULT true,
+        ADD COLUMN organization_connection_name TEXT,
+        ADD COLUMN organization_access_level TEXT;
+
+    UPDATE organization_connections AS oc SET
+        assign_membership_on_login = COALESCE((e.value ->> 'assign_membership_on_login')::boolean, false),
+        show_as_button = COALESCE((e.value ->> 'show_as_button')::boolean, true),
+        is_signup_enabled = COALESCE((e.value ->> 'is_signup_enabled')::boolean, false)
+    FROM organizations AS o,
+         jsonb_array_elements(COALESCE(o.record::jsonb -> 'enabled_connections', '[]'::jsonb)) AS e
+    WHERE o.tenant_id = oc.tenant_id AND o.id = oc.organization_id
+      AND e.value ->> 'connection_id' = oc.connection_id;
+
+    CREATE INDEX organizations_created ON organizations (tenant_id, created_at, id COLLATE "C");
+    "#,
+    // 4: managed lists (`auth0_managed` content written through the API). `items` is the JSON
+    // array of the accepted entries; `version` the tenant's rule-set version its last write
+    // produced.
+    r#"
+    CREATE TABLE managed_lists (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        name       TEXT NOT NULL,
+        items      TEXT NOT NULL,
+        version    BIGINT NOT NULL CHECK (version >= 0),
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, name)
     );
     "#,
 ];

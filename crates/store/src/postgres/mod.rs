@@ -15,6 +15,7 @@ mod branding;
 mod credentials;
 mod directory;
 mod listen;
+mod managed_lists;
 mod migrations;
 mod network_acls;
 mod organizations;
@@ -224,3 +225,6 @@ fn to_version(value: i64) -> u64 {
 fn from_version(value: u64) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Unavailable("rule-set version overflow".into()))
 }
+
+#[cfg(test)]
+mod tests;

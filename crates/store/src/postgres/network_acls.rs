@@ -204,7 +204,7 @@ impl Row {
 }
 
 /// Runs a query returning `(id, record)` rows and re-validates every record.
-async fn query_acls(
+pub(super) async fn query_acls(
     client: &impl GenericClient,
     tenant: &TenantId,
     limits: &Limits,

@@ -4,9 +4,9 @@ use rusqlite::Connection;
 
 use crate::StoreError;
 
-/// The migrations in order. Resource families added later (organizations, connections, groups,
-/// members, users, sessions, branding) append their own migration, each with a `tenant_id`.
-const MIGRATIONS: &[&str] = &[
+/// The migrations in order. Resource families added later append their own migration, each with
+/// a `tenant_id`.
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: tenants, network ACLs, signing keys, clients.
     r#"
     CREATE TABLE tenants (
@@ -118,6 +118,53 @@ const MIGRATIONS: &[&str] = &[
         tenant_id  TEXT PRIMARY KEY NOT NULL REFERENCES tenants(id),
         record     TEXT NOT NULL,
         updated_at INTEGER NOT NULL
+    ) STRICT;
+    "#,
+    // 3: an organization's connections carry their own settings (they were kept in the
+    // organization's record, as its create body's `enabled_connections`): the create's three
+    // flags, copied from the record, and `is_enabled`, `organization_connection_name`,
+    // `organization_access_level`. Records are left as they are (readers ignore their
+    // `enabled_connections`). Organizations are listed in creation order.
+    r#"
+    ALTER TABLE organization_connections
+        ADD COLUMN assign_membership_on_login INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE organization_connections
+        ADD COLUMN show_as_button INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE organization_connections
+        ADD COLUMN is_signup_enabled INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE organization_connections
+        ADD COLUMN is_enabled INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE organization_connections ADD COLUMN organization_connection_name TEXT;
+    ALTER TABLE organization_connections ADD COLUMN organization_access_level TEXT;
+
+    UPDATE organization_connections AS oc SET
+        assign_membership_on_login = COALESCE(flags.assign, 0),
+        show_as_button = COALESCE(flags.button, 1),
+        is_signup_enabled = COALESCE(flags.signup, 0)
+    FROM (
+        SELECT o.tenant_id, o.id AS organization_id,
+               json_extract(e.value, '$.connection_id') AS connection_id,
+               json_extract(e.value, '$.assign_membership_on_login') AS assign,
+               json_extract(e.value, '$.show_as_button') AS button,
+               json_extract(e.value, '$.is_signup_enabled') AS signup
+        FROM organizations AS o, json_each(o.record, '$.enabled_connections') AS e
+    ) AS flags
+    WHERE flags.tenant_id = oc.tenant_id AND flags.organization_id = oc.organization_id
+      AND flags.connection_id = oc.connection_id;
+
+    CREATE INDEX organizations_created ON organizations (tenant_id, created_at, id);
+    "#,
+    // 4: managed lists (`auth0_managed` content written through the API). `items` is the JSON
+    // array of the accepted entries; `version` the tenant's rule-set version its last write
+    // produced.
+    r#"
+    CREATE TABLE managed_lists (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        name       TEXT NOT NULL,
+        items      TEXT NOT NULL,
+        version    INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, name)
     ) STRICT;
     "#,
 ];

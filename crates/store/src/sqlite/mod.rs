@@ -6,6 +6,7 @@
 mod branding;
 mod credentials;
 mod directory;
+mod managed_lists;
 mod migrations;
 mod network_acls;
 mod organizations;

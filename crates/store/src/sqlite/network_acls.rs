@@ -212,7 +212,7 @@ pub(super) fn constraint_message(err: &rusqlite::Error) -> Option<String> {
 }
 
 /// Runs a query returning `(id, record)` rows and re-validates every record.
-fn query_acls(
+pub(super) fn query_acls(
     conn: &Connection,
     tenant: &TenantId,
     limits: &netacl_model::Limits,

@@ -94,3 +94,46 @@ async fn a_corrupted_record_is_reported_not_served() {
         Err(StoreError::Corrupt { .. })
     ));
 }
+
+#[tokio::test]
+async fn organizations_written_before_connection_settings_keep_their_connections() {
+    use crate::organizations::earlier_release as before;
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        // The database as the release with organization creates only left it: schema 2.
+        let conn = Connection::open(dir.path().join(DATABASE_FILE)).expect("conn");
+        for sql in &migrations::MIGRATIONS[..2] {
+            conn.execute_batch(sql).expect("old schema");
+        }
+        conn.pragma_update(None, "user_version", 2)
+            .expect("version");
+        conn.execute(
+            "INSERT INTO tenants (id, domain, acl_version, created_at) VALUES ('default', 'localhost:8080', 0, 0)",
+            [],
+        )
+        .expect("tenant");
+        for (id, name, strategy, record) in before::connections() {
+            conn.execute(
+                "INSERT INTO connections (tenant_id, id, name, strategy, record) VALUES ('default', ?1, ?2, ?3, ?4)",
+                rusqlite::params![id, name, strategy, record],
+            )
+            .expect("connection");
+        }
+        for org in before::organizations() {
+            conn.execute(
+                "INSERT INTO organizations (tenant_id, id, name, record, created_at) VALUES ('default', ?1, ?2, ?3, ?4)",
+                rusqlite::params![org.id.as_str(), org.spec.name, before::record(&org), before::CREATED_AT],
+            )
+            .expect("organization");
+            for (position, e) in org.spec.enabled_connections.iter().flatten().enumerate() {
+                conn.execute(
+                    "INSERT INTO organization_connections (tenant_id, organization_id, connection_id, position) VALUES ('default', ?1, ?2, ?3)",
+                    rusqlite::params![org.id.as_str(), e.connection_id, position as i64],
+                )
+                .expect("organization connection");
+            }
+        }
+    }
+    let store = SqliteStore::open(dir.path(), Limits::default()).expect("migrate");
+    before::check_migrated(&store, &TenantId::default_tenant()).await;
+}

@@ -1,0 +1,169 @@
+//! What an edge's policy is compiled from: the rule set, and the managed lists (`auth0_managed`)
+//! from two places: the admin server the edge follows (its watch answers carry them) and this
+//! edge's own `--managed-list` files, which win for their names.
+//!
+//! Each input changes on its own (a rule set arrives, the server's lists change, a file is
+//! reloaded); every change recompiles the policy from all three and installs it, under one
+//! lock so that two changes cannot interleave. The managed-list index is rebuilt only when the
+//! lists in force change; a rule change compiles against the same index. On any error nothing
+//! changes: the policy in service stays.
+use std::sync::Arc;
+
+use netacl_eval::ManagedIndex;
+use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
+use tokio::sync::Mutex;
+
+use crate::enforce::Enforcer;
+use crate::source::SourceError;
+
+/// The inputs of an edge's policy, and the enforcer they are installed in. Share it (`Arc`)
+/// between the rule source and whatever reloads list files.
+pub struct PolicySources {
+    enforcer: Arc<Enforcer>,
+    state: Mutex<Inputs>,
+}
+
+impl std::fmt::Debug for PolicySources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicySources").finish_non_exhaustive()
+    }
+}
+
+struct Inputs {
+    /// The rule set in force; `None` until the first one arrives.
+    rules: Option<Arc<RuleSet>>,
+    /// Lists from the admin server.
+    remote: ManagedLists,
+    /// Lists from this edge's files (they win).
+    local: ManagedLists,
+    /// Compiled from the lists in force.
+    index: Arc<ManagedIndex>,
+}
+
+/// The lists in force: `local` over `remote`.
+fn effective(remote: &ManagedLists, local: &ManagedLists) -> ManagedLists {
+    let mut lists = remote.clone();
+    for (name, list) in local.iter() {
+        lists.set(name, Some(Arc::clone(list)));
+    }
+    lists
+}
+
+impl PolicySources {
+    /// Inputs with no rule set yet, no list from a server and the lists of this edge's files
+    /// (`local`), installed in `enforcer`.
+    pub fn new(enforcer: Arc<Enforcer>, local: ManagedLists) -> Self {
+        let index = if local.is_empty() {
+            ManagedIndex::empty()
+        } else {
+            Arc::new(ManagedIndex::build(&local))
+        };
+        Self {
+            enforcer,
+            state: Mutex::new(Inputs {
+                rules: None,
+                remote: ManagedLists::new(),
+                local,
+                index,
+            }),
+        }
+    }
+
+    /// The enforcer the policy is installed in.
+    pub fn enforcer(&self) -> &Arc<Enforcer> {
+        &self.enforcer
+    }
+
+    /// The lists the admin server sent last.
+    pub async fn remote_lists(&self) -> ManagedLists {
+        self.state.lock().await.remote.clone()
+    }
+
+    /// Installs a new rule set from `origin` (the lists stay as they are).
+    pub async fn set_rules(&self, rules: RuleSet, origin: &str) -> Result<(), SourceError> {
+        let mut state = self.state.lock().await;
+        let (remote, local) = (state.remote.clone(), state.local.clone());
+        self.install(&mut state, Some(Arc::new(rules)), remote, local, origin)
+            .await
+    }
+
+    /// Installs a new rule set and the lists the admin server at `origin` sent with it.
+    pub async fn set_rules_and_remote_lists(
+        &self,
+        rules: RuleSet,
+        remote: ManagedLists,
+        origin: &str,
+    ) -> Result<(), SourceError> {
+        let mut state = self.state.lock().await;
+        let local = state.local.clone();
+        self.install(&mut state, Some(Arc::new(rules)), remote, local, origin)
+            .await
+    }
+
+    /// Puts the reloaded content of one of this edge's list files in force.
+    pub async fn set_local_list(
+        &self,
+        name: ManagedListName,
+        list: Arc<ManagedList>,
+    ) -> Result<(), SourceError> {
+        let mut state = self.state.lock().await;
+        let rules = state.rules.clone();
+        let remote = state.remote.clone();
+        let mut local = state.local.clone();
+        local.set(name, Some(list));
+        self.install(&mut state, rules, remote, local, name.as_str())
+            .await
+    }
+
+    /// Compiles and installs the policy of these inputs; on success they become the state.
+    async fn install(
+        &self,
+        state: &mut Inputs,
+        rules: Option<Arc<RuleSet>>,
+        remote: ManagedLists,
+        local: ManagedLists,
+        origin: &str,
+    ) -> Result<(), SourceError> {
+        let lists = effective(&remote, &local);
+        let current = Arc::clone(&state.index);
+        let enforcer = Arc::clone(&self.enforcer);
+        let installed_rules = rules.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let index = if lists.same_content(current.lists()) {
+                current
+            } else {
+                let index = Arc::new(ManagedIndex::build(&lists));
+                tracing::info!(
+                    lists = ?index.stats().iter().filter(|s| s.configured).map(|s| s.name).collect::<Vec<_>>(),
+                    build_ms = index.build_time().as_millis() as u64,
+                    "managed lists compiled"
+                );
+                index
+            };
+            match &installed_rules {
+                Some(rules) => enforcer
+                    .apply_rules_with_lists(rules, &index)
+                    .map(|()| index),
+                None => Ok(index),
+            }
+        })
+        .await;
+        let index = match joined {
+            Ok(Ok(index)) => index,
+            Ok(Err(source)) => {
+                return Err(SourceError::Compile {
+                    origin: origin.to_owned(),
+                    source,
+                })
+            }
+            Err(err) => return Err(SourceError::Remote(format!("compiling {origin}: {err}"))),
+        };
+        *state = Inputs {
+            rules,
+            remote,
+            local,
+            index,
+        };
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! `Enforcer::decide` allocates nothing for the common request: no decision, or a decision by
+//! one rule (block, allow, redirect), with no monitoring-mode rule matching, the path already
+//! normal, the client address from a trusted proxy's header, geo and ASN from the databases.
+//!
+//! Its own test binary: `allocation-counter` replaces the global allocator of the binary that
+//! links it (counting per thread), which no other test should run under.
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use allocation_counter::measure;
+use netacl_edge::geo::GeoEnricher;
+use netacl_edge::{
+    AclVerdict, ClientAddrResolver, ConnectionInfo, Enforcer, ForwardedHeader, TrustedProxies,
+};
+use netacl_eval::Engine;
+use netacl_model::{AclId, Limits, RuleSet};
+use serde_json::{json, Value};
+
+fn record(n: u128, priority: u64, action: Value, scope: &str, criteria: Value) -> Value {
+    let mut rule = json!({"action": action, "scope": scope});
+    if let Value::Object(c) = criteria {
+        for (k, v) in c {
+            rule[k] = v;
+        }
+    }
+    json!({
+        "id": AclId::from_random(n).to_string(), "description": "r", "active": true,
+        "priority": priority, "rule": rule,
+        "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+    })
+}
+
+fn mmdb(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/mmdb")
+        .join(name)
+}
+
+fn enforcer(header: ForwardedHeader) -> Enforcer {
+    let rules = RuleSet::from_json(
+        &json!([
+            record(
+                1,
+                2,
+                json!({"block": true}),
+                "management",
+                json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+            ),
+            record(
+                2,
+                1,
+                json!({"allow": true}),
+                "tenant",
+                json!({"match": {"user_agents": ["trusted-monitor/*"]}})
+            ),
+            record(
+                3,
+                3,
+                json!({"redirect": true, "redirect_uri": "https://example.com/denied"}),
+                "authentication",
+                json!({"match": {"ipv4_cidrs": ["198.51.100.0/24"]}})
+            ),
+            record(
+                4,
+                4,
+                json!({"log": true}),
+                "tenant",
+                json!({"match": {"user_agents": ["curl/*"]}})
+            ),
+            record(
+                5,
+                5,
+                json!({"block": true}),
+                "tenant",
+                json!({"match": {"geo_country_codes": ["US"]}, "not_match": {"asns": [64500]}})
+            ),
+        ]),
+        1,
+        &Limits::default(),
+    )
+    .expect("valid rules");
+    let geo = GeoEnricher::open(
+        Some(&mmdb("netacl-test-city.mmdb")),
+        Some(&mmdb("netacl-test-asn.mmdb")),
+    )
+    .expect("fixture databases");
+    let resolver =
+        ClientAddrResolver::new(TrustedProxies::parse(["10.0.0.0/8"]).expect("cidr"), header);
+    let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver).with_geo(Arc::new(geo));
+    enforcer.apply_rules(&rules).expect("compiles");
+    enforcer
+}
+
+struct Case {
+    name: &'static str,
+    path: &'static str,
+    client: &'static str,
+    user_agent: &'static str,
+    verdict: AclVerdict,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "no decision",
+        path: "/authorize",
+        client: "203.0.113.9",
+        user_agent: "Mozilla/5.0 (X11; Linux x86_64)",
+        verdict: AclVerdict::None,
+    },
+    Case {
+        name: "block",
+        path: "/api/v2/users",
+        client: "192.0.2.7",
+        user_agent: "Mozilla/5.0 (X11; Linux x86_64)",
+        verdict: AclVerdict::Block,
+    },
+    Case {
+        name: "allow",
+        path: "/api/v2/users",
+        client: "192.0.2.7",
+        user_agent: "trusted-monitor/2.1",
+        verdict: AclVerdict::Allow,
+    },
+    Case {
+        name: "redirect",
+        path: "/login",
+        client: "198.51.100.20",
+        user_agent: "Mozilla/5.0 (X11; Linux x86_64)",
+        verdict: AclVerdict::Redirect,
+    },
+    Case {
+        name: "block by geo",
+        path: "/authorize",
+        client: "198.51.101.1",
+        user_agent: "Mozilla/5.0 (X11; Linux x86_64)",
+        verdict: AclVerdict::Block,
+    },
+];
+
+/// Allocations of one decision (after a first one, which may fill per-thread memos and the
+/// geo cache).
+fn allocations(
+    enforcer: &Enforcer,
+    conn: &ConnectionInfo,
+    headers: &http::HeaderMap,
+    path: &str,
+) -> (u64, AclVerdict) {
+    let first = enforcer.decide(Some(conn), path, None, headers);
+    let verdict = first.verdict;
+    eprintln!(
+        "{path} {:?} {:?} {:?}",
+        first.verdict, first.rule_id, first.client_ip
+    );
+    let info = measure(|| {
+        let decision = enforcer.decide(Some(conn), black_box(path), None, black_box(headers));
+        black_box(&decision);
+    });
+    (info.count_total, verdict)
+}
+
+fn headers(header: ForwardedHeader, client: &str, user_agent: &str) -> http::HeaderMap {
+    let mut h = http::HeaderMap::new();
+    h.insert("host", "login.example.com".parse().expect("host"));
+    h.insert("user-agent", user_agent.parse().expect("ua"));
+    match header {
+        ForwardedHeader::XForwardedFor => {
+            h.insert(
+                "x-forwarded-for",
+                format!("{client}, 10.1.1.1").parse().expect("xff"),
+            );
+        }
+        _ => {
+            h.insert(
+                "forwarded",
+                format!("for={client};proto=https, for=10.1.1.1")
+                    .parse()
+                    .expect("fwd"),
+            );
+        }
+    }
+    h
+}
+
+#[test]
+fn the_common_request_is_decided_without_allocating() {
+    let peer: SocketAddr = "10.0.0.2:40000".parse().expect("peer");
+    let conn = ConnectionInfo::new(peer);
+    let mut counts = Vec::new();
+    for header in [ForwardedHeader::XForwardedFor, ForwardedHeader::Forwarded] {
+        let enforcer = enforcer(header);
+        for case in CASES {
+            let h = headers(header, case.client, case.user_agent);
+            let (n, verdict) = allocations(&enforcer, &conn, &h, case.path);
+            assert_eq!(verdict, case.verdict, "{}", case.name);
+            counts.push((format!("{header:?} {}", case.name), n));
+        }
+        // Not the common request (counted, reported, not asserted): a log rule matching, and a
+        // path that is not normal.
+        let h = headers(header, "203.0.113.9", "curl/8.5.0");
+        let (n, _) = allocations(&enforcer, &conn, &h, "/authorize");
+        eprintln!("{header:?} monitored: {n} allocations");
+        assert_eq!(n, 1, "the monitored list, nothing else");
+        let h = headers(header, "203.0.113.9", "Mozilla/5.0");
+        let (n, _) = allocations(&enforcer, &conn, &h, "/x/../authorize");
+        eprintln!("{header:?} path not normal: {n} allocations");
+    }
+    for (name, n) in &counts {
+        eprintln!("{name}: {n} allocations");
+    }
+    assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
+}

@@ -1,0 +1,105 @@
+//! A tenant's managed lists (`auth0_managed` content supplied through the admin API).
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use netacl_model::{ManagedList, ManagedListName, RuleSet};
+
+use crate::{StoreError, TenantId};
+
+/// One stored managed list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredManagedList {
+    /// The list's name.
+    pub name: ManagedListName,
+    /// The tenant's rule-set version its last write produced (it changes with every write).
+    pub version: u64,
+    /// When it was last written, in milliseconds since the UNIX epoch.
+    pub updated_at_ms: i64,
+    /// The content, re-validated; `None` when the caller said it holds this version already
+    /// (see [`ManagedListStore::tenant_policy`]).
+    pub list: Option<Arc<ManagedList>>,
+}
+
+/// What decides a tenant's requests, read in one snapshot: its rule set and its managed lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantPolicy {
+    /// The network ACLs at the tenant's version.
+    pub rules: RuleSet,
+    /// The managed lists written through the API, by name.
+    pub managed_lists: Vec<StoredManagedList>,
+}
+
+/// A tenant's managed lists. Writes bump the tenant's rule-set version like ACL writes (a list
+/// changes decisions), are conditioned on it, and return the new version.
+#[async_trait]
+pub trait ManagedListStore: Send + Sync {
+    /// The rule set and the managed lists at one version. The content of a list whose stored
+    /// version is the one `known` gives for its name is not read (`list: None`): a node that
+    /// follows the database re-reads only what changed.
+    async fn tenant_policy(
+        &self,
+        tenant: &TenantId,
+        known: &[(ManagedListName, u64)],
+    ) -> Result<TenantPolicy, StoreError>;
+
+    /// Creates or replaces the content of `name`.
+    async fn put_managed_list(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        name: ManagedListName,
+        list: &ManagedList,
+    ) -> Result<u64, StoreError>;
+
+    /// Removes `name` (it becomes unconfigured); [`StoreError::NotFound`] when it has no
+    /// stored content.
+    async fn delete_managed_list(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        name: ManagedListName,
+    ) -> Result<u64, StoreError>;
+
+    /// Bumps the tenant's version without any other write: a node announces that something
+    /// outside the database changed its decisions (a managed list file it reloaded).
+    async fn bump_version(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+    ) -> Result<u64, StoreError>;
+}
+
+/// The JSON text stored for a list: the array of its accepted entries.
+pub(crate) fn items_text(list: &ManagedList) -> Result<String, StoreError> {
+    serde_json::to_string(&list.items_json())
+        .map_err(|err| StoreError::Unavailable(format!("cannot serialise list: {err}")))
+}
+
+/// A stored list's content, re-validated.
+pub(crate) fn parse_items(
+    tenant: &TenantId,
+    name: &str,
+    text: &str,
+    max_items: usize,
+) -> Result<(ManagedListName, Arc<ManagedList>), StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        tenant: tenant.to_string(),
+        id: format!("managed list {name}"),
+        reason,
+    };
+    let parsed = ManagedListName::parse(name).ok_or_else(|| corrupt("unknown name".into()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|err| corrupt(err.to_string()))?;
+    let list = ManagedList::from_json_items(&value, "items", max_items)
+        .map_err(|err| corrupt(err.to_string()))?;
+    Ok((parsed, Arc::new(list)))
+}
+
+/// The stored name of a list.
+pub(crate) fn name_of(name: &str, tenant: &TenantId) -> Result<ManagedListName, StoreError> {
+    ManagedListName::parse(name).ok_or_else(|| StoreError::Corrupt {
+        tenant: tenant.to_string(),
+        id: format!("managed list {name}"),
+        reason: "unknown name".into(),
+    })
+}
