@@ -84,12 +84,25 @@ PY
     "$base/_netacl/v1/openapi.json" "$out/openapi.json"
 
 # --- the run ---
+# Operations left out, by operation id, each with its reason: only those that would lock the run
+# out (the run's token and client must stay valid to the end). schemathesis ignores an id the
+# document does not have.
+excluded=(
+    # PUT /api/v2/keys/signing/{kid}/revoke (the public API's id): after a rotation, revoking the
+    # previous key, the one that signed the run's token, makes every later request a 401.
+    put_signing_keys
+)
+exclude_args=()
+for id in "${excluded[@]}"; do
+    exclude_args+=(--exclude-operation-id "$id")
+done
 set +e
 NETACL_OPENAPI_JSON="$out/openapi.json" NETACL_ST_DROPPED="$out/dropped.ndjson" \
 SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$root/tests/schemathesis" \
 timeout $((max_time + 180)) "$venv/bin/schemathesis" run "$base/_netacl/v1/openapi.json" \
     --url "$base" \
     --header "Authorization: Bearer $token" \
+    "${exclude_args[@]}" \
     --checks all \
     --phases examples,coverage,fuzzing,stateful \
     --max-examples "$max_examples" \
