@@ -29,6 +29,8 @@ pub(crate) fn document(domain: &str) -> Value {
         let mut parameters: Vec<Value> = Vec::new();
         if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
             parameters.extend(params);
+        } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
+            parameters.extend(params);
         } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
             parameters.extend(params);
         } else if op.path.contains("{id}") {
@@ -166,6 +168,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::signing_keys::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
