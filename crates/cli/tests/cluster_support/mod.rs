@@ -123,12 +123,11 @@ pub struct Node {
 /// The key-encryption key file of the nodes sharing `database_url` (one per database, made by
 /// the first node's test; required with `--database-url`).
 pub fn secrets_key_file(database_url: &str) -> std::path::PathBuf {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut hasher =
+    use std::hash::BuildHasher;
+    let hash =
         std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-            .build_hasher();
-    database_url.hash(&mut hasher);
-    let path = std::env::temp_dir().join(format!("netacl-test-kek-{:016x}", hasher.finish()));
+            .hash_one(database_url);
+    let path = std::env::temp_dir().join(format!("netacl-test-kek-{hash:016x}"));
     netacl_secrets::Kek::load_or_generate(&path).expect("test key-encryption key");
     path
 }
