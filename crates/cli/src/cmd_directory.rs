@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use netacl_model::{DirectoryData, Limits};
+use netacl_model::{parse_json, DirectoryData, JsonTextError, Limits, MAX_NESTING_DEPTH};
 use netacl_store::{PostgresStore, SqliteStore, Store, TenantId};
 
 /// Arguments of `netacl directory`.
@@ -58,8 +58,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn read_file(path: &Path) -> anyhow::Result<DirectoryData> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let value = match parse_json(text.as_bytes(), MAX_NESTING_DEPTH) {
+        Ok(value) => value,
+        Err(JsonTextError::Syntax(err)) => {
+            anyhow::bail!("{} is not valid JSON: {err}", path.display())
+        }
+        Err(err) => anyhow::bail!("{}: {err}", path.display()),
+    };
     DirectoryData::from_json(&value).map_err(|err| {
         let at = if err.path.is_empty() {
             String::new()

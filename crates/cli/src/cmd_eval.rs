@@ -25,7 +25,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use netacl_eval::{CompiledPolicy, ManagedIndex, RequestInputRef};
-use netacl_model::{RuleSet, ValidationError};
+use netacl_model::{parse_json, JsonTextError, RuleSet, ValidationError, MAX_NESTING_DEPTH};
 
 const BUFFER: usize = 1 << 20;
 
@@ -81,10 +81,14 @@ fn describe_invalid_rules(err: &ValidationError) -> String {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = std::fs::read(&args.rules)
         .with_context(|| format!("cannot read the rule file {}", args.rules.display()))?;
-    let value: serde_json::Value = match serde_json::from_slice(&text) {
+    let value = match parse_json(&text, MAX_NESTING_DEPTH) {
         Ok(value) => value,
-        Err(err) => {
+        Err(JsonTextError::Syntax(err)) => {
             eprintln!("netacl eval: {} is not JSON: {err}", args.rules.display());
+            return Ok(ExitCode::from(2));
+        }
+        Err(err) => {
+            eprintln!("netacl eval: {}: {err}", args.rules.display());
             return Ok(ExitCode::from(2));
         }
     };

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use netacl_model::{Limits, ManagedList, ManagedListName, ManagedLists, RuleSet};
+use netacl_model::{
+    parse_json, Limits, ManagedList, ManagedListName, ManagedLists, RuleSet, MAX_NESTING_DEPTH,
+};
 use netacl_tls::{ClientTrust, TlsError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -93,11 +95,10 @@ pub enum SourceError {
 }
 
 fn parse_rules(bytes: &[u8], version: u64, origin: &str) -> Result<RuleSet, SourceError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| SourceError::Json {
-            origin: origin.to_owned(),
-            reason: e.to_string(),
-        })?;
+    let value = parse_json(bytes, MAX_NESTING_DEPTH).map_err(|e| SourceError::Json {
+        origin: origin.to_owned(),
+        reason: e.to_string(),
+    })?;
     RuleSet::from_json(&value, version, &Limits::default()).map_err(|source| SourceError::Invalid {
         origin: origin.to_owned(),
         source,
@@ -656,5 +657,13 @@ mod tests {
             Err(SourceError::Invalid { .. })
         ));
         assert_eq!(parse_rules(b"[]", 7, "f").unwrap().version, 7);
+        let deep = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
+        match parse_rules(deep.as_bytes(), 1, "f") {
+            Err(SourceError::Json { reason, .. }) => assert_eq!(
+                reason,
+                "Nested deeper than the limit of 32 levels of arrays and objects"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

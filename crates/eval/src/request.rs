@@ -316,132 +316,181 @@ pub enum RequestError {
 /// let request = input.to_request().unwrap();
 /// assert_eq!(request.scope(), RequestScope::Management);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// A request is a JSON object: serde's positional form of a struct (a JSON array,
+/// `["management", null, "198.51.100.7"]`) is refused ("expected a JSON object").
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct RequestInput {
     /// The request scope by name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// The request path (its scope is derived from it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The end user's address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_ip: Option<String>,
     /// The connecting peer's address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connecting_ip: Option<String>,
     /// The client's ASN.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub asn: Option<u32>,
     /// The client's country.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
     /// The client's subdivision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subdivision: Option<String>,
     /// JA3 fingerprint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ja3: Option<String>,
     /// JA4 fingerprint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ja4: Option<String>,
     /// User-Agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user_agent: Option<String>,
     /// SNI or Host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
 }
 
 /// [`RequestInput`] borrowing its strings from the JSON text where it can (no allocation for
-/// strings without escapes): what `netacl eval` parses each line into.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// strings without escapes): what `netacl eval` parses each line into. A JSON object only, like
+/// [`RequestInput`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct RequestInputRef<'a> {
     /// The request scope by name.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<Cow<'a, str>>,
-    /// The request path.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// The request path (its scope is derived from it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Cow<'a, str>>,
     /// The end user's address.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_ip: Option<Cow<'a, str>>,
     /// The connecting peer's address.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connecting_ip: Option<Cow<'a, str>>,
     /// The client's ASN.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub asn: Option<u32>,
     /// The client's country.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub country: Option<Cow<'a, str>>,
     /// The client's subdivision.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subdivision: Option<Cow<'a, str>>,
     /// JA3 fingerprint.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ja3: Option<Cow<'a, str>>,
     /// JA4 fingerprint.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ja4: Option<Cow<'a, str>>,
     /// User-Agent.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user_agent: Option<Cow<'a, str>>,
     /// SNI or Host.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "borrow_str",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<Cow<'a, str>>,
+}
+
+/// The field reader of [`RequestInputRef`] (and so of [`RequestInput`]): serde's derive, kept
+/// private and reached only through [`ObjectOnly`], because the derived reader also takes a
+/// sequence (serde's positional form of a struct: `["management", null, "198.51.100.7"]`).
+#[derive(Deserialize)]
+#[serde(remote = "RequestInputRef", deny_unknown_fields)]
+struct RequestInputFields<'a> {
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    scope: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    client_ip: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    connecting_ip: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "asn_number")]
+    asn: Option<u32>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    country: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    subdivision: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    ja3: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    ja4: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    user_agent: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    hostname: Option<Cow<'a, str>>,
+}
+
+/// Reads [`RequestInputRef`] from a map (a JSON object) only: `expected a JSON object` for
+/// anything else.
+struct ObjectOnly;
+
+impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+    type Value = RequestInputRef<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        RequestInputFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RequestInputRef<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ObjectOnly)
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestInput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let input = deserializer.deserialize_map(ObjectOnly)?;
+        let owned = |text: Option<Cow<'_, str>>| text.map(Cow::into_owned);
+        Ok(RequestInput {
+            scope: owned(input.scope),
+            path: owned(input.path),
+            client_ip: owned(input.client_ip),
+            connecting_ip: owned(input.connecting_ip),
+            asn: input.asn,
+            country: owned(input.country),
+            subdivision: owned(input.subdivision),
+            ja3: owned(input.ja3),
+            ja4: owned(input.ja4),
+            user_agent: owned(input.user_agent),
+            hostname: owned(input.hostname),
+        })
+    }
+}
+
+/// An ASN: a JSON integer in 0..=4294967295, or `null`. A number with a zero fraction
+/// (`64500.0`) is that integer, as JSON Schema's `integer` has it.
+fn asn_number<'de, D>(deserializer: D) -> Result<Option<u32>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::{Error, Unexpected};
+    match Option::<serde_json::Number>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(number) => {
+            let integral = number.as_u64().or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f))
+                    .map(|f| f as u64)
+            });
+            match integral.and_then(|n| u32::try_from(n).ok()) {
+                Some(asn) => Ok(Some(asn)),
+                None => Err(D::Error::invalid_value(
+                    Unexpected::Other(&number.to_string()),
+                    &"an integer in 0..=4294967295",
+                )),
+            }
+        }
+    }
 }
 
 /// Deserialises an optional string borrowing from the input when it holds no escape (serde's
@@ -826,6 +875,62 @@ mod tests {
             path.to_request().map(|r| r.scope()),
             Ok(RequestScope::DynamicClientRegistration)
         );
+    }
+
+    /// serde's derived struct reader also takes a sequence, by position: `["management", null,
+    /// "198.51.100.7"]` was a management request from 198.51.100.7.
+    #[test]
+    fn requests_are_json_objects_never_arrays() {
+        for text in [
+            r#"["management",null,"198.51.100.7"]"#,
+            "[null, null]",
+            "[]",
+            r#""management""#,
+            "null",
+            "7",
+        ] {
+            let owned = serde_json::from_str::<RequestInput>(text).expect_err(text);
+            assert!(
+                owned.to_string().contains("expected a JSON object"),
+                "{text}: {owned}"
+            );
+            let line = RequestInputRef::from_json_line(text).expect_err(text);
+            assert_eq!(line.to_string(), owned.to_string(), "{text}");
+            let value: serde_json::Value = serde_json::from_str(text).expect("JSON");
+            let from_value = RequestInput::deserialize(&value).expect_err(text);
+            assert!(
+                from_value.to_string().contains("expected a JSON object"),
+                "{text}: {from_value}"
+            );
+        }
+        // Objects read as before, through serde_json and from a value alike, and serialise back.
+        let text = r#"{"scope":"management","client_ip":"198.51.100.7"}"#;
+        let owned: RequestInput = serde_json::from_str(text).expect("object");
+        assert_eq!(owned.client_ip.as_deref(), Some("198.51.100.7"));
+        assert_eq!(serde_json::to_string(&owned).expect("serialise"), text);
+        let value: serde_json::Value = serde_json::from_str(text).expect("JSON");
+        assert_eq!(RequestInput::deserialize(&value).expect("object"), owned);
+        let borrowed: RequestInputRef<'_> = serde_json::from_str(text).expect("object");
+        assert!(matches!(borrowed.client_ip, Some(Cow::Borrowed(_))));
+        assert_eq!(serde_json::to_string(&borrowed).expect("serialise"), text);
+        // An integral number is an integer (JSON Schema's `integer`); others are refused.
+        let asn = |text: &str| serde_json::from_str::<RequestInput>(text).map(|r| r.asn);
+        assert_eq!(asn(r#"{"asn": 64500.0}"#).expect("integral"), Some(64500));
+        assert_eq!(asn(r#"{"asn": 4294967295}"#).expect("max"), Some(u32::MAX));
+        assert_eq!(asn(r#"{"asn": null}"#).expect("null"), None);
+        for bad in [
+            "64500.5",
+            "-1",
+            "4294967296",
+            "4294967296.0",
+            "1e100",
+            "\"1\"",
+        ] {
+            assert!(asn(&format!(r#"{{"asn": {bad}}}"#)).is_err(), "{bad}");
+        }
+        let err = serde_json::from_str::<RequestInput>(r#"{"scope":"x","scope":"y"}"#)
+            .expect_err("duplicate");
+        assert!(err.to_string().contains("duplicate field `scope`"), "{err}");
     }
 
     /// A `path` gets its scope exactly as the edge derives it (`netacl_model::scope_of_path`),

@@ -250,7 +250,7 @@ fn check_timestamp(value: &Value) -> Result<Timestamp, Reason> {
     Timestamp::parse(s).ok_or_else(|| format_error("date-time", s))
 }
 
-fn check_connection_id(value: &Value) -> Result<&str, Reason> {
+pub(crate) fn check_connection_id(value: &Value) -> Result<&str, Reason> {
     let s = check_string(value, StringRule::ANY)?;
     let ok = s
         .strip_prefix("con_")
@@ -262,7 +262,7 @@ fn check_connection_id(value: &Value) -> Result<&str, Reason> {
     }
 }
 
-fn check_connection_name(value: &Value) -> Result<&str, Reason> {
+pub(crate) fn check_connection_name(value: &Value) -> Result<&str, Reason> {
     let s = check_string(value, StringRule::between(1, 128))?;
     let b = s.as_bytes();
     let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
@@ -276,7 +276,7 @@ fn check_connection_name(value: &Value) -> Result<&str, Reason> {
     }
 }
 
-fn check_strategy(value: &Value) -> Result<&str, Reason> {
+pub(crate) fn check_strategy(value: &Value) -> Result<&str, Reason> {
     let s = check_string(value, StringRule::between(1, 64))?;
     if s.bytes()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
@@ -292,7 +292,7 @@ fn check_group_id(value: &Value) -> Result<GroupId, Reason> {
     GroupId::parse(s).ok_or_else(|| format_error("group-id", s))
 }
 
-fn check_email(value: &Value) -> Result<&str, Reason> {
+pub(crate) fn check_email(value: &Value) -> Result<&str, Reason> {
     let s = check_string(value, StringRule::between(3, 254))?;
     match s.split_once('@') {
         Some((local, domain))

@@ -172,7 +172,7 @@ const CLIENT_CREDENTIALS: ObjectSchema<'static> = ObjectSchema {
 };
 
 /// The `organization-name` format (the length is checked before).
-fn check_name(value: &Value) -> Result<String, String> {
+pub(crate) fn check_name(value: &Value) -> Result<String, String> {
     let name = check_string(value, StringRule::between(1, 50))?;
     let bytes = name.as_bytes();
     let inner_ok =

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use netacl_model::{
-    AclId, Action, Limits, ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec, RequestScope,
-    RuleScope, RuleSet, Signal, ValidationError,
+    AclId, Action, BrandingPatch, Limits, ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec,
+    OrganizationSpec, RequestScope, RuleScope, RuleSet, Signal, ValidationError,
 };
 use serde_json::{json, Map, Value};
 
@@ -124,6 +124,24 @@ fn record_cases() {
             ];
             Some((acl.to_json(), reordered(body, &RECORD_ORDER, &defaults)))
         },
+    );
+}
+
+#[test]
+fn branding_patch_cases() {
+    run_cases(
+        "branding_patch.json",
+        BrandingPatch::from_json,
+        |patch, body| Some((patch.to_json(), body.clone())),
+    );
+}
+
+#[test]
+fn organization_create_cases() {
+    run_cases(
+        "organization_create.json",
+        OrganizationSpec::from_json,
+        |_, _| None,
     );
 }
 

@@ -7,18 +7,32 @@
 //!
 //! - Nested properties use bracketed keys: `rule[action][block]=true`,
 //!   `rule[match][ipv4_cidrs][]=192.0.2.0/24` (`[]` appends an array item; repeat the key for
-//!   more items). A property named in [`FormShape::json_fields`] (the network ACL's `rule`) may
-//!   instead hold the whole value as JSON text: `rule={"action":{"block":true},...}`.
+//!   more items), or with indexes as generic clients write them (qs, Rails, OpenAPI
+//!   `deepObject` serialisers): `rule[match][ipv4_cidrs][0]=...&rule[match][ipv4_cidrs][1]=...`.
+//!   An index (decimal digits, no leading zero) names the next item or one already made, so
+//!   `enabled_connections[0][connection_id]=...&enabled_connections[0][show_as_button]=false`
+//!   builds one object; an index that skips items is a 400. A segment of digits is always an
+//!   index, so an object member named `0` cannot be written with brackets. A property named in
+//!   [`FormShape::json_fields`] (the network ACL's `rule`) may instead hold the whole value as
+//!   JSON text: `rule={"action":{"block":true},...}`.
 //! - Coercion is by position, never by guessing: a property the shape declares boolean takes
 //!   `true`/`false`; one it declares integer takes a decimal integer. Any other text stays a
 //!   string, so the validator then reports the property path and the expected type (a
 //!   description of `true` stays the string `"true"`).
 //! - A key given twice for a non-array property, or used both as a value and as an object, is a
 //!   400 `invalid_body`.
+//!
+//! # Nesting
+//!
+//! JSON bodies, form keys, and form keys together with the JSON text they hold are refused
+//! above [`MAX_NESTING_DEPTH`] levels of arrays and objects (400 `invalid_body` naming the
+//! limit), before any value is built: a key `x[a][a]…[a]` of 50,000 levels once built a value
+//! whose drop overflowed the stack.
 use axum::body::Body;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::HeaderMap;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use netacl_model::{parse_json, JsonTextError, MAX_NESTING_DEPTH};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -101,8 +115,12 @@ pub(crate) async fn read_json_body(
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Err(ApiError::malformed_body("Request body is empty"));
             }
-            serde_json::from_slice(&bytes)
-                .map_err(|err| ApiError::malformed_body(format!("Invalid JSON: {err}")))
+            parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
+                JsonTextError::Syntax(err) => {
+                    ApiError::malformed_body(format!("Invalid JSON: {err}"))
+                }
+                too_deep => ApiError::malformed_body(too_deep),
+            })
         }
     }
 }
@@ -129,15 +147,23 @@ enum Kind {
 pub(crate) fn form_to_json(bytes: &[u8], shape: &FormShape) -> Result<Value, ApiError> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(bytes)
         .map_err(|err| ApiError::malformed_body(format!("Invalid form body: {err}")))?;
-    let mut root = Map::new();
+    let mut root = Value::Object(Map::new());
     for (key, value) in pairs {
         let segments = parse_key(&key)?;
         insert(&mut root, &segments, value, shape, &key)?;
     }
-    Ok(Value::Object(root))
+    Ok(root)
 }
 
-/// `rule[match][asns][]` → `["rule", "match", "asns", ""]`.
+/// The 400 for a body nested deeper than [`MAX_NESTING_DEPTH`].
+fn too_deep() -> ApiError {
+    ApiError::malformed_body(JsonTextError::TooDeep {
+        limit: MAX_NESTING_DEPTH,
+    })
+}
+
+/// `rule[match][asns][]` → `["rule", "match", "asns", ""]`; at most [`MAX_NESTING_DEPTH`]
+/// segments (each is a level of the body).
 fn parse_key(key: &str) -> Result<Vec<&str>, ApiError> {
     let bad = || ApiError::malformed_body(format!("Invalid form key {key:?}"));
     let (head, mut rest) = match key.find('[') {
@@ -149,6 +175,9 @@ fn parse_key(key: &str) -> Result<Vec<&str>, ApiError> {
     }
     let mut segments = vec![head];
     while !rest.is_empty() {
+        if segments.len() == MAX_NESTING_DEPTH {
+            return Err(too_deep());
+        }
         let inner = rest.strip_prefix('[').ok_or_else(bad)?;
         let close = inner.find(']').ok_or_else(bad)?;
         let segment = &inner[..close];
@@ -165,56 +194,111 @@ fn parse_key(key: &str) -> Result<Vec<&str>, ApiError> {
     Ok(segments)
 }
 
+/// What a bracketed segment names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Segment<'a> {
+    /// An object member.
+    Name(&'a str),
+    /// `[]`: a new array item (last segment only).
+    Append,
+    /// `[7]`: the array item at that index (decimal, no leading zero).
+    Index(usize),
+}
+
+impl<'a> Segment<'a> {
+    /// The segment at position `at` of a key (the head, before any bracket, is always a name).
+    fn of(text: &'a str, at: usize) -> Self {
+        let index = !text.is_empty()
+            && text.bytes().all(|b| b.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'));
+        match text {
+            _ if at == 0 => Segment::Name(text),
+            "" => Segment::Append,
+            _ if index => text.parse().map_or(Segment::Name(text), Segment::Index),
+            _ => Segment::Name(text),
+        }
+    }
+}
+
+/// Puts `value` at the place `segments` name, creating the objects and arrays on the way: a
+/// name makes an object member, `[]` appends an array item, `[N]` is the item at index `N` (the
+/// next one, or one already made, which the following segments go into).
 fn insert(
-    root: &mut Map<String, Value>,
+    root: &mut Value,
     segments: &[&str],
     value: String,
     shape: &FormShape,
     key: &str,
 ) -> Result<(), ApiError> {
     let conflict = || ApiError::malformed_body(format!("Conflicting form keys at {key:?}"));
+    let duplicate = || ApiError::malformed_body(format!("Duplicate form key {key:?}"));
+    let levels = segments.len();
+    // The property path the coercion tables use: names joined by `.`, array items as `[]`.
     let mut path = String::new();
-    let mut object = root;
-    for (index, segment) in segments.iter().enumerate() {
-        let last = index + 1 == segments.len();
-        let next_is_append = segments.get(index + 1) == Some(&"");
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(segment);
-        if next_is_append {
-            let item_path = format!("{path}[]");
-            let array = object
-                .entry(segment.to_string())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            let Value::Array(items) = array else {
-                return Err(conflict());
-            };
-            items.push(coerce(&item_path, value, shape)?);
-            return Ok(());
-        }
-        if last {
-            if object.contains_key(*segment) {
-                return Err(ApiError::malformed_body(format!(
-                    "Duplicate form key {key:?}"
-                )));
-            }
-            let coerced = coerce(&path, value, shape)?;
-            object.insert(segment.to_string(), coerced);
-            return Ok(());
-        }
-        let child = object
-            .entry(segment.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Value::Object(child) = child else {
-            return Err(conflict());
+    let mut current = root;
+    let mut value = Some(value);
+    for (at, text) in segments.iter().enumerate() {
+        let segment = Segment::of(text, at);
+        // What the slot this segment names holds: a value, or the container the next segment
+        // goes into.
+        let child: Option<Value> = match segments.get(at + 1).map(|t| Segment::of(t, at + 1)) {
+            None => None,
+            Some(Segment::Name(_)) => Some(Value::Object(Map::new())),
+            Some(Segment::Append | Segment::Index(_)) => Some(Value::Array(Vec::new())),
         };
-        object = child;
+        let slot = match (current, segment) {
+            (Value::Object(map), Segment::Name(name)) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(name);
+                match child {
+                    None => {
+                        if map.contains_key(name) {
+                            return Err(duplicate());
+                        }
+                        let leaf = value.take().ok_or_else(conflict)?;
+                        map.insert(name.to_owned(), coerce(&path, leaf, shape, levels)?);
+                        return Ok(());
+                    }
+                    Some(empty) => map.entry(name.to_owned()).or_insert(empty),
+                }
+            }
+            (Value::Array(items), Segment::Append | Segment::Index(_)) => {
+                path.push_str("[]");
+                let index = match segment {
+                    Segment::Index(index) => index,
+                    _ => items.len(),
+                };
+                if index > items.len() {
+                    return Err(ApiError::malformed_body(format!(
+                        "Form key {key:?} skips array items (indexes count from 0, in order)"
+                    )));
+                }
+                match child {
+                    None if index == items.len() => {
+                        let leaf = value.take().ok_or_else(conflict)?;
+                        items.push(coerce(&path, leaf, shape, levels)?);
+                        return Ok(());
+                    }
+                    None => return Err(duplicate()),
+                    Some(empty) => {
+                        if index == items.len() {
+                            items.push(empty);
+                        }
+                        &mut items[index]
+                    }
+                }
+            }
+            _ => return Err(conflict()),
+        };
+        current = slot;
     }
     Err(conflict())
 }
 
-fn coerce(path: &str, value: String, shape: &FormShape) -> Result<Value, ApiError> {
+/// The value of the property at `path`, `levels` deep in the body.
+fn coerce(path: &str, value: String, shape: &FormShape, levels: usize) -> Result<Value, ApiError> {
     if shape.booleans.contains(&path) {
         return Ok(match value.as_str() {
             "true" => Value::Bool(true),
@@ -229,10 +313,12 @@ fn coerce(path: &str, value: String, shape: &FormShape) -> Result<Value, ApiErro
         return Ok(Value::String(value));
     }
     if shape.json_fields.contains(&path) {
-        return serde_json::from_str(&value).map_err(|err| {
-            ApiError::invalid_body(format!(
+        let room = MAX_NESTING_DEPTH.saturating_sub(levels);
+        return parse_json(value.as_bytes(), room).map_err(|err| match err {
+            JsonTextError::Syntax(err) => ApiError::invalid_body(format!(
                 "Payload validation error: 'Invalid JSON in form field: {err}' on property {path}."
-            ))
+            )),
+            _ => too_deep(),
         });
     }
     Ok(Value::String(value))
@@ -277,6 +363,62 @@ mod tests {
             value,
             json!({"description": "true", "priority": "high", "active": "yes"})
         );
+    }
+
+    #[test]
+    fn indexed_keys_build_arrays_in_order() {
+        // The bracket convention of generic clients (qs, Rails, schemathesis): items by index.
+        let body = "description=x&active=true&rule[action][allow]=true&rule[scope]=tenant\
+                    &rule[match][asns][0]=64500&rule[match][asns][1]=64501\
+                    &rule[match][hostnames][0]=a.example&rule[match][hostnames][]=b.example";
+        let value = form_to_json(body.as_bytes(), &NETWORK_ACL_FORM).expect("form");
+        assert_eq!(
+            value["rule"]["match"],
+            json!({"asns": [64500, 64501], "hostnames": ["a.example", "b.example"]})
+        );
+        let shape = FormShape {
+            booleans: &["items[].on"],
+            integers: &[],
+            json_fields: &[],
+        };
+        let body = "items[0][name]=a&items[0][on]=true&items[1][name]=b&items[01]=x";
+        assert_eq!(
+            form_to_json(body.as_bytes(), &shape).err(),
+            Some(ApiError::malformed_body(
+                "Conflicting form keys at \"items[01]\""
+            ))
+        );
+        let body = "items[0][name]=a&items[0][on]=true&items[1][name]=b";
+        assert_eq!(
+            form_to_json(body.as_bytes(), &shape).expect("form"),
+            json!({"items": [{"name": "a", "on": true}, {"name": "b"}]})
+        );
+        // `[01]` is a name, not an index.
+        let body = "m[01]=x&m[a]=y";
+        assert_eq!(
+            form_to_json(body.as_bytes(), &shape).expect("form"),
+            json!({"m": {"01": "x", "a": "y"}})
+        );
+        for (body, reason) in [
+            (
+                "a[1]=x",
+                "Form key \"a[1]\" skips array items (indexes count from 0, in order)",
+            ),
+            (
+                "a[0]=x&a[2]=y",
+                "Form key \"a[2]\" skips array items (indexes count from 0, in order)",
+            ),
+            ("a[0]=x&a[0]=y", "Duplicate form key \"a[0]\""),
+            ("a[0]=x&a[0][b]=y", "Conflicting form keys at \"a[0][b]\""),
+            ("a[0][b]=x&a[0]=y", "Duplicate form key \"a[0]\""),
+            ("a[0]=x&a[b]=y", "Conflicting form keys at \"a[b]\""),
+        ] {
+            assert_eq!(
+                form_to_json(body.as_bytes(), &shape).err(),
+                Some(ApiError::malformed_body(reason)),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -273,3 +273,17 @@ pub(crate) fn json_response(status: StatusCode, body: &serde_json::Value) -> Res
         .insert(CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8));
     response
 }
+
+/// The answer to a handler that panicked (the panic guard, outermost in
+/// [`AdminService::router`](crate::AdminService::router)): 500 in the error shape, without
+/// detail; the panic's message is logged. The default panic hook has printed it already, with
+/// its location; this event ties it to the answer.
+pub(crate) fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not a string)");
+    tracing::error!(panic = message, "a handler panicked; answered 500");
+    ApiError::internal().into_response()
+}

@@ -17,7 +17,16 @@ pub(crate) const MEMBER_FIELDS: [&str; 5] =
     ["id", "member_type", "type", "connection_id", "created_at"];
 
 /// The longest `fields` value.
-const MAX_FIELDS_LEN: usize = 256;
+pub(crate) const MAX_FIELDS_LEN: usize = 256;
+
+/// The `fields` values [`Projection::from_query`] takes (up to [`MAX_FIELDS_LEN`] characters),
+/// as a regular expression: comma-separated names among `known`, each with optional
+/// whitespace around it (trimmed as `str::trim` does), empty pieces allowed.
+pub(crate) fn fields_pattern(known: &[&str]) -> String {
+    let space = "[\\t-\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]";
+    let piece = format!("{space}*(?:(?:{}){space}*)?", known.join("|"));
+    format!("^{piece}(?:,{piece})*$")
+}
 
 /// A group id from the path: percent-decoded, then checked (400 `invalid_uri`).
 pub(crate) struct GroupPath(GroupId);
@@ -126,4 +135,63 @@ pub(crate) async fn members(
         body.insert("next".into(), cursor::encode(next).into());
     }
     Ok(json_response(StatusCode::OK, &Value::Object(body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document's pattern takes exactly the `fields` values the projection takes.
+    #[test]
+    fn the_fields_pattern_is_the_projection() {
+        let pattern = regex::Regex::new(&fields_pattern(&MEMBER_FIELDS)).expect("pattern");
+        let pieces = [
+            "id",
+            "type",
+            "member_type",
+            "created_at",
+            "connection_id",
+            "ids",
+            "Type",
+            "",
+            " ",
+            "\u{a0}",
+            "\u{3000}",
+            "\t",
+            ",",
+            "x",
+            "i d",
+            "\u{200b}",
+            "\u{85}",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut accepted, mut refused) = (0, 0);
+        for _ in 0..100_000 {
+            let count = next() % 6;
+            let text: String = (0..count)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            let raw = format!("fields={}&include_fields=true", encode(&text));
+            let query = Query::parse(Some(&raw), &["fields", "include_fields"]).expect("query");
+            let projected = Projection::from_query(&query, &MEMBER_FIELDS).is_ok();
+            let documented = text.chars().count() <= MAX_FIELDS_LEN && pattern.is_match(&text);
+            assert_eq!(documented, projected, "{text:?}");
+            if projected {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(accepted > 1000 && refused > 1000, "{accepted} {refused}");
+    }
+
+    fn encode(text: &str) -> String {
+        text.bytes().map(|b| format!("%{b:02X}")).collect()
+    }
 }

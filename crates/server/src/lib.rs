@@ -130,7 +130,8 @@ pub(crate) struct Shared {
     signing_keys: Arc<signing_keys::SigningKeys>,
 }
 
-/// The OpenAPI 3.1 document for a tenant domain (what `GET /_netacl/v1/openapi.json` serves).
+/// The OpenAPI 3.1 document for a tenant domain and the default limits (what
+/// `GET /_netacl/v1/openapi.json` serves, with the limits the server was started with).
 pub fn openapi_document(tenant_domain: &str) -> serde_json::Value {
-    openapi::document(tenant_domain)
+    openapi::document(tenant_domain, &netacl_model::Limits::default())
 }

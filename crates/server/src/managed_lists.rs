@@ -224,9 +224,7 @@ pub(crate) mod openapi {
             (
                 "ManagedListPut",
                 json!({"type": "object", "additionalProperties": false, "required": ["items"],
-                "properties": {"items": {"type": "array", "uniqueItems": true,
-                    "description": "IPv4/IPv6 addresses or CIDRs, JA3 (32 lowercase hex digits) or JA4 fingerprints.",
-                    "items": {"type": "string", "format": "ip-cidr-or-tls-fingerprint"}}}}),
+                "properties": {"items": {"$ref": "#/components/schemas/ManagedListItems"}}}),
             ),
         ]
     }

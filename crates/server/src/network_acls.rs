@@ -18,8 +18,8 @@ use crate::tenant::{Applied, Change, StoredAcl};
 use crate::AppState;
 
 /// Default and largest `per_page`.
-const DEFAULT_PER_PAGE: u64 = 50;
-const MAX_PER_PAGE: u64 = 100;
+pub(crate) const DEFAULT_PER_PAGE: u64 = 50;
+pub(crate) const MAX_PER_PAGE: u64 = 100;
 
 /// A network ACL id from the path: percent-decoded, then checked (400 `invalid_uri`).
 pub(crate) struct AclPath(AclId);

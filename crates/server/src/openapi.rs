@@ -1,109 +1,56 @@
 //! The OpenAPI 3.1 document, built from the route table ([`crate::routes`]).
+//!
+//! It states what the server really does, so that generic clients and conformance tools
+//! (schemathesis runs over it in CI) can rely on it:
+//!
+//! - every bound and rule the server enforces that JSON Schema can state: query parameter
+//!   ranges, id and cursor formats, each string format as a `pattern` accepting exactly what the
+//!   validator accepts ([`netacl_model::patterns`]), the one-action rule (`oneOf`), the nesting
+//!   of bodies;
+//! - every status, header (the rate-limit headers, `Retry-After`, `WWW-Authenticate`) and body
+//!   shape it answers;
+//! - form bodies as a generic client can build them: a schema without what a form cannot carry
+//!   (`null`, empty objects and arrays, fractional numbers, top-level arrays) and `deepObject`
+//!   encoding of nested objects (`rule[match][asns][0]=64500`, the bracket convention);
+//! - links between operations (a created record's id to its get, replace, update and delete), for
+//!   stateful clients;
+//! - `x-netacl-refusals-beyond-schema` on an operation whose schema-valid bodies can still be
+//!   refused for a rule no schema states (references between records of one body, a connection
+//!   that must exist): each item is a regular expression of the 400 `message` and why.
 use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
+use netacl_model::{patterns, Limits, ManagedListName};
 use serde_json::{json, Map, Value};
 
+use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
+use crate::cursor::{CURSOR_PATTERN, DEFAULT_TAKE, MAX_TAKE};
 use crate::error::json_response;
-use crate::routes::{operations, BodySchema};
+use crate::groups::{fields_pattern, MAX_FIELDS_LEN, MEMBER_FIELDS};
+use crate::network_acls::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
+use crate::routes::{operations, BodySchema, Operation};
 use crate::AppState;
 
 /// `GET /_netacl/v1/openapi.json`.
 pub(crate) async fn serve(State(state): State<AppState>) -> Response {
-    json_response(StatusCode::OK, &document(&state.inner.config.tenant_domain))
+    let config = &state.inner.config;
+    json_response(
+        StatusCode::OK,
+        &document(&config.tenant_domain, &config.limits),
+    )
 }
 
-/// The whole document for a tenant domain.
-pub(crate) fn document(domain: &str) -> Value {
+/// The whole document for a tenant domain and the rule-set limits in force.
+pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
     let mut paths: Map<String, Value> = Map::new();
     for op in operations() {
-        let mut operation = Map::new();
-        operation.insert("operationId".into(), op.operation_id.into());
-        operation.insert("summary".into(), op.summary.into());
-        let tag = if op.path.starts_with("/api/v2/") {
-            op.path.split('/').nth(3).unwrap_or("network-acls")
-        } else {
-            "netacl"
-        };
-        operation.insert("tags".into(), json!([tag]));
-        let mut parameters: Vec<Value> = Vec::new();
-        if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
-            parameters.extend(params);
-        } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
-            parameters.extend(params);
-        } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
-            parameters.extend(params);
-        } else if op.path.contains("{id}") {
-            parameters.push(json!({
-                "name": "id", "in": "path", "required": true,
-                "description": "The network ACL id (percent-encoded).",
-                "schema": {"type": "string", "pattern": "^acl_[1-9A-HJ-NP-Za-km-z]{22}$"}
-            }));
-        }
-        for (name, kind, description) in op.query {
-            parameters.push(json!({
-                "name": name, "in": "query", "required": false,
-                "description": description, "schema": {"type": kind}
-            }));
-        }
-        if !parameters.is_empty() {
-            operation.insert("parameters".into(), parameters.into());
-        }
-        if let Some(body) = op.body {
-            let schema = json!({"$ref": format!("#/components/schemas/{}", schema_name(body))});
-            let mut content = Map::new();
-            content.insert("application/json".into(), json!({"schema": schema}));
-            if op.form {
-                content.insert(
-                    "application/x-www-form-urlencoded".into(),
-                    json!({"schema": schema}),
-                );
-            }
-            operation.insert(
-                "requestBody".into(),
-                json!({"required": true, "content": content}),
-            );
-        }
-        let mut responses = Map::new();
-        let (status, description) = op.success;
-        let success = match status {
-            204 => json!({"description": description}),
-            _ => json!({"description": description, "content": {"application/json": {
-                "schema": success_schema(op.operation_id)}}}),
-        };
-        responses.insert(status.to_string(), success);
-        let mut errors: Vec<u16> = op.errors.to_vec();
-        if op.scope.is_some() {
-            errors.extend([401, 403, 429]);
-        }
-        for code in errors {
-            let reason = StatusCode::from_u16(code)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("Error");
-            let response = if code == 304 {
-                json!({"description": reason})
-            } else {
-                json!({"description": reason, "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/Error"}}}})
-            };
-            responses.insert(code.to_string(), response);
-        }
-        operation.insert("responses".into(), Value::Object(responses));
-        match op.scope {
-            Some(scope) => operation.insert(
-                "security".into(),
-                json!([{"bearerAuth": [scope]}, {"oAuth2ClientCredentials": [scope]}]),
-            ),
-            None => operation.insert("security".into(), json!([])),
-        };
         let item = paths
             .entry(op.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(item) = item {
             item.insert(
                 op.method.as_str().to_ascii_lowercase(),
-                Value::Object(operation),
+                operation_object(&op),
             );
         }
     }
@@ -113,7 +60,11 @@ pub(crate) fn document(domain: &str) -> Value {
             "title": "netacl admin API",
             "version": env!("CARGO_PKG_VERSION"),
             "description": "The network ACL part of the tenant management API v2, plus netacl's \
-                own operations under /_netacl/v1 (a prefix the public API never uses)."
+                own operations under /_netacl/v1 (a prefix the public API never uses). Bodies \
+                nest at most 32 levels of arrays and objects. Form bodies use the bracket \
+                convention (`rule[action][block]=true`, `rule[match][asns][0]=64500` or \
+                `rule[match][asns][]=64500`); a property may also carry its whole value as JSON \
+                text where the form schema says so."
         },
         "servers": [{"url": format!("https://{domain}")}],
         "paths": paths,
@@ -130,7 +81,7 @@ pub(crate) fn document(domain: &str) -> Value {
                     }
                 }}}
             },
-            "schemas": schemas()
+            "schemas": schemas(limits)
         }
     });
     crate::tenant_schemas::extend_document(&mut document);
@@ -143,7 +94,579 @@ pub(crate) fn document(domain: &str) -> Value {
             schemas.insert(name.into(), schema);
         }
     }
+    add_form_schemas(&mut document);
     document
+}
+
+/// One operation of the route table.
+fn operation_object(op: &Operation) -> Value {
+    let mut operation = Map::new();
+    operation.insert("operationId".into(), op.operation_id.into());
+    operation.insert("summary".into(), op.summary.into());
+    let tag = if op.path.starts_with("/api/v2/") {
+        op.path.split('/').nth(3).unwrap_or("network-acls")
+    } else {
+        "netacl"
+    };
+    operation.insert("tags".into(), json!([tag]));
+    let mut parameters: Vec<Value> = Vec::new();
+    if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if op.path.contains("{id}") {
+        parameters.push(json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The network ACL id (percent-encoded).",
+            "schema": {"type": "string", "pattern": patterns::ACL_ID}
+        }));
+    }
+    for (name, kind, description) in op.query {
+        parameters.push(json!({
+            "name": name, "in": "query", "required": false,
+            "description": description, "schema": query_schema(op.operation_id, name, kind)
+        }));
+    }
+    if !parameters.is_empty() {
+        operation.insert("parameters".into(), parameters.into());
+    }
+    if let Some(body) = op.body {
+        let name = schema_name(body);
+        let mut content = Map::new();
+        content.insert(
+            "application/json".into(),
+            json!({"schema": {"$ref": format!("#/components/schemas/{name}")}}),
+        );
+        if op.form {
+            // The form schema and its encoding are filled in by `add_form_schemas`.
+            content.insert(
+                "application/x-www-form-urlencoded".into(),
+                json!({"schema": {"$ref": format!("#/components/schemas/{name}{FORM_SUFFIX}")}}),
+            );
+        }
+        operation.insert(
+            "requestBody".into(),
+            json!({"required": true, "content": content}),
+        );
+    }
+    let guarded = op.scope.is_some();
+    let mut responses = Map::new();
+    let (status, description) = op.success;
+    let mut success = json!({"description": description});
+    if status != 204 {
+        success["content"] =
+            json!({"application/json": {"schema": success_schema(op.operation_id)}});
+    }
+    if guarded {
+        success["headers"] = rate_limit_headers(false);
+    }
+    if let Some(links) = links(op.operation_id) {
+        success["links"] = links;
+    }
+    responses.insert(status.to_string(), success);
+    let mut errors: Vec<u16> = op.errors.to_vec();
+    if guarded {
+        errors.extend([401, 403, 429]);
+    }
+    for code in errors {
+        let reason = StatusCode::from_u16(code)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Error");
+        let mut response = json!({"description": reason});
+        if code != 304 {
+            response["content"] = json!({"application/json": {
+                "schema": {"$ref": "#/components/schemas/Error"}}});
+        }
+        if guarded {
+            let mut headers = rate_limit_headers(code == 429);
+            if code == 401 || code == 403 {
+                headers["WWW-Authenticate"] = json!({
+                    "description": "The bearer challenge (RFC 6750), with the error.",
+                    "required": true, "schema": {"type": "string", "pattern": "^Bearer"}
+                });
+            }
+            response["headers"] = headers;
+        }
+        responses.insert(code.to_string(), response);
+    }
+    operation.insert("responses".into(), Value::Object(responses));
+    match op.scope {
+        Some(scope) => operation.insert(
+            "security".into(),
+            json!([{"bearerAuth": [scope]}, {"oAuth2ClientCredentials": [scope]}]),
+        ),
+        None => operation.insert("security".into(), json!([])),
+    };
+    let mut refusals = refusals_beyond_schema(op.operation_id).unwrap_or_else(|| json!([]));
+    let names: Vec<&str> = op.query.iter().map(|(name, _, _)| *name).collect();
+    if names.contains(&"page") && names.contains(&"from") {
+        if let Value::Array(list) = &mut refusals {
+            list.push(json!({
+                "message": "^Query validation error: 'page and per_page cannot be combined \
+                            with from and take'",
+                "why": "Offset paging (page, per_page) and checkpoint paging (from, take) \
+                        are not combined in one request."
+            }));
+            list.push(json!({
+                "message": "^Query validation error: 'Invalid checkpoint: ",
+                "why": "A checkpoint names a position this server handed out (a `next`); its \
+                        content is opaque."
+            }));
+        }
+    }
+    if refusals.as_array().is_some_and(|list| !list.is_empty()) {
+        operation.insert("x-netacl-refusals-beyond-schema".into(), refusals);
+    }
+    Value::Object(operation)
+}
+
+/// The schema of a query parameter: its type, with the bounds the server enforces. A name means
+/// the same on every operation (as in the public API), so the bounds go by name.
+fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
+    match name {
+        "page" => json!({"type": "integer", "minimum": 0, "maximum": u32::MAX, "default": 0}),
+        "per_page" => json!({"type": "integer", "minimum": 0, "maximum": MAX_PER_PAGE,
+                             "default": DEFAULT_PER_PAGE}),
+        "take" => json!({"type": "integer", "minimum": 1, "maximum": MAX_TAKE,
+                         "default": DEFAULT_TAKE}),
+        "since" => json!({"type": "integer", "minimum": 0, "maximum": u64::MAX}),
+        "timeout_ms" => json!({"type": "integer", "minimum": 0, "maximum": MAX_WATCH_TIMEOUT_MS,
+                               "default": DEFAULT_WATCH_TIMEOUT_MS}),
+        "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
+            json!({"type": "string", "pattern": CURSOR_PATTERN,
+                   "description": "The `next` value of the previous page."})
+        }
+        "from" => json!({"type": "string", "minLength": 1, "maxLength": 512,
+            "pattern": BASE64URL_PATTERN,
+            "description": "The `next` value of the previous page (base64url without padding); \
+                            a checkpoint this server did not hand out is refused."}),
+        "fields" => {
+            let known: &[&str] = match operation_id {
+                "get_clients" => &crate::clients::CLIENT_FIELDS,
+                "get_connections" => &crate::connections::CONNECTION_FIELDS,
+                _ => &MEMBER_FIELDS,
+            };
+            json!({"type": "string", "maxLength": MAX_FIELDS_LEN, "pattern": fields_pattern(known)})
+        }
+        "lists" => {
+            let names: Vec<String> = ManagedListName::ALL
+                .iter()
+                .map(|name| name.as_str().replace('.', "\\."))
+                .collect();
+            let pair = format!("(?:{}):[0-9A-Fa-f]{{1,64}}", names.join("|"));
+            json!({"type": "string", "pattern": format!("^,*(?:{pair}(?:,+{pair})*)?,*$"),
+                   "description": "NAME:DIGEST pairs, comma-separated."})
+        }
+        _ => json!({"type": kind}),
+    }
+}
+
+/// The operations whose `from` is a member cursor ([`crate::cursor`]); the other `from`s are
+/// checkpoints ([`crate::paging`]).
+const CURSOR_OPERATIONS: [&str; 2] = ["get_group_members", "get_user_sessions"];
+
+/// Base64url without padding, as the `base64` crate decodes it (the unused bits of the last
+/// character zero).
+const BASE64URL_PATTERN: &str =
+    "^(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-][AQgw]|[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048])?$";
+
+/// The rate-limit headers every answer of an authenticated route carries while limiting is on
+/// (`--rate-limit-burst 0` turns both off); `Retry-After` on a 429.
+fn rate_limit_headers(too_many: bool) -> Value {
+    let seconds = |description: &str| {
+        json!({"description": description, "required": too_many,
+               "schema": {"type": "integer", "minimum": 0}})
+    };
+    let mut headers = json!({
+        "X-RateLimit-Limit": seconds("Requests the caller may send at once (the burst)."),
+        "X-RateLimit-Remaining": seconds("Requests left in the caller's bucket."),
+        "X-RateLimit-Reset": seconds("UNIX time, in seconds, when the bucket is full again."),
+    });
+    if too_many {
+        headers["Retry-After"] = seconds("Seconds until a request will be let through.");
+    }
+    headers
+}
+
+/// Links from an operation's success to the operations its answer (or request) names.
+fn links(operation_id: &str) -> Option<Value> {
+    let by_id = |id: &str, except: &str| {
+        let mut links = Map::new();
+        for (name, target) in [
+            ("GetNetworkAcl", "get_network-acls_by_id"),
+            ("ReplaceNetworkAcl", "put_network-acls_by_id"),
+            ("UpdateNetworkAcl", "patch_network-acls_by_id"),
+            ("DeleteNetworkAcl", "delete_network-acls_by_id"),
+        ] {
+            if target != except {
+                links.insert(
+                    name.into(),
+                    json!({"operationId": target, "parameters": {"id": id}}),
+                );
+            }
+        }
+        Value::Object(links)
+    };
+    Some(match operation_id {
+        "post_network-acls" => by_id("$response.body#/id", ""),
+        "get_network-acls_by_id" => by_id("$response.body#/id", "get_network-acls_by_id"),
+        "put_network-acls_by_id" => by_id("$response.body#/id", "put_network-acls_by_id"),
+        "patch_network-acls_by_id" => by_id("$response.body#/id", "patch_network-acls_by_id"),
+        "delete_network-acls_by_id" => json!({"GetDeletedNetworkAcl": {
+            "operationId": "get_network-acls_by_id", "parameters": {"id": "$request.path.id"}}}),
+        "netacl_watch" => json!({"WatchForTheNextVersion": {
+            "operationId": "netacl_watch",
+            "parameters": {"since": "$response.body#/version", "timeout_ms": 0}}}),
+        "patch_branding" => json!({"GetBranding": {"operationId": "get_branding"}}),
+        "netacl_directory_import" => json!({
+            "GetImportedGroupMembers": {"operationId": "get_group_members",
+                "parameters": {"id": "$request.body#/groups/0/id"}},
+            "GetImportedUserSessions": {"operationId": "get_user_sessions",
+                "parameters": {"user_id": "$request.body#/users/0/user_id"}}
+        }),
+        "get_group_members" => json!({"NextPageOfMembers": {"operationId": "get_group_members",
+            "parameters": {"id": "$request.path.id", "from": "$response.body#/next"}}}),
+        "get_user_sessions" => json!({"NextPageOfSessions": {"operationId": "get_user_sessions",
+            "parameters": {"user_id": "$request.path.user_id", "from": "$response.body#/next"}}}),
+        _ => return None,
+    })
+}
+
+/// The refusals of schema-valid bodies no JSON Schema can state, by operation: regular
+/// expressions of the 400 `message`, and why (see the module docs).
+fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
+    let refusal = |message: &str, why: &str| json!({"message": message, "why": why});
+    Some(match operation_id {
+        "netacl_dry_run" => json!([refusal(
+            "^Payload validation error: 'Cannot compile: rule id \\S+ appears twice",
+            "Two records of `network_acls` carry the same id (records without one get \
+             acl_1111111111111111111111, acl_1111111111111111111112, ... by position)."
+        )]),
+        "post_organizations" => json!([
+            refusal(
+                "^Payload validation error: 'Connection \\S+ does not exist' on property \
+                 enabled_connections\\[[0-9]+\\]\\.connection_id\\.$",
+                "An enabled connection must be one the directory holds."
+            ),
+            refusal(
+                "^Payload validation error: 'Connection \\S+ is already enabled by \
+                 enabled_connections\\[[0-9]+\\]' on property \
+                 enabled_connections\\[[0-9]+\\]\\.connection_id\\.$",
+                "Each connection is enabled once."
+            )
+        ]),
+        "post_enabled_connections" | "post_organization_connections" => json!([refusal(
+            "^Payload validation error: 'Connection \\S+ does not exist' on property \
+             connection_id\\.$",
+            "The connection must be one the directory holds."
+        )]),
+        "netacl_directory_import" => json!([
+            refusal(
+                "^Payload validation error: 'duplicate [a-z_ ]+ ",
+                "Ids (and connection names) are unique within their list."
+            ),
+            refusal(
+                "^Payload validation error: 'unknown (user|group|connection) ",
+                "Every reference names a record of the same file."
+            ),
+            refusal(
+                "^Payload validation error: 'group \\S+ cannot be a member of itself'",
+                "A group is not its own member."
+            )
+        ]),
+        _ => return None,
+    })
+}
+
+/// The form media type.
+const FORM: &str = "application/x-www-form-urlencoded";
+
+/// Suffix of the form variant of a component schema (`NetworkAclCreateForm`).
+const FORM_SUFFIX: &str = "Form";
+
+/// Object member names a form can carry in brackets: not empty, no bracket, not all digits (a
+/// digit segment is an array index).
+const FORM_MEMBER_NAME: &str = "^[^\\[\\]]*[^\\[\\]0-9][^\\[\\]]*$";
+
+/// Adds the form variant of every component a form body uses, and each form body's encoding.
+fn add_form_schemas(document: &mut Value) {
+    let Some(schemas) = document
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+        .cloned()
+    else {
+        return;
+    };
+    let mut bodies: Vec<String> = Vec::new();
+    for op in operations() {
+        if let (Some(body), true) = (op.body, op.form) {
+            let name = schema_name(body).to_owned();
+            if !bodies.contains(&name) {
+                bodies.push(name);
+            }
+        }
+    }
+    // The components reachable from the form bodies, each turned into its form variant.
+    let mut pending: Vec<String> = bodies.clone();
+    let mut variants = Map::new();
+    while let Some(name) = pending.pop() {
+        let form_name = format!("{name}{FORM_SUFFIX}");
+        if variants.contains_key(&form_name) {
+            continue;
+        }
+        let Some(schema) = schemas.get(&name) else {
+            continue;
+        };
+        let mut variant = form_variant(schema, &mut pending);
+        if bodies.contains(&name) {
+            drop_top_level_arrays(&mut variant, &schemas);
+            if let Value::Object(map) = &mut variant {
+                map.insert(
+                    "description".into(),
+                    json!(
+                        "The form body: nested objects as bracketed keys \
+                           (`deepObject`), array items by index or `[]`; what a form cannot \
+                           carry (null, empty objects and arrays, fractional numbers, \
+                           top-level arrays) is left out; the JSON body takes it."
+                    ),
+                );
+            }
+        }
+        variants.insert(form_name, variant);
+    }
+    let encodings: Vec<(String, Value)> = bodies
+        .iter()
+        .map(|name| {
+            let variant = &variants[&format!("{name}{FORM_SUFFIX}")];
+            (name.clone(), deep_object_encoding(variant, &schemas))
+        })
+        .collect();
+    // A body whose every member is a top-level array has no form a generic client can spell
+    // (`PUT /_netacl/v1/managed-lists/{name}`: `items`); the server still takes its bracketed
+    // form (`items[0]=...`), the document offers JSON only.
+    let unspellable: Vec<String> = bodies
+        .iter()
+        .filter(|name| {
+            variants[&format!("{name}{FORM_SUFFIX}")]
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty)
+        })
+        .cloned()
+        .collect();
+    for name in &unspellable {
+        variants.remove(&format!("{name}{FORM_SUFFIX}"));
+    }
+    if let Some(target) = document
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        target.extend(variants);
+    }
+    if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
+        for item in paths.values_mut().filter_map(Value::as_object_mut) {
+            for operation in item.values_mut() {
+                let Some(form) = operation
+                    .pointer_mut("/requestBody/content/application~1x-www-form-urlencoded")
+                else {
+                    continue;
+                };
+                let body = form
+                    .pointer("/schema/$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.rsplit('/').next())
+                    .and_then(|n| n.strip_suffix(FORM_SUFFIX))
+                    .map(str::to_owned);
+                if let Some((_, encoding)) =
+                    encodings.iter().find(|(n, _)| Some(n) == body.as_ref())
+                {
+                    form["encoding"] = encoding.clone();
+                }
+                if body.as_ref().is_some_and(|name| unspellable.contains(name)) {
+                    if let Some(content) = operation
+                        .pointer_mut("/requestBody/content")
+                        .and_then(Value::as_object_mut)
+                    {
+                        content.remove(FORM);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The form variant of a schema: `null` left out (forms cannot carry it), objects and arrays
+/// not empty (an empty one sends nothing), numbers as integers (the form reader coerces 64-bit
+/// integers only), member names a bracket key can spell; `$ref`s to form variants, queued in
+/// `pending`.
+fn form_variant(schema: &Value, pending: &mut Vec<String>) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        let value = match key.as_str() {
+            "$ref" => {
+                let target = value.as_str().unwrap_or("");
+                let name = target.rsplit('/').next().unwrap_or("").to_owned();
+                let form = format!("#/components/schemas/{name}{FORM_SUFFIX}");
+                pending.push(name);
+                Value::String(form)
+            }
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .map(|props| {
+                        props
+                            .iter()
+                            .map(|(k, v)| (k.clone(), form_variant(v, pending)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            "items" | "not" => form_variant(value, pending),
+            "additionalProperties" if value.is_object() => form_variant(value, pending),
+            "oneOf" | "anyOf" | "allOf" => Value::Array(
+                value
+                    .as_array()
+                    .map(|branches| {
+                        branches
+                            .iter()
+                            .filter(|b| b.get("type") != Some(&json!("null")))
+                            .map(|b| form_variant(b, pending))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            "type" => match value {
+                Value::Array(types) => {
+                    let kept: Vec<Value> = types
+                        .iter()
+                        .filter(|t| *t != "null")
+                        .map(|t| {
+                            if t == "number" {
+                                json!("integer")
+                            } else {
+                                t.clone()
+                            }
+                        })
+                        .collect();
+                    match kept.as_slice() {
+                        [one] => one.clone(),
+                        _ => Value::Array(kept),
+                    }
+                }
+                Value::String(t) if t == "number" => json!("integer"),
+                other => other.clone(),
+            },
+            "enum" => Value::Array(
+                value
+                    .as_array()
+                    .map(|v| v.iter().filter(|x| !x.is_null()).cloned().collect())
+                    .unwrap_or_default(),
+            ),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    let kind = out.get("type").cloned();
+    let is = |name: &str| kind.as_ref().is_some_and(|k| k == name);
+    if is("object") || out.contains_key("properties") {
+        let least = out
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        out.insert("minProperties".into(), least.max(1).into());
+        if out
+            .get("additionalProperties")
+            .is_some_and(Value::is_object)
+        {
+            out.insert("propertyNames".into(), json!({"pattern": FORM_MEMBER_NAME}));
+        }
+    }
+    if is("array") {
+        let least = out.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+        out.insert("minItems".into(), least.max(1).into());
+    }
+    if is("integer") {
+        out.entry("minimum").or_insert(json!(i64::MIN));
+        out.entry("maximum").or_insert(json!(i64::MAX));
+    }
+    Value::Object(out)
+}
+
+/// The schema `value` names (a `$ref` to a component, resolved once), or itself.
+fn resolved<'a>(value: &'a Value, schemas: &'a Map<String, Value>) -> &'a Value {
+    value
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+        .and_then(|name| {
+            schemas
+                .get(name)
+                .or_else(|| schemas.get(name.strip_suffix(FORM_SUFFIX).unwrap_or(name)))
+        })
+        .unwrap_or(value)
+}
+
+/// Whether a schema describes an array.
+fn is_array(schema: &Value) -> bool {
+    schema.get("type") == Some(&json!("array"))
+        || schema
+            .get("type")
+            .and_then(Value::as_array)
+            .is_some_and(|t| t.contains(&json!("array")))
+}
+
+/// Whether a schema describes (or may describe) an object.
+fn is_object(schema: &Value, schemas: &Map<String, Value>) -> bool {
+    let schema = resolved(schema, schemas);
+    schema.get("type") == Some(&json!("object"))
+        || schema.get("properties").is_some()
+        || ["oneOf", "anyOf"].iter().any(|k| {
+            schema
+                .get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|b| b.iter().any(|b| is_object(b, schemas)))
+        })
+}
+
+/// Leaves out the top-level array properties of a form body: no generic form encoding spells
+/// an array at the top (OpenAPI's `deepObject` is for objects).
+fn drop_top_level_arrays(body: &mut Value, schemas: &Map<String, Value>) {
+    let Some(properties) = body.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let arrays: Vec<String> = properties
+        .iter()
+        .filter(|(_, schema)| is_array(resolved(schema, schemas)))
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in &arrays {
+        properties.remove(name);
+    }
+    if let Some(required) = body.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| !arrays.iter().any(|a| r == a));
+    }
+}
+
+/// `deepObject` encoding of every object property of a form body.
+fn deep_object_encoding(body: &Value, schemas: &Map<String, Value>) -> Value {
+    let mut encoding = Map::new();
+    if let Some(properties) = body.get("properties").and_then(Value::as_object) {
+        for (name, schema) in properties {
+            if is_object(schema, schemas) {
+                encoding.insert(
+                    name.clone(),
+                    json!({"style": "deepObject", "explode": true}),
+                );
+            }
+        }
+    }
+    Value::Object(encoding)
 }
 
 fn schema_name(body: BodySchema) -> &'static str {
@@ -176,70 +699,115 @@ fn success_schema(operation_id: &str) -> Value {
     match operation_id {
         "get_network-acls" => json!({"oneOf": [
             {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
-            {"type": "object", "required": ["network_acls", "start", "limit", "total"], "properties": {
+            {"type": "object", "additionalProperties": false,
+             "required": ["network_acls", "start", "limit", "total"], "properties": {
                 "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
-                "start": {"type": "integer"}, "limit": {"type": "integer"}, "total": {"type": "integer"}
+                "start": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 0, "maximum": MAX_PER_PAGE},
+                "total": {"type": "integer", "minimum": 0}
             }}
         ]}),
-        "netacl_watch" => {
-            json!({"type": "object", "required": ["version", "network_acls"], "properties": {
-                "version": {"type": "integer"},
-                "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
-                "managed_lists": {"type": "array", "description": "With the lists query parameter: every managed list in force; items left out when the caller holds that digest.",
-                    "items": {"type": "object", "required": ["name", "source", "version", "digest"], "properties": {
-                        "name": {"type": "string"}, "source": {"enum": ["api", "file"]},
-                        "version": {"type": "integer"}, "digest": {"type": "string"},
-                        "items": {"type": "array", "items": {"type": "string"}}}}}
-            }})
-        }
-        "netacl_dry_run" => {
-            json!({"type": "object", "required": ["version", "source", "outcome"], "properties": {
-                "version": {"type": "integer"},
-                "source": {"enum": ["live", "body"]},
-                "outcome": {"$ref": "#/components/schemas/Outcome"}
-            }})
-        }
-        "netacl_status" | "netacl_openapi" => json!({"type": "object"}),
+        "netacl_watch" => json!({"type": "object", "additionalProperties": false,
+        "required": ["version", "network_acls"], "properties": {
+            "version": {"type": "integer", "minimum": 0},
+            "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
+            "managed_lists": {"type": "array", "description": "With the lists query parameter: every managed list in force; items left out when the caller holds that digest.",
+                "items": {"type": "object", "additionalProperties": false,
+                    "required": ["name", "source", "version", "digest"], "properties": {
+                    "name": {"enum": ManagedListName::ALL.map(|n| n.as_str())},
+                    "source": {"enum": ["api", "file"]},
+                    "version": {"type": "integer", "minimum": 0},
+                    "digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                    "items": {"type": "array", "items": {"type": "string"}}}}}
+        }}),
+        "netacl_dry_run" => json!({"type": "object", "additionalProperties": false,
+        "required": ["version", "source", "outcome"], "properties": {
+            "version": {"type": "integer", "minimum": 0},
+            "source": {"enum": ["live", "body"]},
+            "outcome": {"$ref": "#/components/schemas/Outcome"}
+        }}),
+        "netacl_status" => json!({"type": "object", "additionalProperties": false,
+        "required": ["tenant", "version", "network_acls", "policy"], "properties": {
+            "tenant": {"type": "string"},
+            "version": {"type": "integer", "minimum": 0},
+            "network_acls": {"type": "integer", "minimum": 0},
+            "managed_lists": {"type": "array",
+                "items": {"$ref": "#/components/schemas/ManagedListInfo"}},
+            "policy": {"type": "object",
+                       "description": "Compile time, rule count and index sizes."}
+        }}),
+        "netacl_openapi" => json!({"type": "object", "required": ["openapi", "paths"]}),
         _ => json!({"$ref": "#/components/schemas/NetworkAcl"}),
     }
 }
 
-fn schemas() -> Value {
-    let string_list = |format: &str| {
-        json!({"type": "array", "minItems": 1, "uniqueItems": true,
-               "items": {"type": "string", "format": format}})
+fn schemas(limits: &Limits) -> Value {
+    let list = |item: Value| {
+        json!({"type": "array", "minItems": 1, "maxItems": limits.max_entries_per_member,
+               "uniqueItems": true, "items": item})
     };
+    let pattern = |pattern: &str| json!({"type": "string", "pattern": pattern});
+    let component = |name: &str| json!({"$ref": format!("#/components/schemas/{name}")});
+    let ipv4 = component("Ipv4Cidr");
+    let ipv6 = component("Ipv6Cidr");
+    let hostname = json!({"type": "string", "anyOf": [
+        {"maxLength": 253, "pattern": patterns::HOSTNAME},
+        {"maxLength": 254, "pattern": patterns::HOSTNAME_WITH_DOT}
+    ]});
     let criteria = json!({
         "type": "object", "additionalProperties": false, "minProperties": 1,
+        "description": format!("At most {} entries in one rule (match and not_match \
+            together) and {} in the rule set; those totals are no schema's to state.",
+            limits.max_entries_per_rule, limits.max_entries_per_set),
         "properties": {
-            "asns": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"type": "integer", "minimum": 0, "maximum": 4294967295u64}},
-            "geo_country_codes": string_list("iso-3166-1-alpha-2"),
-            "geo_subdivision_codes": string_list("iso-3166-2"),
-            "ipv4_cidrs": string_list("ipv4-or-cidr"),
-            "ipv6_cidrs": string_list("ipv6-or-cidr"),
-            "connecting_ipv4_cidrs": string_list("ipv4-or-cidr"),
-            "connecting_ipv6_cidrs": string_list("ipv6-or-cidr"),
-            "ja3_fingerprints": string_list("ja3"),
-            "ja4_fingerprints": string_list("ja4"),
-            "user_agents": string_list("user-agent-pattern"),
-            "hostnames": string_list("hostname"),
+            "ipv4_cidrs": list(ipv4.clone()),
+            "ipv6_cidrs": list(ipv6.clone()),
+            "connecting_ipv4_cidrs": list(ipv4),
+            "connecting_ipv6_cidrs": list(ipv6),
+            "asns": list(json!({"type": "integer", "minimum": 0, "maximum": u32::MAX})),
+            "geo_country_codes": list(pattern(patterns::COUNTRY_CODE)),
+            "geo_subdivision_codes": list(pattern(patterns::SUBDIVISION_CODE)),
+            "ja3_fingerprints": list(pattern(patterns::JA3)),
+            "ja4_fingerprints": list(pattern(patterns::JA4)),
+            "user_agents": list(json!({"type": "string", "minLength": 1, "maxLength": 1024,
+                "pattern": patterns::NO_CONTROL,
+                "description": "Compared exactly; `*` matches any run of characters."})),
+            "hostnames": list(hostname),
             "auth0_managed": {"type": "array", "minItems": 1, "uniqueItems": true,
-                "description": "Managed lists (content supplied by the operator); in match or in not_match, not both.",
-                "items": {"enum": netacl_model::ManagedListName::ALL.map(|n| n.as_str())}}
+                "description": "Managed lists (content supplied by the operator); in match or \
+                                in not_match, not both.",
+                "items": {"enum": ManagedListName::ALL.map(|n| n.as_str())}}
         }
     });
+    let one_action = |name: &str| {
+        json!({"type": "object", "additionalProperties": false, "required": [name],
+               "properties": {name: {"const": true}}})
+    };
     let action = json!({
-        "type": "object", "additionalProperties": false, "minProperties": 1,
-        "description": "Exactly one of block, allow, log, redirect, set to true; redirect also takes redirect_uri.",
-        "properties": {
-            "block": {"const": true}, "allow": {"const": true}, "log": {"const": true},
-            "redirect": {"const": true},
-            "redirect_uri": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2000}
-        }
+        "description": "Exactly one of block, allow, log, redirect, set to true; redirect also \
+                        takes redirect_uri.",
+        "oneOf": [
+            one_action("block"), one_action("allow"), one_action("log"),
+            {"type": "object", "additionalProperties": false,
+             "required": ["redirect", "redirect_uri"], "properties": {
+                "redirect": {"const": true},
+                "redirect_uri": {"type": "string", "minLength": 1, "maxLength": 2000,
+                                 "pattern": patterns::absolute_uri()}
+            }}
+        ]
     });
     let rule = json!({
         "type": "object", "additionalProperties": false, "required": ["action", "scope"],
-        "description": "At least one of match and not_match, or match_all alone.",
+        "oneOf": [
+            {"required": ["match_all"]},
+            {"anyOf": [{"required": ["match"]}, {"required": ["not_match"]}]}
+        ],
+        "not": {"required": ["match", "not_match"], "properties": {
+            "match": {"required": ["auth0_managed"]},
+            "not_match": {"required": ["auth0_managed"]}
+        }},
+        "description": "At least one of match and not_match, or match_all alone; \
+                        auth0_managed in match or in not_match, not both.",
         "properties": {
             "action": {"$ref": "#/components/schemas/NetworkAclAction"},
             "match_all": {"const": true, "description": "Matches every request of the scope; excludes match and not_match."},
@@ -251,45 +819,67 @@ fn schemas() -> Value {
     let fields = json!({
         "description": {"type": "string", "maxLength": 255},
         "active": {"type": "boolean"},
-        "priority": {"type": "number", "minimum": 1, "maximum": 100, "default": 50},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
         "rule": {"$ref": "#/components/schemas/NetworkAclRule"}
     });
     let mut record_fields = fields.clone();
     if let Value::Object(map) = &mut record_fields {
-        map.insert(
-            "id".into(),
-            json!({"type": "string", "pattern": "^acl_[1-9A-HJ-NP-Za-km-z]{22}$"}),
-        );
-        map.insert(
-            "created_at".into(),
-            json!({"type": "string", "format": "date-time"}),
-        );
-        map.insert(
-            "updated_at".into(),
-            json!({"type": "string", "format": "date-time"}),
-        );
+        map.insert("id".into(), pattern(patterns::ACL_ID));
+        map.insert("created_at".into(), component("Timestamp"));
+        map.insert("updated_at".into(), component("Timestamp"));
     }
+    let any_string = json!({"type": ["string", "null"]});
+    let address = json!({"anyOf": [component("IpAddress"), {"type": "null"}]});
     let request_input = json!({
         "type": "object", "additionalProperties": false,
-        "description": "Request signals; give scope or path (default: an authentication request).",
+        "description": "Request signals; give scope or path (default: an authentication \
+                        request). A key given null is absent.",
+        "not": {"required": ["scope", "path"], "properties": {
+            "scope": {"type": "string"}, "path": {"type": "string"}}},
         "properties": {
-            "scope": {"enum": ["management", "authentication", "dynamic_client_registration"]},
-            "path": {"type": "string"},
-            "client_ip": {"type": "string"}, "connecting_ip": {"type": "string"},
-            "asn": {"type": "integer"}, "country": {"type": "string"},
-            "subdivision": {"type": "string"}, "ja3": {"type": "string"},
-            "ja4": {"type": "string"}, "user_agent": {"type": "string"},
-            "hostname": {"type": "string"}
+            "scope": {"enum": ["management", "authentication", "dynamic_client_registration", null]},
+            "path": any_string,
+            "client_ip": address, "connecting_ip": address,
+            "asn": {"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX},
+            "country": any_string, "subdivision": any_string, "ja3": any_string,
+            "ja4": any_string, "user_agent": any_string, "hostname": any_string
         }
     });
+    let record_required = ["id", "description", "active", "rule"];
+    let list_overrides: Map<String, Value> = ManagedListName::ALL
+        .iter()
+        .map(|name| (name.as_str().to_owned(), component("ManagedListItems")))
+        .collect();
     json!({
+        "Ipv4Cidr": pattern(&patterns::ipv4_cidr()),
+        "Ipv6Cidr": {"type": "string", "pattern": patterns::ipv6_cidr(),
+            "not": {"pattern": patterns::ipv6_cidr_ipv4_mapped()},
+            "description": "An IPv6 address or CIDR; entries inside ::ffff:0:0/96 (IPv4-mapped) \
+                            are refused: list them as IPv4."},
+        "ManagedListItems": {"type": "array", "uniqueItems": true,
+            "maxItems": limits.max_entries_per_set,
+            "description": "IPv4/IPv6 addresses or CIDRs, JA3 (32 lowercase hex digits) or JA4 \
+                            fingerprints.",
+            "items": {"anyOf": [
+                component("Ipv4Cidr"), component("Ipv6Cidr"),
+                pattern(patterns::JA3), pattern(patterns::JA4)
+            ]}},
+        "IpAddress": {"type": "string", "pattern": patterns::ip_address(),
+            "description": "An IPv4 or IPv6 address; IPv6 also in brackets."},
+        "Timestamp": {"type": "string", "pattern": patterns::TIMESTAMP,
+            "description": "UTC with milliseconds, exactly as netacl writes it: \
+                            2026-07-30T11:42:25.354Z."},
         "NetworkAclCreate": {"type": "object", "additionalProperties": false,
             "required": ["description", "active", "rule"], "properties": fields},
         "NetworkAclUpdate": {"type": "object", "additionalProperties": false,
             "minProperties": 1, "properties": fields},
-        "NetworkAcl": {"type": "object",
+        "NetworkAcl": {"type": "object", "additionalProperties": false,
             "required": ["id", "description", "active", "priority", "rule", "created_at", "updated_at"],
             "properties": record_fields},
+        "NetworkAclRecord": {"type": "object", "additionalProperties": false,
+            "description": "A stored record as the list answers it; priority defaults to 50, \
+                            the timestamps to the epoch.",
+            "required": record_required, "properties": record_fields},
         "NetworkAclRule": rule,
         "NetworkAclAction": action,
         "NetworkAclCriteria": criteria,
@@ -297,25 +887,188 @@ fn schemas() -> Value {
         "DryRun": {"type": "object", "additionalProperties": false, "required": ["request"],
             "properties": {
                 "request": {"$ref": "#/components/schemas/RequestInput"},
-                "network_acls": {"type": "array", "items": {"oneOf": [
-                    {"$ref": "#/components/schemas/NetworkAcl"},
-                    {"$ref": "#/components/schemas/NetworkAclCreate"}
-                ]}},
+                "network_acls": {"type": "array", "maxItems": limits.max_rules_per_set,
+                    "items": {"oneOf": [
+                        {"$ref": "#/components/schemas/NetworkAclRecord"},
+                        {"$ref": "#/components/schemas/NetworkAclCreate"}
+                    ]}},
                 "managed_lists": {"type": "object", "additionalProperties": false,
-                    "description": "Managed list content for this dry run only, by name (replaces the content in force for the names given).",
-                    "properties": {"auth0.low_reputation": {"type": "array"}, "auth0.tor": {"type": "array"},
-                        "auth0.proxy": {"type": "array"}, "auth0.vpn": {"type": "array"},
-                        "auth0.icloud_relay_proxy": {"type": "array"}}}
+                    "description": "Managed list content for this dry run only, by name \
+                                    (replaces the content in force for the names given).",
+                    "properties": list_overrides}
             }},
-        "Outcome": {"type": "object", "required": ["action", "rule_id", "monitored"], "properties": {
+        "Outcome": {"type": "object", "additionalProperties": false,
+            "required": ["action", "rule_id", "monitored"], "properties": {
             "action": {"enum": ["block", "allow", "redirect", "none"]},
-            "rule_id": {"type": ["string", "null"]},
+            "rule_id": {"oneOf": [pattern(patterns::ACL_ID), {"type": "null"}]},
             "redirect_uri": {"type": "string"},
-            "monitored": {"type": "array", "items": {"type": "string"}}
+            "monitored": {"type": "array", "items": pattern(patterns::ACL_ID)}
         }},
-        "Error": {"type": "object", "required": ["statusCode", "error", "message"], "properties": {
-            "statusCode": {"type": "integer"}, "error": {"type": "string"},
+        "Error": {"type": "object", "additionalProperties": false,
+            "required": ["statusCode", "error", "message"], "properties": {
+            "statusCode": {"type": "integer", "minimum": 400, "maximum": 599},
+            "error": {"type": "string"},
             "message": {"type": "string"}, "errorCode": {"type": "string"}
         }}
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::{FormShape, NETWORK_ACL_FORM};
+    use crate::branding::BRANDING_FORM;
+    use crate::organizations::ORGANIZATION_FORM;
+
+    /// The form reader of each operation that takes forms.
+    fn form_shape(operation_id: &str) -> &'static FormShape {
+        match operation_id {
+            "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
+                &NETWORK_ACL_FORM
+            }
+            "post_organizations" | "patch_organizations_by_id" => &ORGANIZATION_FORM,
+            "post_enabled_connections"
+            | "patch_enabled_connections_by_connection_id"
+            | "post_organization_connections"
+            | "patch_organization_connections_by_connection_id" => {
+                &crate::organization_connections::CONNECTION_FORM
+            }
+            "patch_branding" => &BRANDING_FORM,
+            other => panic!("{other} takes forms: name its FormShape here"),
+        }
+    }
+
+    /// Every leaf of `schema` (at `path`, in the form reader's spelling) whose type is boolean
+    /// or integer, into `booleans` and `integers`.
+    fn typed_leaves(
+        schema: &Value,
+        path: &str,
+        schemas: &Map<String, Value>,
+        booleans: &mut Vec<String>,
+        integers: &mut Vec<String>,
+    ) {
+        let schema = resolved(schema, schemas);
+        let join = |name: &str| {
+            if path.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{path}.{name}")
+            }
+        };
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                typed_leaves(prop, &join(name), schemas, booleans, integers);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            typed_leaves(items, &format!("{path}[]"), schemas, booleans, integers);
+        }
+        for key in ["oneOf", "anyOf"] {
+            for branch in schema
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                typed_leaves(branch, path, schemas, booleans, integers);
+            }
+        }
+        let kind = schema.get("type");
+        if kind == Some(&json!("boolean")) || schema.get("const") == Some(&json!(true)) {
+            booleans.push(path.to_owned());
+        }
+        if kind == Some(&json!("integer")) {
+            integers.push(path.to_owned());
+        }
+    }
+
+    /// The form schemas carry only what a form can: no null, no top-level array, and every
+    /// boolean and integer they declare is one the form reader coerces (else `true` would stay
+    /// the string "true" and the server would refuse what the document declares valid).
+    #[test]
+    fn form_schemas_are_what_the_form_readers_read() {
+        let doc = document("tenant.test", &Limits::default());
+        let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+        let mut checked = 0;
+        for op in operations().into_iter().filter(|op| op.form) {
+            let content = &doc["paths"][op.path][op.method.as_str().to_ascii_lowercase()]
+                ["requestBody"]["content"];
+            let media = &content[FORM];
+            if media.is_null() {
+                // Offered as JSON only: every member is an array at the top of the body.
+                let json_body = resolved(&content["application/json"]["schema"], schemas);
+                let members = json_body["properties"].as_object().expect("properties");
+                assert!(
+                    !members.is_empty() && members.values().all(|p| is_array(resolved(p, schemas))),
+                    "{}: a form body left out of the document",
+                    op.operation_id
+                );
+                continue;
+            }
+            let body = resolved(&media["schema"], schemas);
+            assert!(body.is_object(), "{}", op.operation_id);
+            let text = body.to_string();
+            assert!(
+                !text.contains("\"null\""),
+                "{}: null in {text}",
+                op.operation_id
+            );
+            for (name, prop) in body["properties"].as_object().expect("properties") {
+                let prop = resolved(prop, schemas);
+                assert!(
+                    !is_array(prop),
+                    "{}: top-level array {name}",
+                    op.operation_id
+                );
+                assert_eq!(
+                    media["encoding"].get(name).is_some(),
+                    is_object(prop, schemas),
+                    "{}: {name} is deepObject-encoded exactly when it is an object",
+                    op.operation_id
+                );
+            }
+            let (mut booleans, mut integers) = (Vec::new(), Vec::new());
+            typed_leaves(body, "", schemas, &mut booleans, &mut integers);
+            let shape = form_shape(op.operation_id);
+            for path in &booleans {
+                assert!(
+                    shape.booleans.contains(&path.as_str()),
+                    "{}: boolean {path}",
+                    op.operation_id
+                );
+            }
+            for path in &integers {
+                assert!(
+                    shape.integers.contains(&path.as_str()),
+                    "{}: integer {path}",
+                    op.operation_id
+                );
+            }
+            checked += booleans.len() + integers.len();
+        }
+        assert!(checked >= 10, "only {checked} typed leaves");
+    }
+
+    /// Every `$ref` of the document names a component.
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(value: &Value, schemas: &Map<String, Value>) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+                        let name = target.trim_start_matches("#/components/schemas/");
+                        assert!(schemas.contains_key(name), "{target}");
+                    }
+                    map.values().for_each(|v| walk(v, schemas));
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, schemas)),
+                _ => {}
+            }
+        }
+        let doc = document("tenant.test", &Limits::default());
+        walk(
+            &doc,
+            doc["components"]["schemas"].as_object().expect("schemas"),
+        );
+    }
 }

@@ -15,7 +15,9 @@ pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
         return Some(vec![json!({
             "name": "name", "in": "path", "required": true,
             "description": "The organization's name.",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 50}
+            "schema": {"type": "string", "minLength": 1, "maxLength": 50,
+                "pattern": netacl_model::patterns::ORGANIZATION_NAME,
+                "not": {"pattern": netacl_model::patterns::ORGANIZATION_NAME_NOT}}
         })]);
     }
     if !path.starts_with("/api/v2/organizations/{id}") {

@@ -32,10 +32,16 @@ use crate::AppState;
 pub(crate) const CONNECTIONS_SCOPE: &str = "create:organization_connections";
 
 /// Form bodies (create and update): nested objects by bracketed keys
-/// (`branding[colors][primary]=%23fff`, `metadata[tier]=gold`), or any object member as JSON
-/// text (`enabled_connections=[...]`).
+/// (`branding[colors][primary]=%23fff`, `metadata[tier]=gold`,
+/// `enabled_connections[0][connection_id]=con_...`), or any object member as JSON text
+/// (`enabled_connections=[...]`).
 pub(crate) const ORGANIZATION_FORM: FormShape = FormShape {
-    booleans: &["token_quota.client_credentials.enforce"],
+    booleans: &[
+        "token_quota.client_credentials.enforce",
+        "enabled_connections[].assign_membership_on_login",
+        "enabled_connections[].show_as_button",
+        "enabled_connections[].is_signup_enabled",
+    ],
     integers: &[
         "token_quota.client_credentials.per_day",
         "token_quota.client_credentials.per_hour",

@@ -435,22 +435,25 @@ fn base_operations() -> Vec<Operation> {
 
 /// The router of every operation in the table (token and JWKS routes are merged by the caller).
 pub(crate) fn router(state: &AppState) -> Router<AppState> {
-    let mut by_path: BTreeMap<&'static str, (MethodRouter<AppState>, bool)> = BTreeMap::new();
+    type PathMethods = (MethodRouter<AppState>, bool, Vec<Method>);
+    let mut by_path: BTreeMap<&'static str, PathMethods> = BTreeMap::new();
     for op in operations() {
         let guarded = op.scope.is_some();
         let entry = by_path
             .entry(op.path)
-            .or_insert_with(|| (MethodRouter::new(), guarded));
+            .or_insert_with(|| (MethodRouter::new(), guarded, Vec::new()));
         debug_assert_eq!(
             entry.1, guarded,
             "mixed guarded and open methods on {}",
             op.path
         );
         entry.0 = std::mem::take(&mut entry.0).merge((op.route)());
+        entry.2.push(op.method.clone());
     }
     let mut router = Router::new();
-    for (path, (methods, guarded)) in by_path {
-        let methods = methods.fallback(method_not_allowed);
+    for (path, (methods, guarded, allowed)) in by_path {
+        let allow = allow_header(&allowed);
+        let methods = methods.fallback(move || async move { method_not_allowed(allow) });
         let methods = if guarded {
             methods.layer(from_fn_with_state(state.clone(), guard::guard))
         } else {
@@ -468,6 +471,20 @@ pub(crate) fn router(state: &AppState) -> Router<AppState> {
         .route("/_netacl/v1/{*rest}", unknown())
 }
 
-async fn method_not_allowed() -> ApiError {
-    ApiError::method_not_allowed()
+/// `Allow` of a path: its methods, and `HEAD` where it has `GET` (answered like `GET`).
+fn allow_header(methods: &[Method]) -> http::HeaderValue {
+    let mut names: Vec<&str> = methods.iter().map(Method::as_str).collect();
+    if methods.contains(&Method::GET) {
+        names.push("HEAD");
+    }
+    http::HeaderValue::from_str(&names.join(", "))
+        .unwrap_or_else(|_| http::HeaderValue::from_static(""))
+}
+
+/// 405 with the error body and the path's `Allow` header (RFC 9110).
+fn method_not_allowed(allow: http::HeaderValue) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut response = ApiError::method_not_allowed().into_response();
+    response.headers_mut().insert(http::header::ALLOW, allow);
+    response
 }

@@ -207,7 +207,15 @@ impl AdminService {
     /// The whole HTTP surface: `/api/v2/network-acls`, `/_netacl/v1/*`, `POST /oauth/token` and
     /// `GET /.well-known/jwks.json`. `POST /oauth/token` is rate limited per peer address (a
     /// bucket apart from the API's, same limits).
+    ///
+    /// Outermost is the panic guard: should a handler ever panic, the client gets a 500 in the
+    /// error shape (the panic is logged), never a dropped connection.
     pub fn router(&self) -> Router {
+        self.router_with(Router::new())
+    }
+
+    /// [`Self::router`] with `extra` routes merged in (the tests add one that panics).
+    fn router_with(&self, extra: Router<AppState>) -> Router {
         use axum::routing::{get, post};
         let authority = Arc::clone(&self.state.inner.authority);
         let token = Router::new()
@@ -222,10 +230,14 @@ impl AdminService {
             .route("/.well-known/jwks.json", get(crate::auth::jwks_endpoint))
             .with_state(authority);
         routes::router(&self.state)
+            .merge(extra)
             .merge(token)
             .merge(jwks)
             .fallback(|| async { crate::error::ApiError::no_such_route() })
             .with_state(self.state.clone())
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                crate::error::panic_response,
+            ))
     }
 
     /// Keeps this node in step with the other nodes sharing its database: catches up on every
@@ -281,5 +293,101 @@ impl AdminService {
     /// The settings in force.
     pub fn config(&self) -> &ServerConfig {
         &self.state.inner.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http::{Request, StatusCode};
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    /// A handler that panics (only in this test) gets the client a 500 in the error shape, on
+    /// a guarded route and an open one, and the service goes on answering.
+    #[tokio::test]
+    async fn a_panicking_handler_gets_a_500_in_the_error_shape() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(
+            netacl_store::SqliteStore::open(dir.path(), Default::default()).expect("store"),
+        );
+        let bootstrap = BootstrapClient {
+            client_id: Some("ops".into()),
+            client_secret: Some("a-long-secret-for-the-panic-test".into()),
+        };
+        let (service, _) = AdminService::start(store, ServerConfig::new("tenant.test"), bootstrap)
+            .await
+            .expect("start");
+        let token = service
+            .authority()
+            .issue_client_credentials(&crate::auth::TokenRequest::client_credentials(
+                "ops",
+                "a-long-secret-for-the-panic-test",
+                "https://tenant.test/api/v2/",
+            ))
+            .expect("token")
+            .access_token;
+        async fn panics() -> &'static str {
+            panic!("a handler bug, in a test")
+        }
+        let extra = Router::new()
+            .route(
+                "/_netacl/v1/test/panic",
+                axum::routing::get(panics).layer(axum::middleware::from_fn_with_state(
+                    service.state.clone(),
+                    crate::guard::guard,
+                )),
+            )
+            .route("/test/open-panic", axum::routing::get(panics));
+        let router = service.router_with(extra);
+        for (uri, authorized) in [
+            ("/_netacl/v1/test/panic", true),
+            ("/test/open-panic", false),
+        ] {
+            let mut request = Request::get(uri);
+            if authorized {
+                request = request.header("authorization", format!("Bearer {token}"));
+            }
+            let response = router
+                .clone()
+                .oneshot(request.body(Body::empty()).expect("request"))
+                .await
+                .expect("infallible");
+            assert_eq!(
+                response.status(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "{uri}"
+            );
+            assert_eq!(
+                response.headers()["content-type"],
+                crate::error::JSON_UTF8,
+                "{uri}"
+            );
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .expect("body")
+                .to_bytes();
+            let body: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+            assert_eq!(
+                body,
+                serde_json::json!({"statusCode": 500, "error": "Internal Server Error",
+                                   "message": "Internal Server Error"}),
+                "{uri}: no detail of the panic is sent"
+            );
+        }
+        // The service goes on answering.
+        let response = router
+            .oneshot(
+                Request::get("/api/v2/network-acls")
+                    .header("authorization", format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await
+            .expect("infallible");
+        assert_eq!(response.status(), StatusCode::OK);
     }
 }

@@ -506,7 +506,7 @@ impl TenantRuntime {
             }
             (Write::PutList(name, list), _) => {
                 self.store
-                    .put_managed_list(&self.id, expected, *name, list)
+                    .put_managed_list(&self.id, expected, *name, list, now)
                     .await?
             }
             (Write::DeleteList(name), _) => {

@@ -3,7 +3,7 @@
 //! closed (`additionalProperties: false`) at every level, as the model validates them.
 use serde_json::{json, Value};
 
-use netacl_model::GROUP_ID_PATTERN;
+use netacl_model::{patterns, GROUP_ID_PATTERN, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES};
 
 /// The path parameters of `path`, when it is one of the tenant endpoints.
 pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
@@ -21,7 +21,7 @@ pub(crate) fn path_parameters(path: &str) -> Option<Vec<Value>> {
         return Some(vec![json!({
             "name": "user_id", "in": "path", "required": true,
             "description": "The user id, percent-encoded (auth0%7C123).",
-            "schema": {"type": "string"}
+            "schema": {"type": "string", "minLength": 1}
         })]);
     }
     None
@@ -34,20 +34,25 @@ pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
     }
     Some(match operation_id {
         "post_organizations" => json!({"$ref": "#/components/schemas/Organization"}),
-        "get_group_members" => json!({"type": "object", "required": ["members"], "properties": {
+        "get_group_members" => json!({"type": "object", "additionalProperties": false,
+            "required": ["members"], "properties": {
             "members": {"type": "array", "items": {"$ref": "#/components/schemas/GroupMember"}},
-            "next": {"type": "string", "description": "Pass as `from` for the next page; absent on the last page."}
+            "next": {"type": "string", "pattern": crate::cursor::CURSOR_PATTERN,
+                     "description": "Pass as `from` for the next page; absent on the last page."}
         }}),
-        "get_user_sessions" => json!({"type": "object", "required": ["sessions"], "properties": {
+        "get_user_sessions" => json!({"type": "object", "additionalProperties": false,
+            "required": ["sessions"], "properties": {
             "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
-            "next": {"type": "string", "description": "Pass as `from` for the next page; absent on the last page."},
-            "total": {"type": "integer", "description": "With include_totals=true."}
+            "next": {"type": "string", "pattern": crate::cursor::CURSOR_PATTERN,
+                     "description": "Pass as `from` for the next page; absent on the last page."},
+            "total": {"type": "integer", "minimum": 0, "description": "With include_totals=true."}
         }}),
         "get_branding" | "patch_branding" => json!({"$ref": "#/components/schemas/Branding"}),
-        "netacl_directory_import" => json!({"type": "object",
+        "netacl_directory_import" => json!({"type": "object", "additionalProperties": false,
         "required": ["inserted", "updated", "unchanged"], "properties": {
-            "inserted": {"type": "integer"}, "updated": {"type": "integer"},
-            "unchanged": {"type": "integer"}
+            "inserted": {"type": "integer", "minimum": 0},
+            "updated": {"type": "integer", "minimum": 0},
+            "unchanged": {"type": "integer", "minimum": 0}
         }}),
         _ => return None,
     })
@@ -69,17 +74,23 @@ pub(crate) const SCOPES: &[(&str, &str)] = &[
 
 /// The component schemas of the tenant endpoints, by name.
 pub(crate) fn components() -> Vec<(&'static str, Value)> {
-    let color = json!({"type": "string", "pattern": "^#([0-9a-fA-F]{3}|[0-9a-fA-F]{4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$"});
-    let https_or_null = json!({"type": ["string", "null"], "format": "uri", "pattern": "^[hH][tT][tT][pP][sS]://", "maxLength": 2000});
-    let timestamp = json!({"type": "string", "format": "date-time"});
+    let pattern = |pattern: &str| json!({"type": "string", "pattern": pattern});
+    let sized = |pattern: &str, min: usize, max: usize| json!({"type": "string", "minLength": min, "maxLength": max, "pattern": pattern});
+    let between =
+        |min: usize, max: usize| json!({"type": "string", "minLength": min, "maxLength": max});
+    let color = pattern(patterns::HTML_COLOR);
+    let https_or_null = json!({"anyOf": [{"$ref": "#/components/schemas/HttpsUri"},
+                                          {"type": "null"}]});
+    let timestamp = json!({"$ref": "#/components/schemas/Timestamp"});
     let string = json!({"type": "string"});
+    let printable_id = sized(&patterns::printable(), 1, 255);
     let org_branding = json!({"type": "object", "additionalProperties": false, "properties": {
         "logo_url": https_or_null,
         "colors": {"type": "object", "additionalProperties": false,
                    "required": ["primary", "page_background"],
                    "properties": {"primary": color, "page_background": color}}
     }});
-    let metadata = json!({"type": "object", "maxProperties": 25,
+    let metadata = json!({"type": "object", "maxProperties": MAX_METADATA_PROPERTIES,
         "additionalProperties": {"type": ["string", "null"], "maxLength": 255}});
     let quota = json!({"type": "object", "additionalProperties": false, "required": ["client_credentials"],
     "properties": {"client_credentials": {"type": "object", "additionalProperties": false, "minProperties": 1,
@@ -89,17 +100,20 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
             "per_hour": {"type": "integer", "minimum": 1, "maximum": 2147483647u32}
         }}}});
     let connection_flags = json!({
-        "connection_id": {"type": "string", "minLength": 1, "maxLength": 50},
+        "connection_id": between(1, 50),
         "assign_membership_on_login": {"type": "boolean", "default": false},
         "show_as_button": {"type": "boolean", "default": true},
         "is_signup_enabled": {"type": "boolean", "default": false}
     });
     let mut enabled_props = connection_flags.clone();
-    enabled_props["connection"] =
-        json!({"type": "object", "properties": {"name": string, "strategy": string}});
+    enabled_props["connection"] = json!({"type": "object", "additionalProperties": false,
+        "required": ["name", "strategy"], "properties": {"name": string, "strategy": string}});
     let name = json!({"type": "string", "minLength": 1, "maxLength": 50,
-        "pattern": "^(?!org_)[a-z0-9]([a-z0-9_-]*[a-z0-9])?$"});
-    let display_name = json!({"type": "string", "minLength": 1, "maxLength": 255});
+        "pattern": patterns::ORGANIZATION_NAME,
+        "not": {"pattern": patterns::ORGANIZATION_NAME_NOT},
+        "description": "Lowercase letters, digits, - and _, starting and ending with a letter \
+                        or digit; not starting with org_."});
+    let display_name = between(1, 255);
     let gradient = json!({"type": "object", "additionalProperties": false,
         "required": ["type", "start", "end", "angle_deg"], "properties": {
             "type": {"const": "linear-gradient"}, "start": color, "end": color,
@@ -113,27 +127,56 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
         "logo_url": https_or_null,
         "font": {"type": "object", "additionalProperties": false, "properties": {"url": https_or_null}}
     });
-    let session = json!({"type": "object", "properties": {
-        "id": string, "user_id": string, "created_at": timestamp, "updated_at": timestamp,
-        "authenticated_at": timestamp, "idle_expires_at": timestamp, "expires_at": timestamp,
-        "last_interacted_at": timestamp,
+    let device_text = between(0, 1024);
+    let session = json!({"type": "object",
+        "required": ["id", "user_id", "created_at", "updated_at", "authenticated_at"],
+        "properties": {
+        "id": printable_id, "user_id": printable_id, "created_at": timestamp,
+        "updated_at": timestamp, "authenticated_at": timestamp, "idle_expires_at": timestamp,
+        "expires_at": timestamp, "last_interacted_at": timestamp,
         "device": {"type": "object", "properties": {
-            "initial_user_agent": string, "initial_ip": string, "initial_asn": string,
-            "last_user_agent": string, "last_ip": string, "last_asn": string}},
-        "clients": {"type": "array", "items": {"type": "object", "properties": {"client_id": string}}},
-        "authentication": {"type": "object", "properties": {"methods": {"type": "array", "items": {
-            "type": "object", "properties": {"name": string, "timestamp": timestamp, "type": string}}}}},
-        "cookie": {"type": "object", "properties": {"mode": {"enum": ["persistent", "non-persistent"]}}},
+            "initial_user_agent": device_text, "initial_ip": device_text,
+            "initial_asn": device_text, "last_user_agent": device_text, "last_ip": device_text,
+            "last_asn": device_text}},
+        "clients": {"type": "array", "maxItems": 1000, "items": {"type": "object",
+            "required": ["client_id"], "properties": {"client_id": printable_id}}},
+        "authentication": {"type": "object", "properties": {"methods": {"type": "array",
+            "maxItems": 100, "items": {"type": "object", "required": ["name", "timestamp"],
+            "properties": {"name": between(1, 255), "timestamp": timestamp,
+                           "type": between(1, 255)}}}}},
+        "cookie": {"type": "object", "required": ["mode"],
+                   "properties": {"mode": {"enum": ["persistent", "non-persistent"]}}},
         "session_metadata": {"type": "object"}
     }});
+    let member_type = json!({"enum": ["user", "group"]});
+    let membership_type = json!({"enum": ["connection", "organization", "tenant"]});
+    // An imported member, of the membership types `types`; `connection_id` required or not.
+    let member = |types: Value, by_connection: bool| {
+        let mut required = vec!["group_id", "id", "member_type", "type", "created_at"];
+        if by_connection {
+            required.push("connection_id");
+        }
+        json!({"type": "object", "additionalProperties": false, "required": required,
+            "properties": {
+                "group_id": pattern(GROUP_ID_PATTERN),
+                "id": printable_id, "member_type": member_type, "type": types,
+                "connection_id": pattern(patterns::CONNECTION_ID), "created_at": timestamp}})
+    };
     vec![
+        (
+            "HttpsUri",
+            json!({"type": "string", "maxLength": 2000, "pattern": patterns::https_uri(),
+                   "description": "An absolute https URI (any case in the scheme, a host)."}),
+        ),
         (
             "OrganizationCreate",
             json!({"type": "object", "additionalProperties": false,
             "required": ["name"], "properties": {
                 "name": name, "display_name": display_name, "branding": org_branding,
                 "metadata": metadata,
-                "enabled_connections": {"type": "array", "maxItems": 10, "items": {
+                "enabled_connections": {"type": "array", "maxItems": MAX_ENABLED_CONNECTIONS,
+                    "description": "Each connection once, and one the directory holds.",
+                    "items": {
                     "type": "object", "additionalProperties": false, "required": ["connection_id"],
                     "properties": connection_flags}},
                 "token_quota": quota
@@ -141,23 +184,27 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
         ),
         (
             "Organization",
-            json!({"type": "object", "required": ["id", "name"], "properties": {
-                "id": {"type": "string", "pattern": "^org_[a-zA-Z0-9]{16}$", "maxLength": 50},
+            json!({"type": "object", "additionalProperties": false, "required": ["id", "name"],
+            "properties": {
+                "id": {"type": "string", "pattern": "^org_[a-zA-Z0-9]{16}$"},
                 "name": name, "display_name": display_name, "branding": org_branding,
                 "metadata": metadata,
-                "enabled_connections": {"type": "array", "items": {"type": "object", "properties": enabled_props}},
+                "enabled_connections": {"type": "array", "items": {"type": "object",
+                    "additionalProperties": false,
+                    "required": ["connection_id", "assign_membership_on_login", "show_as_button",
+                                 "is_signup_enabled"],
+                    "properties": enabled_props}},
                 "token_quota": quota
             }}),
         ),
         (
             "GroupMember",
-            json!({"type": "object", "properties": {
-                "id": string, "member_type": {"enum": ["user", "group"]},
-                "type": {"enum": ["connection", "organization", "tenant"]},
-                "connection_id": string, "created_at": timestamp
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "id": string, "member_type": member_type, "type": membership_type,
+                "connection_id": pattern(patterns::CONNECTION_ID), "created_at": timestamp
             }}),
         ),
-        ("Session", session.clone()),
+        ("Session", closed(session.clone())),
         (
             "BrandingUpdate",
             json!({"type": "object", "additionalProperties": false,
@@ -165,7 +212,7 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
         ),
         (
             "Branding",
-            json!({"type": "object", "properties": branding_props}),
+            json!({"type": "object", "additionalProperties": false, "properties": branding_props}),
         ),
         (
             "DirectoryImport",
@@ -174,25 +221,26 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
             "properties": {
                 "connections": {"type": "array", "items": {"type": "object", "additionalProperties": false,
                     "required": ["id", "name", "strategy"], "properties": {
-                        "id": {"type": "string", "pattern": "^con_[a-zA-Z0-9]{16}$"},
-                        "name": {"type": "string", "minLength": 1, "maxLength": 128},
-                        "strategy": {"type": "string", "minLength": 1, "maxLength": 64}}}},
+                        "id": pattern(patterns::CONNECTION_ID),
+                        "name": sized(patterns::CONNECTION_NAME, 1, 128),
+                        "strategy": sized(patterns::STRATEGY, 1, 64)}}},
                 "users": {"type": "array", "items": {"type": "object", "additionalProperties": false,
                     "required": ["user_id"], "properties": {
-                        "user_id": {"type": "string", "minLength": 1, "maxLength": 255},
-                        "email": {"type": "string"}, "name": {"type": "string"},
+                        "user_id": printable_id,
+                        "email": sized(&patterns::email(), 3, 254),
+                        "name": between(1, 255),
                         "created_at": timestamp}}},
                 "groups": {"type": "array", "items": {"type": "object", "additionalProperties": false,
                     "required": ["id", "name"], "properties": {
-                        "id": {"type": "string", "pattern": GROUP_ID_PATTERN},
-                        "name": {"type": "string", "minLength": 1, "maxLength": 255},
-                        "description": {"type": "string"}, "created_at": timestamp}}},
-                "members": {"type": "array", "items": {"type": "object", "additionalProperties": false,
-                    "required": ["group_id", "id", "member_type", "type", "created_at"], "properties": {
-                        "group_id": {"type": "string", "pattern": GROUP_ID_PATTERN},
-                        "id": string, "member_type": {"enum": ["user", "group"]},
-                        "type": {"enum": ["connection", "organization", "tenant"]},
-                        "connection_id": string, "created_at": timestamp}}},
+                        "id": pattern(GROUP_ID_PATTERN),
+                        "name": between(1, 255),
+                        "description": between(0, 1000), "created_at": timestamp}}},
+                "members": {"type": "array", "items": {
+                    "description": "A member through a connection names it (connection_id).",
+                    "oneOf": [
+                        member(json!({"enum": ["organization", "tenant"]}), false),
+                        member(json!({"const": "connection"}), true)
+                    ]}},
                 "sessions": {"type": "array", "items": closed(session)}
             }}),
         ),

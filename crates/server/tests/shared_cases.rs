@@ -10,6 +10,8 @@
 //!   through `POST` / `PATCH /api/v2/network-acls` must be accepted (201/200, stored as sent) or
 //!   refused with 400 `invalid_body` and exactly the expected message — the same cases the model
 //!   runs in `crates/model/tests`.
+//! - `testdata/validation/branding_patch.json` and `organization_create.json`: every body through
+//!   `PATCH /api/v2/branding` and `POST /api/v2/organizations` alike.
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -246,4 +248,73 @@ async fn validation_cases_through_managed_list_put() {
         accepted > 0 && refused > 0,
         "{accepted} accepted, {refused} refused"
     );
+}
+
+#[tokio::test]
+async fn validation_cases_through_branding() {
+    let api = api().await;
+    let cases = read_json(&testdata().join("validation/branding_patch.json"));
+    let cases = cases.as_array().expect("cases");
+    assert!(!cases.is_empty());
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let (_, before) = api
+            .exchange(Method::GET, "/api/v2/branding", &Value::Null)
+            .await;
+        let (status, answer) = api
+            .exchange(Method::PATCH, "/api/v2/branding", &case["body"])
+            .await;
+        match case["error"].as_str() {
+            None => {
+                assert_eq!(status, StatusCode::OK, "{name}: {answer}");
+                // Every member the patch names now holds the patched value.
+                for (field, value) in case["body"].as_object().expect("object") {
+                    match value {
+                        Value::Object(inner) => {
+                            for (key, value) in inner {
+                                assert_eq!(&answer[field][key], value, "{name}: {field}.{key}");
+                            }
+                        }
+                        value => assert_eq!(&answer[field], value, "{name}: {field}"),
+                    }
+                }
+            }
+            Some(message) => {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
+                assert_eq!(answer["errorCode"], "invalid_body", "{name}");
+                assert_eq!(answer["message"], message, "{name}");
+                let (_, after) = api
+                    .exchange(Method::GET, "/api/v2/branding", &Value::Null)
+                    .await;
+                assert_eq!(after, before, "{name}: a refused patch changes nothing");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn validation_cases_through_organizations() {
+    let api = api().await;
+    let cases = read_json(&testdata().join("validation/organization_create.json"));
+    let cases = cases.as_array().expect("cases");
+    assert!(!cases.is_empty());
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let (status, answer) = api
+            .exchange(Method::POST, "/api/v2/organizations", &case["body"])
+            .await;
+        match case["error"].as_str() {
+            None => {
+                assert_eq!(status, StatusCode::CREATED, "{name}: {answer}");
+                for (field, value) in case["body"].as_object().expect("object") {
+                    assert_eq!(&answer[field], value, "{name}: {field}");
+                }
+            }
+            Some(message) => {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
+                assert_eq!(answer["errorCode"], "invalid_body", "{name}");
+                assert_eq!(answer["message"], message, "{name}");
+            }
+        }
+    }
 }

@@ -860,6 +860,82 @@ async fn every_branding_constraint_is_accepted_and_refused_exactly() {
     }
 }
 
+/// A URI whose eighth byte falls inside a UTF-8 character (`https:/é`) used to panic the
+/// handler (`text[..8]`) and drop the connection; as JSON and as a form, in every URI member of
+/// branding and of an organization's branding, it is a 400 naming the property.
+#[tokio::test]
+async fn non_ascii_uris_are_refused_without_a_panic_as_json_and_as_forms() {
+    let api = api().await;
+    let message = |value: &str, path: &str| {
+        format!(
+            "Payload validation error: 'Object didn't pass validation for format \
+             strict-https-uri-or-null: {value}' on property {path}."
+        )
+    };
+    for value in ["https:/é", "https:/😀", "HTTPS:/ü"] {
+        let encoded: String = url_encode(value);
+        for (json_body, form, path) in [
+            (
+                json!({"logo_url": value}),
+                format!("logo_url={encoded}"),
+                "logo_url",
+            ),
+            (
+                json!({"favicon_url": value}),
+                format!("favicon_url={encoded}"),
+                "favicon_url",
+            ),
+            (
+                json!({"font": {"url": value}}),
+                format!("font[url]={encoded}"),
+                "font.url",
+            ),
+        ] {
+            let answer = api
+                .send(Method::PATCH, "/api/v2/branding", Some(json_body))
+                .await;
+            assert_error(&answer, 400, "invalid_body", &message(value, path));
+            let answer = api.form(Method::PATCH, "/api/v2/branding", &form).await;
+            assert_error(&answer, 400, "invalid_body", &message(value, path));
+        }
+        let answer = api
+            .send(
+                Method::POST,
+                "/api/v2/organizations",
+                Some(json!({"name": "acme", "branding": {"logo_url": value}})),
+            )
+            .await;
+        assert_error(
+            &answer,
+            400,
+            "invalid_body",
+            &message(value, "branding.logo_url"),
+        );
+        let form = format!("name=acme&branding[logo_url]={encoded}");
+        let answer = api.form(Method::POST, "/api/v2/organizations", &form).await;
+        assert_error(
+            &answer,
+            400,
+            "invalid_body",
+            &message(value, "branding.logo_url"),
+        );
+    }
+    assert_eq!(api.get_ok("/api/v2/branding").await, json!({}));
+}
+
+/// `application/x-www-form-urlencoded` encoding of `text` (every byte but unreserved ones).
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn branding_patches_merge_and_survive_a_restart() {
     let api = api().await;

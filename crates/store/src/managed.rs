@@ -42,13 +42,15 @@ pub trait ManagedListStore: Send + Sync {
         known: &[(ManagedListName, u64)],
     ) -> Result<TenantPolicy, StoreError>;
 
-    /// Creates or replaces the content of `name`.
+    /// Creates or replaces the content of `name`; `updated_at_ms` is the write's time (the one
+    /// the caller shows, so the stored and the answered times are the same).
     async fn put_managed_list(
         &self,
         tenant: &TenantId,
         expected_version: u64,
         name: ManagedListName,
         list: &ManagedList,
+        updated_at_ms: i64,
     ) -> Result<u64, StoreError>;
 
     /// Removes `name` (it becomes unconfigured); [`StoreError::NotFound`] when it has no

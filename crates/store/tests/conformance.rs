@@ -18,6 +18,9 @@ use netacl_store::{
 };
 use serde_json::json;
 
+/// The write time the managed-list tests give the store.
+const NOW_MS: i64 = 1_767_225_600_000;
+
 // ---------------------------------------------------------------------------------------------
 // Backends
 
@@ -1551,14 +1554,14 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
         .expect("acl");
     assert_eq!(
         store
-            .put_managed_list(&tenant, 1, ManagedListName::Tor, &tor)
+            .put_managed_list(&tenant, 1, ManagedListName::Tor, &tor, NOW_MS)
             .await
             .expect("put"),
         2
     );
     assert_eq!(
         store
-            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &vpn)
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &vpn, NOW_MS)
             .await
             .expect("put"),
         3
@@ -1566,7 +1569,7 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     // A stale version is refused and writes nothing.
     assert!(matches!(
         store
-            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &tor)
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &tor, NOW_MS)
             .await,
         Err(StoreError::VersionConflict {
             expected: 2,
@@ -1587,6 +1590,11 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     ];
     want.sort_by_key(|(name, _, _)| name.as_str());
     assert_eq!(read, want);
+    // The write time is the caller's, so that what it answered is what is stored.
+    assert!(policy
+        .managed_lists
+        .iter()
+        .all(|l| l.updated_at_ms == NOW_MS));
     // The content of a list the caller holds at that version is not read again.
     let policy = store
         .tenant_policy(
@@ -1606,14 +1614,20 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     let replaced = managed_list("203.0.113.0/24\n");
     assert_eq!(
         store
-            .put_managed_list(&tenant, 3, ManagedListName::Tor, &replaced)
+            .put_managed_list(&tenant, 3, ManagedListName::Tor, &replaced, NOW_MS)
             .await
             .expect("replace"),
         4
     );
     assert_eq!(
         store
-            .put_managed_list(&tenant, 4, ManagedListName::Proxy, &ManagedList::empty())
+            .put_managed_list(
+                &tenant,
+                4,
+                ManagedListName::Proxy,
+                &ManagedList::empty(),
+                NOW_MS
+            )
             .await
             .expect("empty"),
         5
@@ -1776,7 +1790,8 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
                 &tenant,
                 1,
                 ManagedListName::Tor,
-                &managed_list("10.0.0.1\n")
+                &managed_list("10.0.0.1\n"),
+                NOW_MS,
             )
             .await
             .expect("the new table works"),
@@ -1826,7 +1841,8 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
                 &tenant,
                 1,
                 ManagedListName::Vpn,
-                &managed_list("10.0.0.1\n")
+                &managed_list("10.0.0.1\n"),
+                NOW_MS,
             )
             .await
             .expect("the new table works"),

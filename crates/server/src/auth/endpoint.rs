@@ -138,9 +138,17 @@ fn parse_body(headers: &HeaderMap, bytes: &[u8]) -> Result<TokenRequest, OAuthEr
                 .to_ascii_lowercase()
         });
     match content_type.as_deref() {
-        Some("application/json") => serde_json::from_slice(bytes).map_err(|_| {
-            OAuthError::InvalidRequest("The request body is not a valid JSON token request")
-        }),
+        Some("application/json") => {
+            let malformed =
+                || OAuthError::InvalidRequest("The request body is not a valid JSON token request");
+            // A JSON object only: the derived reader of `TokenRequest` would also take an
+            // array, by position (`["client_credentials", "id", "secret", "aud"]`). JSON text
+            // whose first character is `{` is an object (or not JSON at all).
+            if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+                return Err(malformed());
+            }
+            serde_json::from_slice(bytes).map_err(|_| malformed())
+        }
         Some("application/x-www-form-urlencoded") => {
             serde_urlencoded::from_bytes(bytes).map_err(|_| {
                 OAuthError::InvalidRequest("The request body is not a valid form token request")

@@ -3,7 +3,7 @@ use netacl_model::{ManagedList, ManagedListName, RuleSet};
 
 use super::network_acls::query_acls;
 use super::tenants::{acl_version, bump_acl_version};
-use super::{from_version, now_ms, read_snapshot, to_version, PostgresStore};
+use super::{from_version, read_snapshot, to_version, PostgresStore};
 use crate::managed::{items_text, name_of, parse_items};
 use crate::{ManagedListStore, StoreError, StoredManagedList, TenantId, TenantPolicy};
 
@@ -74,6 +74,7 @@ impl ManagedListStore for PostgresStore {
         expected_version: u64,
         name: ManagedListName,
         list: &ManagedList,
+        updated_at_ms: i64,
     ) -> Result<u64, StoreError> {
         let items = items_text(list)?;
         self.call(|mut client| async move {
@@ -90,7 +91,7 @@ impl ManagedListStore for PostgresStore {
                     &name.as_str(),
                     &items,
                     &from_version(version)?,
-                    &now_ms(),
+                    &updated_at_ms,
                 ],
             )
             .await?;

@@ -4,7 +4,7 @@ use rusqlite::params;
 
 use super::network_acls::query_acls;
 use super::tenants::{acl_version, bump_acl_version};
-use super::{now_ms, to_version, SqliteStore};
+use super::{to_version, SqliteStore};
 use crate::managed::{items_text, name_of, parse_items};
 use crate::{ManagedListStore, StoreError, StoredManagedList, TenantId, TenantPolicy};
 
@@ -79,6 +79,7 @@ impl ManagedListStore for SqliteStore {
         expected_version: u64,
         name: ManagedListName,
         list: &ManagedList,
+        updated_at_ms: i64,
     ) -> Result<u64, StoreError> {
         let (tenant, items) = (tenant.clone(), items_text(list)?);
         self.write(move |conn, _| {
@@ -92,7 +93,7 @@ impl ManagedListStore for SqliteStore {
                  ON CONFLICT (tenant_id, name) DO UPDATE
                  SET items = excluded.items, version = excluded.version,
                      updated_at = excluded.updated_at",
-                params![tenant.as_str(), name.as_str(), items, stored, now_ms()],
+                params![tenant.as_str(), name.as_str(), items, stored, updated_at_ms],
             )?;
             tx.commit()?;
             Ok(version)
