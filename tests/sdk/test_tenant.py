@@ -1,6 +1,7 @@
 """Drives the tenant endpoints of `netacl serve` with the official Python SDK (auth0-python 6.x),
 unchanged: organizations.create (and its 409), groups.members.get paged to the end,
-users.sessions.list paged to the end, branding.update / branding.get.
+users.sessions.list paged to the end, branding.update / branding.get, keys.signing (list, get,
+rotate, revoke).
 
 Run by `crates/cli/tests/tenant_sdk.rs`, which imports testdata/directory.json with
 `netacl directory import`, starts the real binary and passes NETACL_DOMAIN (host:port, the tenant
@@ -14,7 +15,12 @@ import sys
 from auth0.authentication import GetToken
 from auth0.management import Auth0
 from auth0.management.core.api_error import ApiError
-from auth0.management.errors import BadRequestError, ConflictError, NotFoundError
+from auth0.management.errors import (
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    UnauthorizedError,
+)
 
 DOMAIN = os.environ["NETACL_DOMAIN"]
 CLIENT_ID = os.environ["NETACL_CLIENT_ID"]
@@ -119,6 +125,27 @@ def main():
     check(again.colors.primary == "#0059d6" and again.font.url == settings.font.url, "get")
     expect_error(400, BadRequestError, lambda: client.branding.update(logo_url="http://insecure.example"),
                  "http logo")
+
+    # keys.signing: list, get, rotate, revoke the previous key (its tokens stop at once).
+    keys = client.keys.signing.list()
+    check(len(keys) == 1 and keys[0].current and keys[0].cert.startswith("-----BEGIN CERTIFICATE"),
+          f"signing keys {keys!r}")
+    first = keys[0].kid
+    check(client.keys.signing.get(first).kid == first, "get the current key")
+    check("PRIVATE" not in json.dumps([k.dict() for k in keys], default=str), "no private material")
+    rotated = client.keys.signing.rotate()
+    check(rotated.kid != first and rotated.cert.startswith("-----BEGIN CERTIFICATE"),
+          f"rotate {rotated!r}")
+    check(client.keys.signing.get(first).previous, "the first key is previous")
+    expect_error(404, NotFoundError, lambda: client.keys.signing.get("nope"), "unknown kid")
+    response = token.client_credentials(f"https://{DOMAIN}/api/v2/")
+    fresh = Auth0(base_url=f"http://{DOMAIN}/api/v2", token=response["access_token"], max_retries=0)
+    revoked = fresh.keys.signing.revoke(first)
+    check(revoked.kid == first, f"revoke {revoked!r}")
+    check(fresh.keys.signing.get(first).revoked, "revoked")
+    expect_error(401, UnauthorizedError, lambda: client.keys.signing.list(),
+                 "a token of the revoked key")
+    check(len(fresh.keys.signing.list()) == 2, "two keys listed")
 
     print("sdk: all tenant checks passed")
 

@@ -50,6 +50,18 @@ pub struct Args {
     /// change (notification, plus a version check every --sync-interval-ms).
     #[arg(long, env = "NETACL_DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
+    /// The key-encryption key sealing secrets at rest (the tenant's signing keys): a file of one
+    /// line `netacl-kek-v1:` + 43 base64url characters, mode 0600 (`netacl secrets-key new
+    /// PATH` writes one). Default: DATA_DIR/secrets.key, generated on first start. Required
+    /// with --database-url (the key must not live in the database it protects); every node
+    /// sharing a database needs the same file.
+    #[arg(long, env = "NETACL_SECRETS_KEY_FILE", value_name = "PATH")]
+    secrets_key_file: Option<PathBuf>,
+    /// An RSA private key (PEM, PKCS#8 or PKCS#1, 2048 to 8192 bits) to sign the tenant's
+    /// tokens with: it becomes the current signing key at start (the first key, or a rotation
+    /// when another key is current; nothing when it is current already). Stored sealed.
+    #[arg(long, env = "NETACL_SIGNING_KEY_FILE", value_name = "PEM")]
+    signing_key_file: Option<PathBuf>,
     /// With --database-url: how often the node checks the database for other nodes' changes,
     /// in milliseconds (the longest a lost notification can delay convergence).
     #[arg(long, env = "NETACL_SYNC_INTERVAL_MS", default_value_t = 500,
@@ -78,6 +90,51 @@ pub struct Args {
     /// `--allow-insecure-http`); boxed like the edge's.
     #[command(flatten)]
     tls: Box<crate::tls::ServeTlsArgs>,
+}
+
+/// The key-encryption key of `--secrets-key-file`, or the data directory's (generated on first
+/// start); none without either (a `--database-url` node must be given one).
+fn load_secrets_key(args: &Args) -> anyhow::Result<Arc<netacl_secrets::Kek>> {
+    let data_dir = match (&args.secrets_key_file, &args.database_url) {
+        (None, None) => {
+            std::fs::create_dir_all(&args.data_dir).with_context(|| {
+                format!(
+                    "cannot create the data directory {}",
+                    args.data_dir.display()
+                )
+            })?;
+            Some(args.data_dir.as_path())
+        }
+        _ => None,
+    };
+    let kek = netacl_secrets::Kek::resolve(args.secrets_key_file.as_deref(), data_dir)
+        .context("cannot load the key-encryption key (--secrets-key-file)")?;
+    Ok(Arc::new(kek))
+}
+
+/// Largest `--signing-key-file` read (an 8192-bit PKCS#1 key is about 6.5 KB of PEM).
+const MAX_SIGNING_KEY_FILE: u64 = 64 * 1024;
+
+/// The RSA key of `--signing-key-file`. Errors name the file, never its contents.
+fn load_signing_key(
+    path: &std::path::Path,
+) -> anyhow::Result<Arc<netacl_server::auth::SigningKey>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read --signing-key-file {}", path.display()))?;
+    let mut pem = zeroize::Zeroizing::new(String::new());
+    file.take(MAX_SIGNING_KEY_FILE + 1)
+        .read_to_string(&mut pem)
+        .with_context(|| format!("cannot read --signing-key-file {}", path.display()))?;
+    if pem.len() as u64 > MAX_SIGNING_KEY_FILE {
+        anyhow::bail!(
+            "--signing-key-file {}: larger than {MAX_SIGNING_KEY_FILE} bytes",
+            path.display()
+        );
+    }
+    let key = netacl_server::auth::SigningKey::from_pem(&pem)
+        .with_context(|| format!("--signing-key-file {}", path.display()))?;
+    Ok(Arc::new(key))
 }
 
 /// Runs `netacl serve` until SIGINT or SIGTERM.
@@ -120,12 +177,17 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let (file_lists, list_files) =
         crate::managed_list_args::load_all(&args.managed_list, max_list_entries)
             .map_err(anyhow::Error::msg)?;
-    let config = ServerConfig::new(tenant_domain.clone())
+    let secrets_key = load_secrets_key(&args)?;
+    let mut config = ServerConfig::new(tenant_domain.clone())
+        .with_secrets_key(secrets_key)
         .with_rate_limit(rate_limit)
         .with_body_limit(args.body_limit)
         .with_token_lifetime_secs(args.token_lifetime)
         .with_limits(args.limits.limits())
         .with_managed_list_files(file_lists);
+    if let Some(path) = &args.signing_key_file {
+        config = config.with_signing_key(load_signing_key(path)?);
+    }
 
     let limits = config.limits;
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
@@ -216,6 +278,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         println!(
             "created the tenant's RS256 signing key (kid {})",
             report.kid
+        );
+    }
+    if report.signing_keys_sealed > 0 {
+        println!(
+            "sealed {} signing key(s) stored in clear with the key-encryption key",
+            report.signing_keys_sealed
         );
     }
     match (&report.bootstrap_client_id, &report.generated_secret) {

@@ -10,6 +10,7 @@ mod cmd_directory;
 mod cmd_edge;
 mod cmd_eval;
 mod cmd_fingerprint;
+mod cmd_secrets_key;
 mod cmd_serve;
 mod limits_args;
 mod managed_list_args;
@@ -37,6 +38,8 @@ enum Command {
     Fingerprint(cmd_fingerprint::Args),
     /// Manage directory data (users, groups, members, sessions, connections).
     Directory(cmd_directory::Args),
+    /// Write a new key-encryption key file for --secrets-key-file.
+    SecretsKey(cmd_secrets_key::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Edge(args) => cmd_edge::run(*args),
         Command::Fingerprint(args) => cmd_fingerprint::run(args),
         Command::Directory(args) => cmd_directory::run(args),
+        Command::SecretsKey(args) => cmd_secrets_key::run(args),
     };
     match result {
         Ok(code) => code,

@@ -161,3 +161,44 @@ fn nodes_and_an_edge_converge_and_racing_writes_have_one_winner() {
     );
     assert_eq!(va, vb, "both engines run the same rule-set version");
 }
+
+/// `--database-url` without `--secrets-key-file` is refused, naming the flag; a key file that
+/// others may read is refused without quoting it.
+#[test]
+fn a_database_url_node_needs_a_secrets_key_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(cluster_support::BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", "postgres://nobody@127.0.0.1:1/none"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--secrets-key-file"), "{stderr}");
+    assert!(!dir.path().join("secrets.key").exists());
+
+    let key = dir.path().join("kek");
+    let made = std::process::Command::new(cluster_support::BIN)
+        .args(["secrets-key", "new"])
+        .arg(&key)
+        .output()
+        .expect("run");
+    assert!(made.status.success());
+    let contents = std::fs::read_to_string(&key).expect("key file");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = std::process::Command::new(cluster_support::BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", "postgres://nobody@127.0.0.1:1/none"])
+        .arg("--secrets-key-file")
+        .arg(&key)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("chmod 600"), "{stderr}");
+    let encoded = contents.trim_end().split_once(':').expect("format").1;
+    assert!(!stderr.contains(encoded));
+}

@@ -137,16 +137,25 @@ fn rules_written_on_another_node_reach_the_in_process_edge() {
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),
     );
+    let kek = cluster_support::secrets_key_file(&url);
+    let kek = kek.to_str().expect("utf-8 path");
     let a = Server::start(
         dir_a.path(),
         "127.0.0.1:0",
         domain,
-        &["--database-url", &url],
+        &["--database-url", &url, "--secrets-key-file", kek],
     );
     let (b, edge) = serve_with_edge(
         dir_b.path(),
         domain,
-        &["--database-url", &url, "--sync-interval-ms", "200"],
+        &[
+            "--database-url",
+            &url,
+            "--sync-interval-ms",
+            "200",
+            "--secrets-key-file",
+            kek,
+        ],
     );
     let token = a.token();
     assert_eq!(through_edge(edge).0, 200);

@@ -1,7 +1,11 @@
 //! The server's settings.
 use netacl_model::{Limits, ManagedLists};
 
-use crate::auth::DEFAULT_TOKEN_LIFETIME_SECS;
+use std::sync::Arc;
+
+use netacl_secrets::Kek;
+
+use crate::auth::{SigningKey, DEFAULT_TOKEN_LIFETIME_SECS};
 use crate::rate_limit::RateLimitConfig;
 
 /// Default body limit: 10 MiB, room for a rule with some 400,000 CIDRs.
@@ -30,6 +34,15 @@ pub struct ServerConfig {
     /// winning over the stored list of the same name, read-only through the API. Reloads go
     /// through [`AdminService::load_file_list`](crate::AdminService::load_file_list).
     pub managed_list_files: ManagedLists,
+    /// The key-encryption key that seals secrets at rest (signing keys). `netacl serve` loads it
+    /// from `--secrets-key-file` or the data directory. `None` (the default of
+    /// [`ServerConfig::new`]): [`AdminService::start`](crate::AdminService::start) generates one
+    /// held in memory only, which suits tests and nothing that must restart: keys sealed with
+    /// it do not open after a restart (the start then fails naming the key-encryption key).
+    pub secrets_key: Option<Arc<Kek>>,
+    /// An RSA key the operator brings (`--signing-key-file`): made the tenant's current signing
+    /// key at start (the first key, or a rotation; nothing when it is current already).
+    pub signing_key: Option<Arc<SigningKey>>,
 }
 
 impl ServerConfig {
@@ -42,7 +55,21 @@ impl ServerConfig {
             token_lifetime_secs: DEFAULT_TOKEN_LIFETIME_SECS,
             limits: Limits::default(),
             managed_list_files: ManagedLists::new(),
+            secrets_key: None,
+            signing_key: None,
         }
+    }
+
+    /// With the key-encryption key of secrets at rest.
+    pub fn with_secrets_key(mut self, kek: Arc<Kek>) -> Self {
+        self.secrets_key = Some(kek);
+        self
+    }
+
+    /// With a signing key to make current at start.
+    pub fn with_signing_key(mut self, key: Arc<SigningKey>) -> Self {
+        self.signing_key = Some(key);
+        self
     }
 
     /// With another body limit.

@@ -27,7 +27,16 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let verified = verify(&state, request.headers());
+    let generation = state.inner.authority.key_generation();
+    let mut verified = verify(&state, request.headers());
+    if matches!(verified, Err(AuthError::UnknownKey)) {
+        // Perhaps a key another node just made current: reload (rate limited), then try again
+        // if the keys were read or replaced meanwhile.
+        let reloaded = state.inner.signing_keys.reload_for_unknown_kid().await;
+        if reloaded || state.inner.authority.key_generation() != generation {
+            verified = verify(&state, request.headers());
+        }
+    }
     let key = match &verified {
         Ok(principal) => format!("client:{}", principal.client_id()),
         Err(_) => format!("peer:{}", peer_key(peer_ip(&request))),
@@ -125,7 +134,10 @@ fn verify(state: &AppState, headers: &http::HeaderMap) -> Result<Principal, Auth
         }
     };
     let now = unix_now();
-    if let Some(principal) = single.and_then(|value| state.inner.verified.get(value, now)) {
+    let generation = authority.key_generation();
+    if let Some(principal) =
+        single.and_then(|value| state.inner.verified.get(value, now, generation))
+    {
         return Ok(principal);
     }
     let principal = authority.verify_headers(headers)?;
@@ -134,7 +146,10 @@ fn verify(state: &AppState, headers: &http::HeaderMap) -> Result<Principal, Auth
             let until = exp
                 .saturating_add(authority.leeway_secs())
                 .min(now.saturating_add(VerifiedTokens::MAX_AGE_SECS));
-            state.inner.verified.put(value, principal.clone(), until);
+            state
+                .inner
+                .verified
+                .put(value, principal.clone(), until, generation);
         }
     }
     Ok(principal)
@@ -162,8 +177,8 @@ fn token_expiry(authorization: &str) -> Option<u64> {
     claims.get("exp")?.as_u64()
 }
 
-/// Header value → (caller, trusted until, UNIX seconds).
-type TokenShard = std::collections::HashMap<Box<str>, (Principal, u64)>;
+/// Header value → (caller, trusted until (UNIX seconds), key-ring generation verified under).
+type TokenShard = std::collections::HashMap<Box<str>, (Principal, u64, u64)>;
 
 /// Recently verified `Authorization` values and their callers, so that a client reusing its
 /// token (the common case) costs a hash lookup instead of an RSA verification per request.
@@ -171,7 +186,9 @@ type TokenShard = std::collections::HashMap<Box<str>, (Principal, u64)>;
 /// Only successful verifications are kept, each until the token's `exp` plus the verifier's
 /// leeway, and never longer than [`Self::MAX_AGE_SECS`]. The key is the exact header value, so
 /// a cached entry answers exactly what the verifier answered for the same bytes. Bounded: a full
-/// shard is emptied before it takes a new entry.
+/// shard is emptied before it takes a new entry. An entry counts only under the key ring it was
+/// verified with ([`TenantAuthority::key_generation`](crate::auth::TenantAuthority::key_generation)):
+/// after a rotation or a revocation every token is verified again.
 pub(crate) struct VerifiedTokens {
     shards: Box<[std::sync::Mutex<TokenShard>]>,
     hasher: std::collections::hash_map::RandomState,
@@ -200,10 +217,14 @@ impl VerifiedTokens {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn get(&self, key: &str, now: u64) -> Option<Principal> {
+    fn get(&self, key: &str, now: u64, generation: u64) -> Option<Principal> {
         let mut shard = self.shard(key);
         match shard.get(key) {
-            Some((principal, until)) if *until >= now => Some(principal.clone()),
+            Some((principal, until, verified_under))
+                if *until >= now && *verified_under == generation =>
+            {
+                Some(principal.clone())
+            }
             Some(_) => {
                 shard.remove(key);
                 None
@@ -212,12 +233,12 @@ impl VerifiedTokens {
         }
     }
 
-    fn put(&self, key: &str, principal: Principal, until: u64) {
+    fn put(&self, key: &str, principal: Principal, until: u64, generation: u64) {
         let mut shard = self.shard(key);
         if shard.len() >= Self::PER_SHARD {
             shard.clear();
         }
-        shard.insert(key.into(), (principal, until));
+        shard.insert(key.into(), (principal, until, generation));
     }
 }
 
@@ -259,6 +280,9 @@ scopes! {
     ReadBranding => "read:branding",
     UpdateBranding => "update:branding",
     CreateUsers => "create:users",
+    ReadSigningKeys => "read:signing_keys",
+    CreateSigningKeys => "create:signing_keys",
+    UpdateSigningKeys => "update:signing_keys",
 }
 
 /// Extracts the verified caller and requires scope `S` (403 `insufficient_scope` otherwise).
@@ -285,17 +309,23 @@ mod tests {
     fn cached_callers_expire_and_the_cache_stays_bounded() {
         let cache = VerifiedTokens::new();
         let principal = Principal::new("client", ["read:network_acls"]);
-        cache.put("Bearer a", principal.clone(), 100);
-        assert_eq!(cache.get("Bearer a", 100), Some(principal.clone()));
-        assert_eq!(cache.get("Bearer a", 101), None);
+        cache.put("Bearer a", principal.clone(), 100, 0);
+        assert_eq!(cache.get("Bearer a", 100, 0), Some(principal.clone()));
         assert_eq!(
-            cache.get("Bearer a", 50),
+            cache.get("Bearer a", 100, 1),
+            None,
+            "another key ring: verify again"
+        );
+        cache.put("Bearer a", principal.clone(), 100, 0);
+        assert_eq!(cache.get("Bearer a", 101, 0), None);
+        assert_eq!(
+            cache.get("Bearer a", 50, 0),
             None,
             "an expired entry is dropped"
         );
-        assert_eq!(cache.get("Bearer b", 0), None);
+        assert_eq!(cache.get("Bearer b", 0, 0), None);
         for i in 0..VerifiedTokens::SHARDS * VerifiedTokens::PER_SHARD * 2 {
-            cache.put(&format!("Bearer {i}"), principal.clone(), 100);
+            cache.put(&format!("Bearer {i}"), principal.clone(), 100, 0);
         }
         let held: usize = cache
             .shards

@@ -97,6 +97,7 @@ mod query;
 mod routes;
 mod service;
 mod sessions;
+mod signing_keys;
 mod sync;
 mod tenant;
 mod tenant_schemas;
@@ -108,6 +109,9 @@ pub use config::{
 };
 pub use error::ApiError;
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
+pub use signing_keys::{
+    KeysError, KEY_REFRESH_INTERVAL, SIGNING_KEY_PURPOSE, UNKNOWN_KID_RELOAD_INTERVAL,
+};
 pub use sync::{StoreFollower, CLIENT_REFRESH_INTERVAL, DEFAULT_SYNC_INTERVAL};
 pub use tenant::LoadError;
 
@@ -123,6 +127,7 @@ pub(crate) struct Shared {
     limiter: rate_limit::RateLimiter,
     tenant: Arc<tenant::TenantRuntime>,
     verified: guard::VerifiedTokens,
+    signing_keys: Arc<signing_keys::SigningKeys>,
 }
 
 /// The OpenAPI 3.1 document for a tenant domain and the default limits (what

@@ -112,6 +112,8 @@ fn operation_object(op: &Operation) -> Value {
     let mut parameters: Vec<Value> = Vec::new();
     if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
         parameters.extend(params);
+    } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
+        parameters.extend(params);
     } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if op.path.contains("{id}") {
@@ -689,6 +691,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::signing_keys::success_schema(operation_id) {
         return schema;
     }
     match operation_id {

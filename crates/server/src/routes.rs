@@ -9,7 +9,7 @@ use axum::Router;
 use http::Method;
 
 use crate::error::ApiError;
-use crate::{branding, directory, groups, managed_lists, organizations, sessions};
+use crate::{branding, directory, groups, managed_lists, organizations, sessions, signing_keys};
 use crate::{guard, internal, network_acls, openapi, AppState};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
@@ -364,6 +364,58 @@ fn base_operations() -> Vec<Operation> {
             success: (200, "The whole branding settings"),
             errors: &[400, 413, 415],
             route: || patch(branding::update),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/keys/signing",
+            operation_id: "get_signing_keys",
+            summary: "List the signing keys (current, previous and revoked), newest first",
+            scope: Some("read:signing_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The signing keys (public parts only)"),
+            errors: &[400],
+            route: || get(signing_keys::list),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/keys/signing/{kid}",
+            operation_id: "get_signing_key",
+            summary: "Get a signing key by its key id",
+            scope: Some("read:signing_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The signing key (public parts only)"),
+            errors: &[400, 404],
+            route: || get(signing_keys::get),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/api/v2/keys/signing/rotate",
+            operation_id: "post_signing_keys",
+            summary: "Rotate the signing key: a new key becomes current, the current one previous",
+            scope: Some("create:signing_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (201, "The new current key's certificate and key id"),
+            errors: &[400, 409],
+            route: || post(signing_keys::rotate),
+        },
+        Operation {
+            method: Method::PUT,
+            path: "/api/v2/keys/signing/{kid}/revoke",
+            operation_id: "put_signing_keys",
+            summary: "Revoke a signing key that is not the current one: its tokens stop verifying at once",
+            scope: Some("update:signing_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The revoked key's certificate and key id"),
+            errors: &[400, 404, 409],
+            route: || put(signing_keys::revoke),
         },
         Operation {
             method: Method::POST,

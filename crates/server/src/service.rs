@@ -2,14 +2,15 @@
 use std::sync::Arc;
 
 use axum::Router;
-use netacl_store::{Store, StoredClient, StoredSigningKey, TenantId};
+use netacl_store::{Store, StoredClient, TenantId};
 
 use crate::auth::{
     generate_client_id, generate_client_secret, hash_client_secret, AuthorityConfig,
-    AuthorityConfigError, KeyError, SigningKey, TenantAuthority, MANAGEMENT_SCOPES,
+    AuthorityConfigError, KeyError, TenantAuthority, MANAGEMENT_SCOPES,
 };
 use crate::config::ServerConfig;
 use crate::rate_limit::{RateLimitConfigError, RateLimiter};
+use crate::signing_keys::{KeysError, SigningKeys};
 use crate::tenant::{LoadError, TenantRuntime};
 use crate::{routes, AppState, Shared};
 
@@ -33,8 +34,10 @@ pub struct StartReport {
     pub generated_secret: Option<String>,
     /// Whether the signing key was created now (first start).
     pub signing_key_created: bool,
-    /// The signing key's id.
+    /// The current signing key's id.
     pub kid: String,
+    /// How many signing keys stored in clear (before schema 5) were sealed now.
+    pub signing_keys_sealed: usize,
     /// The rule-set version loaded into the engine.
     pub version: u64,
     /// How many network ACLs were loaded.
@@ -51,6 +54,7 @@ impl std::fmt::Debug for StartReport {
             )
             .field("signing_key_created", &self.signing_key_created)
             .field("kid", &self.kid)
+            .field("signing_keys_sealed", &self.signing_keys_sealed)
             .field("version", &self.version)
             .field("network_acls", &self.network_acls)
             .finish()
@@ -67,6 +71,12 @@ pub enum StartError {
     /// The stored signing key is unusable, or a new one could not be made.
     #[error("signing key: {0}")]
     Key(#[from] KeyError),
+    /// The signing keys could not be opened, sealed or set up.
+    #[error("signing keys: {0}")]
+    Keys(#[from] KeysError),
+    /// The key-encryption key could not be made.
+    #[error("secrets key: {0}")]
+    Secrets(#[from] netacl_secrets::SecretsError),
     /// The tenant domain, token lifetime or a stored client is unusable.
     #[error("authority: {0}")]
     Authority(#[from] AuthorityConfigError),
@@ -102,30 +112,23 @@ impl AdminService {
             .ensure_tenant(&tenant_id, &config.tenant_domain)
             .await?;
 
-        let (key, signing_key_created) = match store.signing_keys(&tenant_id).await?.pop() {
-            Some(stored) => (SigningKey::from_pem(&stored.private_key_pem)?, false),
-            None => {
-                let key = tokio::task::spawn_blocking(SigningKey::generate)
-                    .await
-                    .map_err(|err| StartError::Task(err.to_string()))??;
-                let stored = StoredSigningKey {
-                    kid: key.kid().to_owned(),
-                    private_key_pem: key.to_pem()?.to_string(),
-                    created_at_ms: netacl_model::Timestamp::now().unix_millis(),
-                };
-                // Nodes sharing a database that start together: one key wins, all use it.
-                let chosen = store.ensure_signing_key(&tenant_id, &stored).await?;
-                if chosen.kid == stored.kid {
-                    (key, true)
-                } else {
-                    (SigningKey::from_pem(&chosen.private_key_pem)?, false)
-                }
-            }
+        let kek = match &config.secrets_key {
+            Some(kek) => Arc::clone(kek),
+            None => Arc::new(netacl_secrets::Kek::generate()?),
         };
-        let kid = key.kid().to_owned();
         let authority_config = AuthorityConfig::new(config.tenant_domain.clone())
             .with_token_lifetime_secs(config.token_lifetime_secs);
-        let authority = Arc::new(TenantAuthority::new(authority_config, key, [])?);
+        let (prepared, authority) = SigningKeys::prepare(
+            Arc::clone(&store),
+            tenant_id.clone(),
+            kek,
+            config.tenant_domain.clone(),
+            config.signing_key.clone(),
+            |key| Ok(Arc::new(TenantAuthority::new(authority_config, key, [])?)),
+        )
+        .await?;
+        let signing_key_created = prepared.created;
+        let kid = authority.signing_key().kid().to_owned();
 
         let clients = store.clients(&tenant_id).await?;
         for client in &clients {
@@ -184,6 +187,7 @@ impl AdminService {
             generated_secret,
             signing_key_created,
             kid,
+            signing_keys_sealed: prepared.sealed,
             version: snapshot.version,
             network_acls: snapshot.ordered.len(),
         };
@@ -194,6 +198,7 @@ impl AdminService {
                 limiter,
                 tenant,
                 verified: crate::guard::VerifiedTokens::new(),
+                signing_keys: Arc::clone(&prepared.keys),
             }),
         };
         Ok((Self { state }, report))
@@ -246,6 +251,7 @@ impl AdminService {
         crate::sync::StoreFollower::start(
             Arc::clone(&self.state.inner.tenant),
             Arc::clone(&self.state.inner.authority),
+            Arc::clone(&self.state.inner.signing_keys),
             listener,
             interval,
         )

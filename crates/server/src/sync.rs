@@ -27,6 +27,11 @@
 //! committed). The connection pool and the listener reconnect by themselves; the follower logs
 //! the outage once and its end once.
 //!
+//! **Signing keys** are reloaded when the database announces a rotation or a revocation
+//! (`NOTIFY netacl_changes, '<tenant>:keys'`), when the listener reconnects, and every
+//! [`KEY_REFRESH_INTERVAL`](crate::KEY_REFRESH_INTERVAL) (a cheap read; keys are opened only
+//! when something changed), so a revoked key's tokens stop on every node.
+//!
 //! **API clients** are re-read from the store every [`CLIENT_REFRESH_INTERVAL`], so a client
 //! created, or a secret replaced, on one node is honoured by the others.
 //!
@@ -42,6 +47,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::auth::TenantAuthority;
+use crate::signing_keys::SigningKeys;
 use crate::tenant::{LoadError, TenantRuntime};
 
 /// How often a follower compares the committed version with the served one, by default.
@@ -60,11 +66,12 @@ impl StoreFollower {
     pub(crate) fn start(
         tenant: Arc<TenantRuntime>,
         authority: Arc<TenantAuthority>,
+        keys: Arc<SigningKeys>,
         listener: Option<ChangeListener>,
         interval: Duration,
     ) -> Self {
         let interval = interval.max(Duration::from_millis(10));
-        let task = tokio::spawn(follow(tenant, authority, listener, interval));
+        let task = tokio::spawn(follow(tenant, authority, keys, listener, interval));
         Self { task }
     }
 }
@@ -85,6 +92,7 @@ enum Wake {
 async fn follow(
     tenant: Arc<TenantRuntime>,
     authority: Arc<TenantAuthority>,
+    keys: Arc<SigningKeys>,
     mut listener: Option<ChangeListener>,
     interval: Duration,
 ) {
@@ -92,6 +100,7 @@ async fn follow(
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut reachable = true;
     let mut clients_read_at: Option<Instant> = None;
+    let mut keys_read_at = Instant::now();
     let mut last_compile_error: Option<String> = None;
     loop {
         let wake = tokio::select! {
@@ -106,6 +115,18 @@ async fn follow(
                 tracing::error!("change listener ended; following by version checks only");
                 listener = None;
                 continue;
+            }
+            Wake::Notice(ChangeNotice::KeysChanged { tenant: ref id }) => {
+                if *id == tenant.id {
+                    keys_read_at = Instant::now();
+                    reload_keys(&keys).await;
+                }
+                continue;
+            }
+            Wake::Notice(ChangeNotice::Connected) => {
+                // Key changes made while the listener was away were not heard.
+                keys_read_at = Instant::now();
+                reload_keys(&keys).await;
             }
             Wake::Notice(ChangeNotice::Changed {
                 tenant: ref id,
@@ -154,11 +175,22 @@ async fn follow(
                 continue;
             }
         }
+        if keys_read_at.elapsed() >= crate::signing_keys::KEY_REFRESH_INTERVAL {
+            keys_read_at = Instant::now();
+            reload_keys(&keys).await;
+        }
         let due = clients_read_at.is_none_or(|at| at.elapsed() >= CLIENT_REFRESH_INTERVAL);
         if due {
             clients_read_at = Some(Instant::now());
             refresh_clients(&tenant, &authority).await;
         }
+    }
+}
+
+/// Installs the signing keys another node rotated or revoked.
+async fn reload_keys(keys: &SigningKeys) {
+    if let Err(err) = keys.reload().await {
+        tracing::warn!(error = %err, "cannot reload the signing keys; keeping those in force");
     }
 }
 
@@ -254,6 +286,27 @@ mod tests {
         )
     }
 
+    /// The node's signing keys (a key of its own, unrelated to `authority()`'s).
+    async fn keys(node: &TenantRuntime) -> Arc<SigningKeys> {
+        let kek = Arc::new(netacl_secrets::Kek::generate().expect("kek"));
+        let (prepared, _) = SigningKeys::prepare(
+            Arc::clone(node.store()),
+            node.id.clone(),
+            kek,
+            "localhost".into(),
+            None,
+            |key| {
+                Ok(Arc::new(
+                    TenantAuthority::new(AuthorityConfig::new("localhost"), key, [])
+                        .expect("authority"),
+                ))
+            },
+        )
+        .await
+        .expect("keys");
+        prepared.keys
+    }
+
     /// Polls `f` every 10 ms for at most 10 s.
     async fn eventually(mut f: impl FnMut() -> bool) -> bool {
         let start = Instant::now();
@@ -271,8 +324,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b) = (node(dir.path()).await, node(dir.path()).await);
         let mut watch = b.subscribe();
-        let _follower =
-            StoreFollower::start(Arc::clone(&b), authority(), None, Duration::from_millis(20));
+        let _follower = StoreFollower::start(
+            Arc::clone(&b),
+            authority(),
+            keys(&b).await,
+            None,
+            Duration::from_millis(20),
+        );
 
         let record = acl(1, 10);
         a.apply(Change::Create(Box::new(record.clone())))
@@ -306,8 +364,13 @@ mod tests {
         use netacl_model::{ManagedList, ManagedListName};
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b) = (node(dir.path()).await, node(dir.path()).await);
-        let _follower =
-            StoreFollower::start(Arc::clone(&b), authority(), None, Duration::from_millis(20));
+        let _follower = StoreFollower::start(
+            Arc::clone(&b),
+            authority(),
+            keys(&b).await,
+            None,
+            Duration::from_millis(20),
+        );
         let list = Arc::new(ManagedList::from_lines("192.0.2.0/24\n", 10).expect("list"));
         a.apply(Change::PutList(ManagedListName::Tor, Arc::clone(&list)))
             .await
@@ -387,6 +450,7 @@ mod tests {
         let _follower = StoreFollower::start(
             Arc::clone(&b),
             Arc::clone(&authority),
+            keys(&b).await,
             None,
             Duration::from_millis(20),
         );

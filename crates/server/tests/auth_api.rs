@@ -1642,14 +1642,11 @@ async fn a_key_stored_by_an_earlier_version_still_serves() {
             .ensure_tenant(&tenant, support::DOMAIN)
             .await
             .expect("tenant");
-        let stored = StoredSigningKey {
-            kid: legacy_jwks["keys"][0]["kid"]
-                .as_str()
-                .expect("kid")
-                .to_owned(),
-            private_key_pem: legacy_pem,
-            created_at_ms: 0,
-        };
+        let stored = StoredSigningKey::new(
+            legacy_jwks["keys"][0]["kid"].as_str().expect("kid"),
+            legacy_pem,
+            0,
+        );
         store
             .add_signing_key(&tenant, &stored)
             .await

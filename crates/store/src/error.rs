@@ -38,6 +38,10 @@ pub enum StoreError {
         /// The version the store holds.
         actual: u64,
     },
+    /// A signing-key change conflicts with the stored keys (the current key moved since it was
+    /// read, the key is revoked, or the current key was asked to be revoked).
+    #[error("signing keys: {0}")]
+    KeyConflict(String),
     /// A stored record no longer validates (edited by hand, or limits lowered since).
     #[error("stored record {id} of tenant {tenant} is invalid: {reason}")]
     Corrupt {

@@ -158,7 +158,7 @@ pub trait CredentialStore: Send + Sync {
         key: &StoredSigningKey,
     ) -> Result<(), StoreError>;
 
-    /// The tenant's newest signing key, storing `candidate` first if the tenant has none. Nodes
+    /// The tenant's current signing key, storing `candidate` first if the tenant has none. Nodes
     /// sharing a database that start together all get the same key (the networked backend
     /// decides under a lock); the default suits a single-process store.
     async fn ensure_signing_key(
@@ -166,18 +166,64 @@ pub trait CredentialStore: Send + Sync {
         tenant: &TenantId,
         candidate: &StoredSigningKey,
     ) -> Result<StoredSigningKey, StoreError> {
-        if let Some(key) = self.signing_keys(tenant).await?.pop() {
-            return Ok(key);
+        let keys = self.signing_keys(tenant).await?;
+        if let Some(key) = current_key(&keys) {
+            return Ok(key.clone());
         }
         self.add_signing_key(tenant, candidate).await?;
         Ok(candidate.clone())
     }
+
+    /// Makes `next` the tenant's current signing key, if the current one is still
+    /// `expected_current` (else [`StoreError::KeyConflict`]; nothing written): the current key
+    /// gets `current_until = at_ms`; `next` is inserted with `current_since = at_ms`, or, when a
+    /// key with its kid exists and is not revoked, that key becomes current again (a revoked
+    /// one is refused with [`StoreError::KeyConflict`]). Nodes sharing the database hear of it
+    /// ([`ChangeNotice::KeysChanged`]).
+    async fn rotate_signing_key(
+        &self,
+        tenant: &TenantId,
+        expected_current: &str,
+        next: &StoredSigningKey,
+        at_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Revokes a key that is not the current one (`revoked_at = at_ms`; a key already revoked
+    /// keeps its time) and returns it. [`StoreError::NotFound`] for an unknown kid,
+    /// [`StoreError::KeyConflict`] for the current key. Nodes sharing the database hear of it.
+    async fn revoke_signing_key(
+        &self,
+        tenant: &TenantId,
+        kid: &str,
+        at_ms: i64,
+    ) -> Result<StoredSigningKey, StoreError>;
+
+    /// Replaces a key's stored private key and certificate if its private key is still
+    /// `expected_private_key` (the sealing of plaintext keys from before schema 5 at first
+    /// start; nodes starting together seal each key once). Returns whether it was replaced.
+    /// Freed database pages are overwritten (SQLite `secure_delete`), so the old text does not
+    /// linger in the file.
+    async fn seal_signing_key(
+        &self,
+        tenant: &TenantId,
+        kid: &str,
+        expected_private_key: &str,
+        private_key: &str,
+        cert_pem: &str,
+    ) -> Result<bool, StoreError>;
 
     /// The tenant's clients, ordered by id.
     async fn clients(&self, tenant: &TenantId) -> Result<Vec<StoredClient>, StoreError>;
 
     /// Creates the client, or replaces the one with the same id.
     async fn put_client(&self, tenant: &TenantId, client: &StoredClient) -> Result<(), StoreError>;
+}
+
+/// The current key among a tenant's stored signing keys (see [`StoredSigningKey`]).
+pub fn current_key(keys: &[StoredSigningKey]) -> Option<&StoredSigningKey> {
+    keys.iter()
+        .filter(|k| k.is_current())
+        .max_by(|a, b| (a.current_since_ms, &a.kid).cmp(&(b.current_since_ms, &b.kid)))
 }
 
 /// Everything the admin service stores. Implemented by every type that implements the

@@ -168,6 +168,7 @@ conformance!(
     concurrent_writers_on_one_version_have_one_winner,
     two_handles_racing_for_one_priority_have_one_winner,
     signing_key_set_up_is_decided_once,
+    signing_keys_rotate_and_revoke,
     directory_imports_are_idempotent_and_pages_follow_insertion,
     organization_names_are_unique_and_connections_must_exist,
     organizations_page_in_creation_order_and_checkpoints_skip_nothing,
@@ -368,11 +369,11 @@ async fn tenants_are_isolated(backend: Backend) {
 async fn records_and_credentials_survive_a_reopen(backend: Backend) {
     let tenant = TenantId::default_tenant();
     let a = acl(9, 77, "192.0.2.0/24");
-    let key = StoredSigningKey {
-        kid: "k1".into(),
-        private_key_pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".into(),
-        created_at_ms: 1,
-    };
+    let key = StoredSigningKey::new(
+        "k1",
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        1,
+    );
     let client = StoredClient {
         client_id: "bootstrap".into(),
         secret_hash: "hash".into(),
@@ -499,11 +500,7 @@ async fn signing_key_set_up_is_decided_once(backend: Backend) {
     let first = backend.store;
     let tenant = with_tenant(&first).await;
     let second = (backend.reopen)().await;
-    let key = |kid: &str, at: i64| StoredSigningKey {
-        kid: kid.into(),
-        private_key_pem: format!("pem of {kid}"),
-        created_at_ms: at,
-    };
+    let key = |kid: &str, at: i64| StoredSigningKey::new(kid, format!("pem of {kid}"), at);
     let (t1, t2) = (tenant.clone(), tenant.clone());
     let (k1, k2) = (key("node-a", 10), key("node-b", 11));
     let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
@@ -525,6 +522,101 @@ async fn signing_key_set_up_is_decided_once(backend: Backend) {
         .await
         .expect("again");
     assert_eq!(again, a);
+}
+
+async fn signing_keys_rotate_and_revoke(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let key = |kid: &str, at: i64| StoredSigningKey::new(kid, format!("sealed {kid}"), at);
+    store
+        .ensure_signing_key(&tenant, &key("a", 10))
+        .await
+        .expect("first");
+    // A rotation from a stale view is refused and changes nothing.
+    assert!(matches!(
+        store
+            .rotate_signing_key(&tenant, "zz", &key("b", 20), 20)
+            .await,
+        Err(StoreError::KeyConflict(_))
+    ));
+    store
+        .rotate_signing_key(&tenant, "a", &key("b", 20), 20)
+        .await
+        .expect("rotate");
+    let keys = store.signing_keys(&tenant).await.expect("keys");
+    assert_eq!(keys.len(), 2);
+    let current = netacl_store::current_key(&keys).expect("current");
+    assert_eq!(
+        (current.kid.as_str(), current.current_since_ms),
+        ("b", Some(20))
+    );
+    let a = keys.iter().find(|k| k.kid == "a").expect("a kept");
+    assert_eq!(
+        (a.current_since_ms, a.current_until_ms),
+        (Some(10), Some(20))
+    );
+    // The current key cannot be revoked; unknown kids are not found.
+    assert!(matches!(
+        store.revoke_signing_key(&tenant, "b", 30).await,
+        Err(StoreError::KeyConflict(_))
+    ));
+    assert!(matches!(
+        store.revoke_signing_key(&tenant, "nope", 30).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let revoked = store
+        .revoke_signing_key(&tenant, "a", 30)
+        .await
+        .expect("revoke");
+    assert_eq!(revoked.revoked_at_ms, Some(30));
+    // Again: the first time is kept.
+    let again = store
+        .revoke_signing_key(&tenant, "a", 40)
+        .await
+        .expect("again");
+    assert_eq!(again.revoked_at_ms, Some(30));
+    // A revoked key cannot become current again; a previous one can.
+    assert!(matches!(
+        store
+            .rotate_signing_key(&tenant, "b", &key("a", 50), 50)
+            .await,
+        Err(StoreError::KeyConflict(_))
+    ));
+    store
+        .rotate_signing_key(&tenant, "b", &key("c", 60), 60)
+        .await
+        .expect("c");
+    store
+        .rotate_signing_key(&tenant, "c", &key("b", 70), 70)
+        .await
+        .expect("b again");
+    let keys = store.signing_keys(&tenant).await.expect("keys");
+    assert_eq!(keys.len(), 3);
+    let current = netacl_store::current_key(&keys).expect("current");
+    assert_eq!(
+        (current.kid.as_str(), current.current_since_ms),
+        ("b", Some(70))
+    );
+    assert_eq!(
+        keys.iter().filter(|k| k.is_current()).count(),
+        1,
+        "{keys:?}"
+    );
+    // Sealing replaces the stored text only if it is still the expected one.
+    assert!(!store
+        .seal_signing_key(&tenant, "c", "not what is stored", "x", "cert")
+        .await
+        .expect("seal"));
+    assert!(store
+        .seal_signing_key(&tenant, "c", "sealed c", "resealed c", "cert c")
+        .await
+        .expect("seal"));
+    let c = store.signing_keys(&tenant).await.expect("keys");
+    let c = c.iter().find(|k| k.kid == "c").expect("c");
+    assert_eq!(
+        (c.private_key.as_str(), c.cert_pem.as_deref()),
+        ("resealed c", Some("cert c"))
+    );
 }
 
 const CON_A: &str = "con_AAAAAAAAAAAAAAAA";
@@ -1586,6 +1678,86 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     assert_eq!(again, policy);
 }
 
+/// Back from schema 5 to 4 (signing keys without rotation columns, the PEM in clear).
+const SQLITE_UNDO_5: &str = "
+    ALTER TABLE signing_keys RENAME COLUMN private_key TO private_key_pem;
+    ALTER TABLE signing_keys DROP COLUMN cert_pem;
+    ALTER TABLE signing_keys DROP COLUMN current_since;
+    ALTER TABLE signing_keys DROP COLUMN current_until;
+    ALTER TABLE signing_keys DROP COLUMN revoked_at;";
+const POSTGRES_UNDO_5: &str = "
+    ALTER TABLE signing_keys RENAME COLUMN private_key TO private_key_pem;
+    ALTER TABLE signing_keys DROP COLUMN cert_pem, DROP COLUMN current_since,
+        DROP COLUMN current_until, DROP COLUMN revoked_at;";
+
+/// Migration 5 (signing-key rotation) applied to a database at schema version 4: the key is
+/// kept, current since its creation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_signing_key_migration_keeps_the_key_current() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tenant = TenantId::default_tenant();
+    let file = {
+        let sqlite = SqliteStore::open(dir.path(), Limits::default()).expect("open");
+        let file = sqlite.path().to_owned();
+        let store: Arc<dyn Store> = Arc::new(sqlite);
+        with_tenant(&store).await;
+        file
+    };
+    {
+        let conn = rusqlite::Connection::open(&file).expect("open file");
+        conn.execute_batch(&format!("{SQLITE_UNDO_5} PRAGMA user_version = 4;"))
+            .expect("downgrade");
+        conn.execute(
+            "INSERT INTO signing_keys (tenant_id, kid, private_key_pem, created_at)
+             VALUES (?1, 'old', 'PEM', 5)",
+            [tenant.as_str()],
+        )
+        .expect("old key");
+    }
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
+    let keys = store.signing_keys(&tenant).await.expect("keys");
+    assert_eq!(keys, vec![StoredSigningKey::new("old", "PEM", 5)]);
+}
+
+/// The same on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_signing_key_migration_keeps_the_key_current() {
+    let Some(url) = database_url("postgres_signing_key_migration_keeps_the_key_current") else {
+        return;
+    };
+    let (backend, db) = postgres(&url).await;
+    let tenant = with_tenant(&backend.store).await;
+    drop(backend);
+    let (client, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "{POSTGRES_UNDO_5} DELETE FROM netacl_schema_migrations WHERE version = 5;"
+        ))
+        .await
+        .expect("downgrade");
+    client
+        .execute(
+            "INSERT INTO signing_keys (tenant_id, kid, private_key_pem, created_at)
+             VALUES ($1, 'old', 'PEM', 5)",
+            &[&tenant.as_str()],
+        )
+        .await
+        .expect("old key");
+    drop(client);
+    let _ = driver.await;
+    let store: Arc<dyn Store> = Arc::new(
+        PostgresStore::connect(&db, Limits::default())
+            .await
+            .expect("migrate"),
+    );
+    let keys = store.signing_keys(&tenant).await.expect("keys");
+    assert_eq!(keys, vec![StoredSigningKey::new("old", "PEM", 5)]);
+}
+
 /// Migration 4 (managed lists) applied to a database at schema version 3 keeps its data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_managed_lists_migration_keeps_existing_data() {
@@ -1603,8 +1775,10 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
     {
         // Back to the schema of the previous release.
         let conn = rusqlite::Connection::open(&file).expect("open file");
-        conn.execute_batch("DROP TABLE managed_lists; PRAGMA user_version = 3;")
-            .expect("downgrade");
+        conn.execute_batch(&format!(
+            "{SQLITE_UNDO_5} DROP TABLE managed_lists; PRAGMA user_version = 3;"
+        ))
+        .expect("downgrade");
     }
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
@@ -1648,9 +1822,10 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
         .expect("connect");
     let driver = tokio::spawn(connection);
     client
-        .batch_execute(
-            "DROP TABLE managed_lists; DELETE FROM netacl_schema_migrations WHERE version = 4;",
-        )
+        .batch_execute(&format!(
+            "{POSTGRES_UNDO_5} DROP TABLE managed_lists;
+                 DELETE FROM netacl_schema_migrations WHERE version >= 4;"
+        ))
         .await
         .expect("downgrade");
     drop(client);

@@ -120,6 +120,18 @@ pub struct Node {
     pub data: tempfile::TempDir,
 }
 
+/// The key-encryption key file of the nodes sharing `database_url` (one per database, made by
+/// the first node's test; required with `--database-url`).
+pub fn secrets_key_file(database_url: &str) -> std::path::PathBuf {
+    use std::hash::BuildHasher;
+    let hash =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .hash_one(database_url);
+    let path = std::env::temp_dir().join(format!("netacl-test-kek-{hash:016x}"));
+    netacl_secrets::Kek::load_or_generate(&path).expect("test key-encryption key");
+    path
+}
+
 /// Starts a node on `database_url` (not waiting for it; see [`token`]).
 pub fn start_node(database_url: &str) -> Node {
     let port = free_port();
@@ -128,6 +140,8 @@ pub fn start_node(database_url: &str) -> Node {
         .arg("serve")
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .args(["--database-url", database_url])
+        .arg("--secrets-key-file")
+        .arg(secrets_key_file(database_url))
         .arg("--data-dir")
         .arg(data.path())
         .args(["--tenant-domain", DOMAIN])

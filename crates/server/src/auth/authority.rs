@@ -6,6 +6,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -246,7 +247,9 @@ impl OAuthError {
 pub struct TenantAuthority {
     pub(crate) issuer: String,
     pub(crate) audience: String,
-    pub(crate) key: SigningKey,
+    keys: arc_swap::ArcSwap<KeyRing>,
+    /// Bumped each time the key ring is replaced (caches of verified tokens compare it).
+    key_generation: AtomicU64,
     pub(crate) token_lifetime_secs: u64,
     pub(crate) leeway_secs: u64,
     pub(crate) validation: Validation,
@@ -258,7 +261,7 @@ impl fmt::Debug for TenantAuthority {
         f.debug_struct("TenantAuthority")
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
-            .field("key", &self.key)
+            .field("keys", &self.keys.load())
             .field("token_lifetime_secs", &self.token_lifetime_secs)
             .field("leeway_secs", &self.leeway_secs)
             .field("clients", &self.client_count())
@@ -311,7 +314,8 @@ impl TenantAuthority {
         let authority = Self {
             issuer,
             audience,
-            key,
+            keys: arc_swap::ArcSwap::from_pointee(KeyRing::new(Arc::new(key), [])),
+            key_generation: AtomicU64::new(0),
             token_lifetime_secs: config.token_lifetime_secs,
             leeway_secs: config.leeway_secs,
             validation,
@@ -333,9 +337,32 @@ impl TenantAuthority {
         &self.audience
     }
 
-    /// The signing key (for its JWKS and `kid`).
-    pub fn signing_key(&self) -> &SigningKey {
-        &self.key
+    /// The current signing key (the one new tokens are signed with).
+    pub fn signing_key(&self) -> Arc<SigningKey> {
+        Arc::clone(&self.keys.load().current)
+    }
+
+    /// The keys in force: the current one and the previous ones not revoked.
+    pub fn key_ring(&self) -> Arc<KeyRing> {
+        self.keys.load_full()
+    }
+
+    /// Puts a new key ring in force at once: tokens are signed with its current key from now
+    /// on, and only tokens of its keys verify (a key left out, a revoked one, stops verifying).
+    pub fn install_keys(&self, ring: KeyRing) {
+        self.keys.store(Arc::new(ring));
+        self.key_generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Changes each time [`install_keys`](Self::install_keys) is called.
+    pub fn key_generation(&self) -> u64 {
+        self.key_generation.load(Ordering::Acquire)
+    }
+
+    /// The JSON Web Key Set of the keys in force (current first), served at
+    /// `/.well-known/jwks.json`.
+    pub fn jwks(&self) -> serde_json::Value {
+        self.keys.load().jwks()
     }
 
     /// The lifetime of issued tokens in seconds.
@@ -465,7 +492,9 @@ impl TenantAuthority {
             gty: "client-credentials",
         };
         let access_token = self
-            .key
+            .keys
+            .load()
+            .current
             .sign_jwt(&claims)
             .map_err(|_| OAuthError::ServerError)?;
         Ok(TokenResponse {
@@ -474,6 +503,68 @@ impl TenantAuthority {
             expires_in: self.token_lifetime_secs,
             scope,
         })
+    }
+}
+
+/// The signing keys in force: the current key (signs new tokens) and the previous keys not
+/// revoked (their tokens verify until they expire). Replaced whole
+/// ([`TenantAuthority::install_keys`]).
+pub struct KeyRing {
+    current: Arc<SigningKey>,
+    previous: Vec<Arc<SigningKey>>,
+}
+
+impl KeyRing {
+    /// A ring of `current` and `previous` (a previous key with the current key's kid is dropped).
+    pub fn new(
+        current: Arc<SigningKey>,
+        previous: impl IntoIterator<Item = Arc<SigningKey>>,
+    ) -> Self {
+        let previous = previous
+            .into_iter()
+            .filter(|k| k.kid() != current.kid())
+            .collect();
+        Self { current, previous }
+    }
+
+    /// The current key.
+    pub fn current(&self) -> &Arc<SigningKey> {
+        &self.current
+    }
+
+    /// The key a token's `kid` names, if it is in force.
+    pub fn get(&self, kid: &str) -> Option<&Arc<SigningKey>> {
+        std::iter::once(&self.current)
+            .chain(&self.previous)
+            .find(|k| k.kid() == kid)
+    }
+
+    /// The kids in force, current first.
+    pub fn kids(&self) -> impl Iterator<Item = &str> + '_ {
+        std::iter::once(&self.current)
+            .chain(&self.previous)
+            .map(|k| k.kid())
+    }
+
+    /// `{"keys": [...]}`: every key in force, current first.
+    pub fn jwks(&self) -> serde_json::Value {
+        let keys: Vec<serde_json::Value> = std::iter::once(&self.current)
+            .chain(&self.previous)
+            .map(|k| k.jwk())
+            .collect();
+        serde_json::json!({ "keys": keys })
+    }
+}
+
+impl fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRing")
+            .field("current", &self.current.kid())
+            .field(
+                "previous",
+                &self.previous.iter().map(|k| k.kid()).collect::<Vec<_>>(),
+            )
+            .finish()
     }
 }
 

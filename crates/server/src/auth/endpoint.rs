@@ -83,7 +83,7 @@ pub async fn token_endpoint(
 /// `GET /.well-known/jwks.json`: the public signing key, so that other services (and the
 /// edge) can verify the tenant's tokens themselves.
 pub async fn jwks_endpoint(State(authority): State<Arc<TenantAuthority>>) -> Response {
-    let mut response = json_response(StatusCode::OK, authority.signing_key().jwks());
+    let mut response = json_response(StatusCode::OK, authority.jwks());
     response.headers_mut().insert(
         CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=300"),

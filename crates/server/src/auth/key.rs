@@ -196,19 +196,45 @@ impl SigningKey {
         self.bits
     }
 
-    /// The public key as a JSON Web Key Set, the document served at
-    /// `/.well-known/jwks.json`: `{"keys":[{"kty":"RSA","use":"sig","alg":"RS256","kid","n","e"}]}`.
+    /// The public key as a JSON Web Key Set:
+    /// `{"keys":[{"kty":"RSA","use":"sig","alg":"RS256","kid","n","e"}]}`.
     pub fn jwks(&self) -> serde_json::Value {
+        serde_json::json!({ "keys": [self.jwk()] })
+    }
+
+    /// The public key as one JSON Web Key: `{"kty":"RSA","use":"sig","alg":"RS256","kid","n","e"}`.
+    pub fn jwk(&self) -> serde_json::Value {
         serde_json::json!({
-            "keys": [{
-                "kty": "RSA",
-                "use": "sig",
-                "alg": "RS256",
-                "kid": self.kid,
-                "n": self.n,
-                "e": self.e,
-            }]
+            "kty": "RSA",
+            "use": "sig",
+            "alg": "RS256",
+            "kid": self.kid,
+            "n": self.n,
+            "e": self.e,
         })
+    }
+
+    /// A self-signed X.509 certificate of the public key (PEM), subject `CN=<common_name>`,
+    /// valid for ten years from now: the `cert` of the signing-keys API. The key pair is
+    /// handed to `rcgen` as PKCS#8 for the signature only; the copy is wiped when dropped.
+    pub fn self_signed_certificate(&self, common_name: &str) -> Result<String, KeyError> {
+        let pem = self.to_pem()?;
+        let pair = rcgen::KeyPair::from_pem_and_sign_algo(&pem, &rcgen::PKCS_RSA_SHA256)
+            .map_err(|_| KeyError::Encode)?;
+        let mut params =
+            rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|_| KeyError::Encode)?;
+        let mut name = rcgen::DistinguishedName::new();
+        name.push(rcgen::DnType::CommonName, common_name);
+        params.distinguished_name = name;
+        let now = std::time::SystemTime::now();
+        params.not_before = now.into();
+        params.not_after = (now + std::time::Duration::from_secs(10 * 365 * 86_400)).into();
+        let mut serial = [0u8; 16];
+        aws_lc_rs::rand::fill(&mut serial).map_err(|_| KeyError::Generate)?;
+        serial[0] &= 0x7f;
+        params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
+        let cert = params.self_signed(&pair).map_err(|_| KeyError::Encode)?;
+        Ok(cert.pem())
     }
 
     pub(crate) fn decoding_key(&self) -> &DecodingKey {

@@ -58,7 +58,7 @@ mod scopes;
 mod verify;
 
 pub use authority::{
-    AuthorityConfig, AuthorityConfigError, OAuthError, TenantAuthority, TokenRequest,
+    AuthorityConfig, AuthorityConfigError, KeyRing, OAuthError, TenantAuthority, TokenRequest,
     TokenResponse, CLIENT_CREDENTIALS, DEFAULT_LEEWAY_SECS, DEFAULT_TOKEN_LIFETIME_SECS,
     MAX_LEEWAY_SECS, MAX_TOKEN_LIFETIME_SECS,
 };

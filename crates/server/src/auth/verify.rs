@@ -337,10 +337,11 @@ impl TenantAuthority {
                 return Err(AuthError::UnsupportedAlgorithm);
             }
         }
+        let ring = self.key_ring();
         let key = header
             .kid
             .as_deref()
-            .and_then(|kid| self.verification_key(kid))
+            .and_then(|kid| ring.get(kid))
             .ok_or(AuthError::UnknownKey)?;
 
         let data =
@@ -401,14 +402,6 @@ impl TenantAuthority {
             client_id,
             scope: claims.scope.unwrap_or_default(),
         })
-    }
-}
-
-impl TenantAuthority {
-    /// The tenant's key that `kid` names, if any. One key today; with key rotation, every
-    /// key still accepted for verification.
-    fn verification_key(&self, kid: &str) -> Option<&super::key::SigningKey> {
-        (kid == self.key.kid()).then_some(&self.key)
     }
 }
 

@@ -35,7 +35,14 @@ pub fn key_pem() -> &'static str {
 
 /// The test configuration: [`DOMAIN`], no rate limits.
 pub fn config() -> ServerConfig {
-    ServerConfig::new(DOMAIN).with_rate_limit(RateLimitConfig::disabled())
+    ServerConfig::new(DOMAIN)
+        .with_rate_limit(RateLimitConfig::disabled())
+        .with_secrets_key(test_kek())
+}
+
+/// The key-encryption key of the tests (one value, so a restarted service opens its keys).
+pub fn test_kek() -> Arc<netacl_secrets::Kek> {
+    Arc::new(netacl_secrets::Kek::from_bytes(&[0x5a; 32]).expect("kek"))
 }
 
 /// Starts the service on the SQLite store in `dir` (the binary's key installed first unless the
@@ -46,11 +53,8 @@ pub async fn start_in(dir: &Path, config: ServerConfig) -> (AdminService, String
     store.ensure_tenant(&tenant, DOMAIN).await.expect("tenant");
     if store.signing_keys(&tenant).await.expect("keys").is_empty() {
         let key = SigningKey::from_pem(key_pem()).expect("key");
-        let stored = StoredSigningKey {
-            kid: key.kid().to_owned(),
-            private_key_pem: key_pem().to_owned(),
-            created_at_ms: 0,
-        };
+        // In clear, as versions before schema 5 stored it: sealed by the start.
+        let stored = StoredSigningKey::new(key.kid(), key_pem(), 0);
         store
             .add_signing_key(&tenant, &stored)
             .await

@@ -34,6 +34,11 @@ pub enum ChangeNotice {
         /// Its new rule-set version.
         version: u64,
     },
+    /// A tenant's signing keys changed (a rotation or a revocation): reload them.
+    KeysChanged {
+        /// The tenant.
+        tenant: TenantId,
+    },
     /// The listening connection was (re)established: changes made while it was down were not
     /// heard, so readers should compare versions now.
     Connected,
@@ -168,9 +173,17 @@ async fn listen_once(
     }
 }
 
-/// `<tenant>:<version>` → a notice.
+/// The payload suffix of a signing-key change.
+pub(super) const KEYS_SUFFIX: &str = "keys";
+
+/// `<tenant>:<version>` or `<tenant>:keys` → a notice.
 fn parse(payload: &str) -> Option<ChangeNotice> {
     let (tenant, version) = payload.rsplit_once(':')?;
+    if version == KEYS_SUFFIX {
+        return Some(ChangeNotice::KeysChanged {
+            tenant: TenantId::new(tenant)?,
+        });
+    }
     Some(ChangeNotice::Changed {
         tenant: TenantId::new(tenant)?,
         version: version.parse().ok()?,

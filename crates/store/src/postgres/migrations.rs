@@ -166,6 +166,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant_id, name)
     );
     "#,
+    // 5: signing-key rotation and secrets at rest. `private_key` holds the key sealed with the
+    // servers' key-encryption key; rows written before keep their PEM until a server's first
+    // start seals them (it needs the key-encryption key, which the database never holds).
+    // Existing keys are current since their creation.
+    r#"
+    ALTER TABLE signing_keys RENAME COLUMN private_key_pem TO private_key;
+    ALTER TABLE signing_keys ADD COLUMN cert_pem TEXT;
+    ALTER TABLE signing_keys ADD COLUMN current_since BIGINT;
+    ALTER TABLE signing_keys ADD COLUMN current_until BIGINT;
+    ALTER TABLE signing_keys ADD COLUMN revoked_at BIGINT;
+    UPDATE signing_keys SET current_since = created_at;
+    "#,
 ];
 
 /// The schema version this build writes.

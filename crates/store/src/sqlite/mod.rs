@@ -3,6 +3,8 @@
 //! Durability: WAL journal with `synchronous=FULL` (every commit is fsynced before it returns),
 //! both checked after being set. One writer connection and one reader connection, each behind a
 //! mutex and used from `spawn_blocking`, so no async worker ever blocks on the disk.
+//! `secure_delete=ON`: deleted or replaced content is overwritten in the file (a sealed signing
+//! key replacing its plaintext PEM leaves no copy in a free page).
 mod branding;
 mod credentials;
 mod directory;
@@ -122,7 +124,7 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
             path.display()
         )));
     }
-    conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+    conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;")
         .map_err(|err| StoreError::Setup(format!("cannot set pragmas: {err}")))?;
     let synchronous: i64 = conn
         .query_row("PRAGMA synchronous", [], |row| row.get(0))
