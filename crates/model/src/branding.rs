@@ -31,15 +31,17 @@ pub(crate) fn check_color(value: &Value) -> Result<String, Reason> {
 /// authority, no spaces or control characters, at most 2000 characters.
 pub(crate) fn check_https_uri(value: &Value) -> Result<String, Reason> {
     let text = check_string(value, StringRule::between(0, MAX_URI_LEN))?;
-    let ok = text.len() > 8
-        && text[..8].eq_ignore_ascii_case("https://")
-        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
-        && {
-            let rest = &text[8..];
-            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-            let host = authority.rsplit('@').next().unwrap_or("");
-            !host.is_empty() && !host.starts_with(':')
-        };
+    // `split_at_checked` never cuts a character: a text whose eighth byte falls inside one
+    // (`https:/é`) simply has no `https://` prefix.
+    let rest = match text.split_at_checked(8) {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https://") => Some(rest),
+        _ => None,
+    };
+    let ok = rest.is_some_and(|rest| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host = authority.rsplit('@').next().unwrap_or("");
+        !host.is_empty() && !host.starts_with(':')
+    }) && !text.chars().any(|c| c.is_whitespace() || c.is_control());
     if ok {
         Ok(text.to_owned())
     } else {
@@ -357,11 +359,18 @@ mod tests {
             "https://example.com/logo.png",
             "HTTPS://cdn.example.com",
             "https://u@h:443/x",
+            "https://bücher.example/lögo.png",
         ] {
             assert!(check_https_uri(&json!(ok)).is_ok(), "{ok}");
         }
         for bad in [
             "http://example.com",
+            // The eighth byte inside a character: refused, never a panic.
+            "https:/é",
+            "https:/é/logo.png",
+            "https:/😀",
+            "HTTPS:/ü.example",
+            "é",
             "https://",
             "https:///x",
             "https://a b",

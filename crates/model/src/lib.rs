@@ -77,7 +77,9 @@
 //!
 //! Bodies come from the network. Validation never panics, takes time linear in the body's size
 //! (uniqueness of list items is checked with a hash map, not pairwise), and [`Limits`] caps the
-//! entries per criteria member, per rule and per rule set, and the rules per set. Unknown
+//! entries per criteria member, per rule and per rule set, and the rules per set. JSON text
+//! from outside is parsed by [`parse_json`], which refuses arrays and objects nested deeper
+//! than [`MAX_NESTING_DEPTH`] (32) levels before building anything. Unknown
 //! properties are refused at every level, so a misspelt member can never silently match
 //! everything.
 #![deny(missing_docs)]
@@ -90,6 +92,7 @@ mod error;
 mod formats;
 mod limits;
 mod managed;
+mod nesting;
 mod organization;
 mod organization_connection;
 mod organization_update;
@@ -116,6 +119,7 @@ pub use managed::{
     ManagedEntry, ManagedList, ManagedListCounts, ManagedListFileError, ManagedListName,
     ManagedLists,
 };
+pub use nesting::{nests_deeper_than, parse_json, JsonTextError, MAX_NESTING_DEPTH};
 pub use organization::{
     EnabledConnection, Organization, OrganizationBranding, OrganizationColors, OrganizationId,
     OrganizationSpec, TokenQuota, MAX_ENABLED_CONNECTIONS, MAX_METADATA_PROPERTIES,

@@ -39,13 +39,11 @@ impl Timestamp {
         {
             return None;
         }
+        // Digits read from the bytes: no slice of the text, so no character boundary to miss.
         let num = |from: usize, to: usize| -> Option<i64> {
-            let part = &s[from..to];
-            if part.bytes().all(|c| c.is_ascii_digit()) {
-                part.parse().ok()
-            } else {
-                None
-            }
+            b.get(from..to)?.iter().try_fold(0i64, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+            })
         };
         let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
         let (hour, minute, second, milli) =
@@ -156,5 +154,9 @@ mod tests {
         );
         assert!(Timestamp::parse("2001-02-29T00:00:00.000Z").is_none());
         assert!(Timestamp::parse("2001-02-28T00:00:00Z").is_none());
+        // Non-ASCII in the digit places (24 bytes, delimiters in place): refused.
+        assert!(Timestamp::parse("2026-07-30T11:42:é.354Z").is_none());
+        assert!(Timestamp::parse("é026-07-30T11:42:25.35Z").is_none());
+        assert!(Timestamp::parse("2026-07-30T11:42:25.+54Z").is_none());
     }
 }

@@ -15,10 +15,18 @@
 //!   description of `true` stays the string `"true"`).
 //! - A key given twice for a non-array property, or used both as a value and as an object, is a
 //!   400 `invalid_body`.
+//!
+//! # Nesting
+//!
+//! JSON bodies, form keys, and form keys together with the JSON text they hold are refused
+//! above [`MAX_NESTING_DEPTH`] levels of arrays and objects (400 `invalid_body` naming the
+//! limit), before any value is built: a key `x[a][a]…[a]` of 50,000 levels once built a value
+//! whose drop overflowed the stack.
 use axum::body::Body;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::HeaderMap;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use netacl_model::{parse_json, JsonTextError, MAX_NESTING_DEPTH};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -101,8 +109,12 @@ pub(crate) async fn read_json_body(
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Err(ApiError::malformed_body("Request body is empty"));
             }
-            serde_json::from_slice(&bytes)
-                .map_err(|err| ApiError::malformed_body(format!("Invalid JSON: {err}")))
+            parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
+                JsonTextError::Syntax(err) => {
+                    ApiError::malformed_body(format!("Invalid JSON: {err}"))
+                }
+                too_deep => ApiError::malformed_body(too_deep),
+            })
         }
     }
 }
@@ -137,7 +149,15 @@ pub(crate) fn form_to_json(bytes: &[u8], shape: &FormShape) -> Result<Value, Api
     Ok(Value::Object(root))
 }
 
-/// `rule[match][asns][]` → `["rule", "match", "asns", ""]`.
+/// The 400 for a body nested deeper than [`MAX_NESTING_DEPTH`].
+fn too_deep() -> ApiError {
+    ApiError::malformed_body(JsonTextError::TooDeep {
+        limit: MAX_NESTING_DEPTH,
+    })
+}
+
+/// `rule[match][asns][]` → `["rule", "match", "asns", ""]`; at most [`MAX_NESTING_DEPTH`]
+/// segments (each is a level of the body).
 fn parse_key(key: &str) -> Result<Vec<&str>, ApiError> {
     let bad = || ApiError::malformed_body(format!("Invalid form key {key:?}"));
     let (head, mut rest) = match key.find('[') {
@@ -149,6 +169,9 @@ fn parse_key(key: &str) -> Result<Vec<&str>, ApiError> {
     }
     let mut segments = vec![head];
     while !rest.is_empty() {
+        if segments.len() == MAX_NESTING_DEPTH {
+            return Err(too_deep());
+        }
         let inner = rest.strip_prefix('[').ok_or_else(bad)?;
         let close = inner.find(']').ok_or_else(bad)?;
         let segment = &inner[..close];
@@ -190,7 +213,7 @@ fn insert(
             let Value::Array(items) = array else {
                 return Err(conflict());
             };
-            items.push(coerce(&item_path, value, shape)?);
+            items.push(coerce(&item_path, value, shape, segments.len())?);
             return Ok(());
         }
         if last {
@@ -199,7 +222,7 @@ fn insert(
                     "Duplicate form key {key:?}"
                 )));
             }
-            let coerced = coerce(&path, value, shape)?;
+            let coerced = coerce(&path, value, shape, segments.len())?;
             object.insert(segment.to_string(), coerced);
             return Ok(());
         }
@@ -214,7 +237,8 @@ fn insert(
     Err(conflict())
 }
 
-fn coerce(path: &str, value: String, shape: &FormShape) -> Result<Value, ApiError> {
+/// The value of the property at `path`, `levels` deep in the body.
+fn coerce(path: &str, value: String, shape: &FormShape, levels: usize) -> Result<Value, ApiError> {
     if shape.booleans.contains(&path) {
         return Ok(match value.as_str() {
             "true" => Value::Bool(true),
@@ -229,10 +253,12 @@ fn coerce(path: &str, value: String, shape: &FormShape) -> Result<Value, ApiErro
         return Ok(Value::String(value));
     }
     if shape.json_fields.contains(&path) {
-        return serde_json::from_str(&value).map_err(|err| {
-            ApiError::invalid_body(format!(
+        let room = MAX_NESTING_DEPTH.saturating_sub(levels);
+        return parse_json(value.as_bytes(), room).map_err(|err| match err {
+            JsonTextError::Syntax(err) => ApiError::invalid_body(format!(
                 "Payload validation error: 'Invalid JSON in form field: {err}' on property {path}."
-            ))
+            )),
+            _ => too_deep(),
         });
     }
     Ok(Value::String(value))
