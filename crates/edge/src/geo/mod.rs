@@ -362,7 +362,9 @@ impl GeoEnricher {
             })
         };
         Ok(GeoEnricher::with_slots(
-            location.map(|b| slot(DatabaseRole::Location, b)).transpose()?,
+            location
+                .map(|b| slot(DatabaseRole::Location, b))
+                .transpose()?,
             asn.map(|b| slot(DatabaseRole::Asn, b)).transpose()?,
         ))
     }
