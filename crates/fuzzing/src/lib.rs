@@ -58,7 +58,7 @@ pub const TARGETS: [Target; 8] = [
 /// The ClientHello reader and JA3/JA4: the bytes are what a client sends on a TLS connection.
 ///
 /// Never panics; [`ClientHello::parse`] on the whole input and a [`ClientHelloReader`] fed the
-/// same bytes in segments (cut where the first byte says) agree; when a ClientHello is read,
+/// same bytes in segments (of as many bytes as the first byte says; 0: all at once) agree; when a ClientHello is read,
 /// its JA3 string and hash and its JA4 are well-formed, and a network ACL naming them is valid
 /// and blocks a request carrying them (what the edge computes, rules can match).
 pub fn client_hello(data: &[u8]) {
@@ -67,7 +67,12 @@ pub fn client_hello(data: &[u8]) {
     };
     let whole = ClientHello::parse(bytes);
     let mut reader = ClientHelloReader::new();
-    let step = usize::from(cut).max(1);
+    // Segments of `cut` bytes; 0: the whole input at once.
+    let step = if cut == 0 {
+        bytes.len().max(1)
+    } else {
+        usize::from(cut)
+    };
     let mut read = None;
     for segment in bytes.chunks(step) {
         match reader.push(segment) {
@@ -319,7 +324,7 @@ fn probe_addresses(data: &[u8]) -> [IpAddr; 5] {
         Ipv4Addr::new(198, 51, 100, 7).into(),
         Ipv4Addr::new(1, 2, 3, 4).into(),
         "2001:db8::1".parse().expect("address"),
-        Ipv6Addr::from(Ipv4Addr::new(203, 0, 113, 9).to_ipv6_mapped()).into(),
+        Ipv4Addr::new(203, 0, 113, 9).to_ipv6_mapped().into(),
         Ipv6Addr::from(tail).into(),
     ]
 }
