@@ -104,6 +104,7 @@ mod tenant_schemas;
 
 use std::sync::Arc;
 
+pub use body::{form_body_to_json, FormResource};
 pub use config::{
     ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
 };

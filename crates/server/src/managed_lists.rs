@@ -24,7 +24,7 @@ use crate::AppState;
 
 /// The form shape of `{"items": [...]}`: `items[]=192.0.2.0/24&items[]=...`, or the whole
 /// array as JSON text (`items=[]` for an empty list).
-const MANAGED_LIST_FORM: FormShape = FormShape {
+pub(crate) const MANAGED_LIST_FORM: FormShape = FormShape {
     booleans: &[],
     integers: &[],
     json_fields: &["items"],

@@ -97,6 +97,10 @@ use maxminddb::{MaxMindDbError, Reader};
 use cache::{AddressCache, LocationCache, PackedLocation};
 use record::{country_code, AsnRecord, Location};
 
+/// The name of a database given as bytes ([`GeoEnricher::from_bytes`]), in errors and
+/// [`DatabaseInfo::path`].
+const IN_MEMORY: &str = "<memory>";
+
 /// Which signals a lookup must produce. Databases whose signals are not needed are not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GeoNeeds {
@@ -318,19 +322,65 @@ impl GeoEnricher {
                 failed: std::sync::Mutex::new(None),
             })
         };
-        Ok(GeoEnricher {
+        Ok(GeoEnricher::with_slots(
+            location
+                .map(|p| slot(DatabaseRole::Location, p))
+                .transpose()?,
+            asn.map(|p| slot(DatabaseRole::Asn, p)).transpose()?,
+        ))
+    }
+
+    /// An enricher over databases already in memory, checked exactly as [`open`](Self::open)
+    /// checks files: `location` a City or Country database, `asn` an ASN database. There is no
+    /// file behind them, so [`reload`](Self::reload) reports an I/O error for `<memory>` and
+    /// keeps them, and [`reload_changed`](Self::reload_changed) leaves them alone.
+    ///
+    /// The public entry point for fuzzing (`fuzz/`, target `maxmind`: arbitrary bytes never make
+    /// loading or a lookup panic or hang) and for tests that build databases.
+    ///
+    /// # Errors
+    ///
+    /// A [`GeoError`] naming `<memory>` when a database fails a check.
+    pub fn from_bytes(
+        location: Option<Vec<u8>>,
+        asn: Option<Vec<u8>>,
+    ) -> Result<GeoEnricher, GeoError> {
+        let slot = |role, bytes: Vec<u8>| -> Result<Slot, GeoError> {
+            let path = Path::new(IN_MEMORY);
+            let stamp = FileStamp {
+                len: bytes.len() as u64,
+                modified: None,
+                inode: 0,
+                device: 0,
+            };
+            let database = load_bytes(bytes, stamp, path, role)?;
+            Ok(Slot {
+                role,
+                path: path.to_owned(),
+                database: ArcSwap::from_pointee(database),
+                failed: std::sync::Mutex::new(None),
+            })
+        };
+        Ok(GeoEnricher::with_slots(
+            location
+                .map(|b| slot(DatabaseRole::Location, b))
+                .transpose()?,
+            asn.map(|b| slot(DatabaseRole::Asn, b)).transpose()?,
+        ))
+    }
+
+    fn with_slots(location: Option<Slot>, asn: Option<Slot>) -> GeoEnricher {
+        GeoEnricher {
             inner: Arc::new(Inner {
-                location: location
-                    .map(|p| slot(DatabaseRole::Location, p))
-                    .transpose()?,
-                asn: asn.map(|p| slot(DatabaseRole::Asn, p)).transpose()?,
+                location,
+                asn,
                 lookup_errors: AtomicU64::new(0),
                 reloads: AtomicU64::new(0),
                 reload_failures: AtomicU64::new(0),
                 answers: AddressCache::new(),
                 generation: AtomicU32::new(0),
             }),
-        })
+        }
     }
 
     /// Looks up `ip`, reading only the databases and fields `needs` asks for. Never fails:
@@ -633,6 +683,17 @@ fn load(path: &Path, role: DatabaseRole) -> Result<Database, GeoError> {
             path: path.to_owned(),
         });
     }
+    load_bytes(bytes, stamp, path, role)
+}
+
+/// Checks the bytes of a database (see the module documentation) and opens them; `path` names
+/// them in errors.
+fn load_bytes(
+    bytes: Vec<u8>,
+    stamp: FileStamp,
+    path: &Path,
+    role: DatabaseRole,
+) -> Result<Database, GeoError> {
     check(&bytes).map_err(|failure| match failure {
         CheckFailure::Reader(source) => GeoError::Format {
             path: path.to_owned(),

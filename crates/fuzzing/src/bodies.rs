@@ -1,0 +1,83 @@
+//! Validation of arbitrary JSON bodies by every validator the admin API runs.
+
+use netacl_model::{
+    parse_json, BrandingPatch, BrandingSettings, ConnectionView, DirectoryData, Limits,
+    ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec, OrganizationConnection,
+    OrganizationConnectionPatch, OrganizationPatch, OrganizationSpec, RuleSet, MAX_NESTING_DEPTH,
+};
+use serde_json::{json, Value};
+
+/// The most items a managed list may hold here (the server's `--max-entries` default is far
+/// larger; a small cap lets the fuzzer reach the limit).
+const MAX_LIST_ITEMS: usize = 64;
+
+/// Arbitrary bytes as a request body: read as the server reads JSON bodies
+/// ([`parse_json`], bounded at [`MAX_NESTING_DEPTH`] levels), then given to every body
+/// validator of the admin API: network ACL create/replace, PATCH, stored records and rule
+/// files; organization create and PATCH, an organization's connection (add and PATCH, both
+/// views); branding PATCH; directory import; managed lists.
+///
+/// Never panics; a value accepted comes back from `to_json` as a body that validates to the
+/// same value (network ACLs, branding, managed lists); a PATCH applies without panic.
+///
+/// Network ACL keys (`/api/v2/keys/network-acls`, another branch): add their body validator
+/// to [`validate_all`] once it exists, with its own round trip.
+pub fn bodies(data: &[u8]) {
+    let Ok(value) = parse_json(data, MAX_NESTING_DEPTH) else {
+        return;
+    };
+    validate_all(&value);
+}
+
+/// Every body validator on one JSON value (see [`bodies`]).
+pub(crate) fn validate_all(value: &Value) {
+    // Small caps, so that the fuzzer reaches them.
+    let limits = Limits::new(16, 32, 8, 64);
+
+    if let Ok(spec) = NetworkAclSpec::from_json(value, &limits) {
+        let again = NetworkAclSpec::from_json(&spec.to_json(), &limits)
+            .unwrap_or_else(|e| panic!("to_json of an accepted spec is refused: {e}"));
+        assert_eq!(again, spec, "network ACL spec round trip");
+    }
+    if let Ok(patch) = NetworkAclPatch::from_json(value, &limits) {
+        let current = NetworkAclSpec::from_json(
+            &json!({"description": "current", "active": true, "priority": 7,
+                    "rule": {"action": {"block": true}, "scope": "tenant",
+                             "match": {"asns": [64500]}}}),
+            &limits,
+        )
+        .expect("a valid spec");
+        let _ = patch.apply(&current);
+    }
+    let _ = NetworkAcl::from_json(value, &limits);
+    let _ = RuleSet::from_json(value, 1, &limits);
+
+    let _ = OrganizationSpec::from_json(value);
+    let _ = OrganizationPatch::from_json(value);
+    for view in [ConnectionView::Enabled, ConnectionView::All] {
+        if let Ok(connection) = OrganizationConnection::from_json(value, view) {
+            if let Ok(patch) = OrganizationConnectionPatch::from_json(value, view) {
+                let _ = patch.apply(&connection);
+            }
+        }
+        let _ = OrganizationConnectionPatch::from_json(value, view);
+    }
+
+    if let Ok(patch) = BrandingPatch::from_json(value) {
+        let again = BrandingPatch::from_json(&patch.to_json())
+            .unwrap_or_else(|e| panic!("to_json of an accepted branding patch is refused: {e}"));
+        assert_eq!(again, patch, "branding patch round trip");
+        let settings = BrandingSettings::default().apply(&patch);
+        let _ = settings.to_json();
+    }
+
+    let _ = DirectoryData::from_json(value);
+
+    if let Ok(list) = ManagedList::from_json(value, MAX_LIST_ITEMS) {
+        let body = json!({"items": list.items_json()});
+        let again = ManagedList::from_json(&body, MAX_LIST_ITEMS)
+            .unwrap_or_else(|e| panic!("the items of an accepted list are refused: {e}"));
+        assert_eq!(again, list, "managed list round trip");
+    }
+    let _ = ManagedList::from_json_items(value, "items", MAX_LIST_ITEMS);
+}
