@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Offline advisory audit of Cargo.lock (run by .ci/run; run it by hand with `bash .ci/audit.sh`).
+# Offline advisory audit of Cargo.lock and fuzz/Cargo.lock (run by .ci/run; run it by hand with `bash .ci/audit.sh`).
 #
 # - Installs cargo-audit (pinned, --locked) unless that version is already on PATH.
 # - Builds the advisory database in a temporary directory: the RustSec snapshot in
@@ -9,7 +9,7 @@
 # - Self-test: the audit must refuse .ci/advisories/selftest/Cargo.lock (the dependency versions
 #   of before issue 11 and an unsound anyhow), naming each advisory, so that a database that
 #   silently failed to load, or an overlay the tool skipped, cannot pass for a clean audit.
-# - Audits Cargo.lock: fails on any vulnerability or unsound advisory. There is no ignore list.
+# - Audits Cargo.lock and fuzz/Cargo.lock (the fuzz targets' own workspace): fails on any vulnerability or unsound advisory. There is no ignore list.
 #   Unmaintained crates are reported (warnings) without failing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,3 +51,5 @@ done
 echo "audit: self-test refused as expected (GHSA-h395-gr6q-cpjc, RUSTSEC-2025-0132, RUSTSEC-2023-0071, RUSTSEC-2026-0190)"
 
 audit
+echo "audit: fuzz/Cargo.lock"
+audit --file fuzz/Cargo.lock
