@@ -140,11 +140,11 @@ pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY};
 pub use lists::PolicySources;
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
-pub use netacl_tls::{ClientTrust, TlsFiles};
 /// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
 /// edge derive a scope alike): [`normalize_path`] gives a path's normal form, [`scope_of_path`]
 /// the scope the edge decides with, or why the path is refused.
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
+pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
 pub use source::{
     spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,

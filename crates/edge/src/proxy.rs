@@ -622,7 +622,10 @@ fn upgrade_requested(parts: &http::request::Parts) -> Option<HeaderValue> {
     if parts.version != http::Version::HTTP_11 {
         return None;
     }
-    let upgrade = parts.headers.get(header::UPGRADE).filter(|v| is_websocket(v))?;
+    let upgrade = parts
+        .headers
+        .get(header::UPGRADE)
+        .filter(|v| is_websocket(v))?;
     let asks = parts
         .headers
         .get_all(header::CONNECTION)

@@ -29,8 +29,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
-use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
 use crate::lists::PolicySources;
+use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
 
 /// Largest rule-set document accepted (file or remote), 512 MiB.
 pub const MAX_RULES_BYTES: usize = 512 << 20;

@@ -157,7 +157,11 @@ async fn edge(upstream: &str, trust: ClientTrust, tls: Option<TlsFiles>) -> Runn
 
 /// `GET /` with `Host: app.example` on a plain connection: status and body.
 async fn get(addr: SocketAddr) -> (u16, String) {
-    send(addr, b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: close\r\n\r\n").await
+    send(
+        addr,
+        b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: close\r\n\r\n",
+    )
+    .await
 }
 
 /// Sends `request` on a new plain connection and reads the answer to its end: status and body.
@@ -295,8 +299,14 @@ async fn an_h2c_upgrade_goes_on_as_an_ordinary_request() {
     let pki = pki();
     let upstream = https_upstream(&pki, &[b"http/1.1"]).await;
     let trusted = ClientTrust::CaFile(pki.ca_file.clone());
-    let edge = edge(&format!("https://localhost:{}", upstream.addr.port()), trusted, None).await;
-    let request = b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: Upgrade, HTTP2-Settings, close\r\n\
+    let edge = edge(
+        &format!("https://localhost:{}", upstream.addr.port()),
+        trusted,
+        None,
+    )
+    .await;
+    let request =
+        b"GET / HTTP/1.1\r\nHost: app.example\r\nConnection: Upgrade, HTTP2-Settings, close\r\n\
         Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n";
     let (status, body) = send(edge.http_addr().expect("addr"), request).await;
     assert_eq!((status, body.as_str()), (200, "upstream"));

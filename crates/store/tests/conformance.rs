@@ -12,9 +12,9 @@ use netacl_model::{
     OrganizationConnectionPatch, OrganizationId, OrganizationPatch, OrganizationSpec, Timestamp,
 };
 use netacl_store::{
-    ChangeNotice, ImportReport, ManagedListStore, NetworkAclStore, OrganizationCursor, PostgresStore,
-    SqliteStore,
-    Store, StoreError, StoredClient, StoredSigningKey, TenantId, TenantStore,
+    ChangeNotice, ImportReport, ManagedListStore, NetworkAclStore, OrganizationCursor,
+    PostgresStore, SqliteStore, Store, StoreError, StoredClient, StoredSigningKey, TenantId,
+    TenantStore,
 };
 use serde_json::json;
 
