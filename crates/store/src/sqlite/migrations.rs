@@ -167,6 +167,24 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant_id, name)
     ) STRICT;
     "#,
+    // 5: reserved for the signing keys sealed at rest (branch `keys`); empty here so that the
+    // network ACL keys keep their number when the branches meet.
+    "SELECT 1;",
+    // 6: network ACL keys. `sealed_material` is the key material sealed with the server's
+    // key-encryption key (netacl-secrets); the fingerprint is the SHA-256 of the material.
+    r#"
+    CREATE TABLE network_acl_keys (
+        tenant_id       TEXT NOT NULL REFERENCES tenants(id),
+        id              TEXT NOT NULL,
+        name            TEXT NOT NULL,
+        fingerprint     TEXT NOT NULL,
+        sealed_material TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, id),
+        UNIQUE (tenant_id, name)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -3,6 +3,7 @@
 //! Durability: WAL journal with `synchronous=FULL` (every commit is fsynced before it returns),
 //! both checked after being set. One writer connection and one reader connection, each behind a
 //! mutex and used from `spawn_blocking`, so no async worker ever blocks on the disk.
+mod acl_keys;
 mod branding;
 mod credentials;
 mod directory;
