@@ -1,5 +1,8 @@
 //! The server's settings.
+use std::sync::Arc;
+
 use netacl_model::{Limits, ManagedLists};
+use netacl_secrets::Kek;
 
 use crate::auth::DEFAULT_TOKEN_LIFETIME_SECS;
 use crate::rate_limit::RateLimitConfig;
@@ -30,6 +33,11 @@ pub struct ServerConfig {
     /// winning over the stored list of the same name, read-only through the API. Reloads go
     /// through [`AdminService::load_file_list`](crate::AdminService::load_file_list).
     pub managed_list_files: ManagedLists,
+    /// The key-encryption key that seals network ACL key material at rest
+    /// (`netacl-secrets`). Without one, the service makes a fresh key for this process only:
+    /// fine for tests and throw-away servers, but keys stored by it do not open after a
+    /// restart (the start then fails, naming the key).
+    pub secrets: Option<Arc<Kek>>,
 }
 
 impl ServerConfig {
@@ -42,6 +50,7 @@ impl ServerConfig {
             token_lifetime_secs: DEFAULT_TOKEN_LIFETIME_SECS,
             limits: Limits::default(),
             managed_list_files: ManagedLists::new(),
+            secrets: None,
         }
     }
 
@@ -66,6 +75,12 @@ impl ServerConfig {
     /// With other rule-set limits.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// With the key-encryption key sealing secrets at rest.
+    pub fn with_secrets(mut self, kek: Arc<Kek>) -> Self {
+        self.secrets = Some(kek);
         self
     }
 

@@ -31,6 +31,8 @@ pub(crate) fn document(domain: &str) -> Value {
             parameters.extend(params);
         } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
             parameters.extend(params);
+        } else if let Some(params) = crate::acl_keys::openapi::path_parameters(op.path) {
+            parameters.extend(params);
         } else if op.path.contains("{id}") {
             parameters.push(json!({
                 "name": "id", "in": "path", "required": true,
@@ -124,7 +126,10 @@ pub(crate) fn document(domain: &str) -> Value {
                         "read:network_acls": "Read network ACLs",
                         "create:network_acls": "Create network ACLs",
                         "update:network_acls": "Update network ACLs",
-                        "delete:network_acls": "Delete network ACLs"
+                        "delete:network_acls": "Delete network ACLs",
+                        "create:network_acl_keys": "Create network ACL keys",
+                        "read:network_acl_keys": "Read network ACL keys",
+                        "delete:network_acl_keys": "Delete network ACL keys"
                     }
                 }}}
             },
@@ -138,6 +143,9 @@ pub(crate) fn document(domain: &str) -> Value {
         .and_then(Value::as_object_mut)
     {
         for (name, schema) in crate::managed_lists::openapi::components() {
+            schemas.insert(name.into(), schema);
+        }
+        for (name, schema) in crate::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
     }
@@ -158,6 +166,7 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::BrandingUpdate => "BrandingUpdate",
         BodySchema::DirectoryImport => "DirectoryImport",
         BodySchema::ManagedListPut => "ManagedListPut",
+        BodySchema::NetworkAclKeyCreate => "NetworkAclKeyCreate",
     }
 }
 
@@ -166,6 +175,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::acl_keys::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
@@ -220,7 +232,14 @@ fn schemas() -> Value {
             "hostnames": string_list("hostname"),
             "auth0_managed": {"type": "array", "minItems": 1, "uniqueItems": true,
                 "description": "Managed lists (content supplied by the operator); in match or in not_match, not both.",
-                "items": {"enum": netacl_model::ManagedListName::ALL.map(|n| n.as_str())}}
+                "items": {"enum": netacl_model::ManagedListName::ALL.map(|n| n.as_str())}},
+            "http_message_signature": {"type": "object", "additionalProperties": false,
+                "required": ["keys"],
+                "description": "Holds when the request carries a valid RFC 9421 signature (HMAC-SHA256; created, expires and keyid required) made with one of these network ACL keys. Each id must name a key of the tenant.",
+                "properties": {"keys": {"type": "array", "minItems": 1, "uniqueItems": true,
+                    "items": {"type": "object", "additionalProperties": false, "required": ["id"],
+                        "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64,
+                            "pattern": "^[A-Za-z0-9_.-]+$"}}}}}}
         }
     });
     let action = json!({

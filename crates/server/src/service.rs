@@ -132,7 +132,7 @@ impl AdminService {
             authority.upsert_client(authority.management_client(
                 client.client_id.clone(),
                 client.secret_hash.clone(),
-                client.scopes.iter().cloned(),
+                crate::auth::with_added_scopes(&client.scopes),
             ))?;
         }
         let exists = |id: &str| clients.iter().any(|c| c.client_id == id);
@@ -159,7 +159,11 @@ impl AdminService {
             let stored = StoredClient {
                 client_id: client_id.clone(),
                 secret_hash: hash_client_secret(&secret),
-                scopes: MANAGEMENT_SCOPES.iter().map(|s| s.to_string()).collect(),
+                scopes: MANAGEMENT_SCOPES
+                    .iter()
+                    .chain(crate::auth::ADDED_SCOPES)
+                    .map(|s| s.to_string())
+                    .collect(),
                 created_at_ms: netacl_model::Timestamp::now().unix_millis(),
             };
             authority.upsert_client(authority.management_client(
@@ -171,11 +175,19 @@ impl AdminService {
         }
 
         let limiter = RateLimiter::new(config.rate_limit)?;
+        let kek = match &config.secrets {
+            Some(kek) => Arc::clone(kek),
+            None => Arc::new(
+                netacl_secrets::Kek::generate()
+                    .map_err(|err| StartError::Task(format!("key-encryption key: {err}")))?,
+            ),
+        };
         let tenant = TenantRuntime::load(
             Arc::clone(&store),
             tenant_id,
             config.limits,
             &config.managed_list_files,
+            kek,
         )
         .await?;
         let snapshot = tenant.snapshot();
