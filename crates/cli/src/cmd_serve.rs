@@ -126,6 +126,19 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .with_token_lifetime_secs(args.token_lifetime)
         .with_limits(args.limits.limits())
         .with_managed_list_files(file_lists);
+    // Network ACL key material is sealed with a key-encryption key kept outside the database:
+    // `<data-dir>/secrets.key`, generated on first start (netacl-secrets). On --database-url
+    // this build has no key file flag yet (branch keys adds --secrets-key-file): the key is
+    // then this process's own and keys stored by it do not open after a restart.
+    let config = if args.database_url.is_none() {
+        std::fs::create_dir_all(&args.data_dir)
+            .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+        let kek = netacl_secrets::Kek::resolve(None, Some(&args.data_dir))
+            .context("cannot load the secrets key")?;
+        config.with_secrets(Arc::new(kek))
+    } else {
+        config
+    };
 
     let limits = config.limits;
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
