@@ -1591,8 +1591,10 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
     {
         // Back to the schema of the previous release.
         let conn = rusqlite::Connection::open(&file).expect("open file");
-        conn.execute_batch("DROP TABLE managed_lists; PRAGMA user_version = 3;")
-            .expect("downgrade");
+        conn.execute_batch(
+            "DROP TABLE network_acl_keys; DROP TABLE managed_lists; PRAGMA user_version = 3;",
+        )
+        .expect("downgrade");
     }
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
@@ -1749,7 +1751,7 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
     let driver = tokio::spawn(connection);
     client
         .batch_execute(
-            "DROP TABLE managed_lists; DELETE FROM netacl_schema_migrations WHERE version = 4;",
+            "DROP TABLE network_acl_keys; DROP TABLE managed_lists; DELETE FROM netacl_schema_migrations WHERE version >= 4;",
         )
         .await
         .expect("downgrade");
