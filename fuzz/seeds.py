@@ -61,6 +61,7 @@ def validation_bodies():
         "organization-connection": {"connection_id": "con_0123456789abcdef", "assign_membership_on_login": False, "show_as_button": True, "is_signup_enabled": False, "is_enabled": True, "organization_connection_name": "acme", "organization_access_level": "full"},
         "directory": {"users": [{"user_id": "auth0|1", "email": "a@example.com", "connection": "Username-Password-Authentication"}], "groups": [], "connections": []},
         "managed-list": {"items": ["10.0.0.0/8", "2001:db8::/32", "e7d705a3286e19ea42f587b344ee6865", "t13d1516h2_8daaf6152771_b186095e22b6"]},
+        "network-acl-key": {"name": "edge-proxy", "alg": "hmac-sha256", "value": "c2VjcmV0LWtleS1tYXRlcmlhbC0wMTIzNDU2Nzg5YWJjZGVm"},
         "rule-file": {"network_acls": [{"id": "acl_2ZbGfPu9TCHmbkDc8Qv3rL", "description": "", "active": True, "priority": 1, "rule": {"action": {"redirect": True, "redirect_uri": "https://example.com/x"}, "scope": "management", "match_all": True}}]},
     }
     for name, body in extra.items():

@@ -61,7 +61,8 @@ impl ConnectionSignals {
             | Signal::Country
             | Signal::Subdivision
             | Signal::Managed => self.direct,
-            Signal::UserAgent => false,
+            // A signature covers request components: known only once a request is read.
+            Signal::UserAgent | Signal::MessageSignature => false,
         }
     }
 }

@@ -123,6 +123,7 @@ mod decision;
 mod enforce;
 pub mod fingerprint;
 pub mod geo;
+pub mod httpsig;
 mod layer;
 mod lists;
 mod metrics;

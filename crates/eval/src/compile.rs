@@ -72,6 +72,8 @@ fn value_share(signal: Signal) -> f64 {
         Signal::UserAgent => 1.0 / 100.0,
         Signal::Hostname => 1.0 / 3.0,
         Signal::Managed => 0.0, // computed from the lists' content
+        // A tenant that names its proxy's key usually sees most requests signed by it.
+        Signal::MessageSignature => 1.0 / 2.0,
     }
 }
 
@@ -155,6 +157,7 @@ fn member_len(criteria: &Criteria, signal: Signal) -> usize {
         Signal::UserAgent => criteria.user_agents().map_or(0, <[_]>::len),
         Signal::Hostname => criteria.hostnames().map_or(0, <[_]>::len),
         Signal::Managed => criteria.auth0_managed().map_or(0, <[_]>::len),
+        Signal::MessageSignature => criteria.http_message_signature().map_or(0, <[_]>::len),
     }
 }
 
@@ -186,6 +189,8 @@ struct Collected {
     hostname: Vec<(String, u8, u32)>,
     /// `(list name index, list code, rule)`: compiled into the per-mask postings.
     managed: Vec<(u8, u8, u32)>,
+    /// Key ids of `http_message_signature`, compared exactly.
+    message_signature: Vec<(String, u8, u32)>,
 }
 
 /// The key of a network: its first address and the complement of its last (see [`ranges`]).
@@ -262,6 +267,12 @@ impl Collected {
                     Signal::Managed => {
                         for name in criteria.auth0_managed().unwrap_or(&[]) {
                             self.managed.push((name.index() as u8, list, rule));
+                        }
+                    }
+                    Signal::MessageSignature => {
+                        for id in criteria.http_message_signature().unwrap_or(&[]) {
+                            self.message_signature
+                                .push((id.as_str().to_owned(), list, rule));
                         }
                     }
                 }
@@ -399,6 +410,22 @@ fn byte_map(seed: u64, items: Vec<(String, u8, u32)>, grouper: &mut Grouper) -> 
         return None;
     }
     Some(ByteMap::build_caseless(
+        seed,
+        grouped.iter().map(|(k, p)| (k.as_bytes(), *p)),
+    ))
+}
+
+/// A map from exact bytes (key ids are case-sensitive).
+fn exact_byte_map(
+    seed: u64,
+    items: Vec<(String, u8, u32)>,
+    grouper: &mut Grouper,
+) -> Option<ByteMap> {
+    let grouped = grouper.group(items);
+    if grouped.is_empty() {
+        return None;
+    }
+    Some(ByteMap::build(
         seed,
         grouped.iter().map(|(k, p)| (k.as_bytes(), *p)),
     ))
@@ -623,6 +650,7 @@ impl CompiledPolicy {
                 .filter(|grouped| !grouped.is_empty())
                 .map(|grouped| UserAgentIndex::build(seed, grouped)),
             hostname: byte_map(seed, c.hostname, g),
+            message_signature: exact_byte_map(seed, c.message_signature, g),
         };
         let managed_postings = g.managed(c.managed, managed.masks_with_entries());
         let mut postings = grouper.postings;
@@ -789,6 +817,10 @@ impl CompiledPolicy {
             hashed(
                 "hostname",
                 ix.hostname.as_ref().map(|m| (m.len(), m.bytes())),
+            ),
+            hashed(
+                "http_message_signature",
+                ix.message_signature.as_ref().map(|m| (m.len(), m.bytes())),
             ),
             table(
                 "auth0_managed_v4",

@@ -255,6 +255,7 @@ pub fn signal_name(signal: Signal) -> &'static str {
         Signal::UserAgent => "user_agent",
         Signal::Hostname => "hostname",
         Signal::Managed => "auth0_managed",
+        Signal::MessageSignature => "http_message_signature",
     }
 }
 
@@ -401,6 +402,7 @@ pub(crate) struct Indexes {
     pub(crate) ja4: Option<ByteMap>,
     pub(crate) user_agent: Option<UserAgentIndex>,
     pub(crate) hostname: Option<ByteMap>,
+    pub(crate) message_signature: Option<ByteMap>,
 }
 
 /// A rule set compiled into indexes: immutable, `Send + Sync`, evaluated in nanoseconds.
@@ -784,6 +786,15 @@ impl CompiledPolicy {
                 refs.push_found(map.find_caseless(host.as_bytes()));
             }
             mark(Signal::Hostname, refs, from);
+        }
+        if wants(Signal::MessageSignature) {
+            let from = refs.len();
+            if let (Some(map), Some(key)) = (&ix.message_signature, request.message_signature()) {
+                if let Some(posting) = map.get(key.as_bytes()) {
+                    refs.push(posting);
+                }
+            }
+            mark(Signal::MessageSignature, refs, from);
         }
         // The addresses last: their index blocks were prefetched when the evaluation began
         // (see `prefetch_addresses`), and the probes above ran while they arrived.

@@ -158,6 +158,13 @@ fn signal_matches(
                 .any(|h| h.text().trim_end_matches('.').eq_ignore_ascii_case(host))
         }),
         // The client address, the JA3 or the JA4 is an entry of one of the named lists.
+        Signal::MessageSignature => request.message_signature().is_some_and(|key| {
+            criteria
+                .http_message_signature()
+                .unwrap_or(&[])
+                .iter()
+                .any(|id| id.as_str() == key)
+        }),
         Signal::Managed => criteria
             .auth0_managed()
             .unwrap_or(&[])

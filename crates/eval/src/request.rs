@@ -42,6 +42,7 @@ pub struct Request<'a> {
     ja4: Option<&'a str>,
     user_agent: Option<&'a str>,
     hostname: Option<&'a str>,
+    message_signature: Option<&'a str>,
 }
 
 /// Maps `::ffff:a.b.c.d` to `a.b.c.d`; every other address is kept.
@@ -202,6 +203,24 @@ impl<'a> Request<'a> {
         self.user_agent = ua;
     }
 
+    /// The id of the network ACL key whose RFC 9421 signature over the request verified (the
+    /// edge sets it only after checking the signature; `netacl eval` and the dry run take it as
+    /// given).
+    pub fn with_message_signature(mut self, key_id: &'a str) -> Self {
+        self.message_signature = Some(key_id);
+        self
+    }
+
+    /// Sets or clears the verified signing key's id.
+    pub fn set_message_signature(&mut self, key_id: Option<&'a str>) {
+        self.message_signature = key_id;
+    }
+
+    /// The id of the key whose signature verified, if any.
+    pub fn message_signature(&self) -> Option<&'a str> {
+        self.message_signature
+    }
+
     /// Sets or clears the hostname (trailing dots dropped).
     pub fn set_hostname(&mut self, host: Option<&'a str>) {
         self.hostname = host.map(|h| h.trim_end_matches('.'));
@@ -354,6 +373,9 @@ pub struct RequestInput {
     /// SNI or Host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// The id of the network ACL key whose signature verified (absent: no valid signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_message_signature: Option<String>,
 }
 
 /// [`RequestInput`] borrowing its strings from the JSON text where it can (no allocation for
@@ -394,6 +416,9 @@ pub struct RequestInputRef<'a> {
     /// SNI or Host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<Cow<'a, str>>,
+    /// The id of the network ACL key whose signature verified (absent: no valid signature).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_message_signature: Option<Cow<'a, str>>,
 }
 
 /// The field reader of [`RequestInputRef`] (and so of [`RequestInput`]): serde's derive, kept
@@ -424,6 +449,8 @@ struct RequestInputFields<'a> {
     user_agent: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "borrow_str")]
     hostname: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrow_str")]
+    http_message_signature: Option<Cow<'a, str>>,
 }
 
 /// Reads [`RequestInputRef`] from a map (a JSON object) only: `expected a JSON object` for
@@ -462,6 +489,7 @@ impl<'de> Deserialize<'de> for RequestInput {
             ja4: owned(input.ja4),
             user_agent: owned(input.user_agent),
             hostname: owned(input.hostname),
+            http_message_signature: owned(input.http_message_signature),
         })
     }
 }
@@ -539,6 +567,7 @@ struct Fields<'s> {
     ja4: Option<&'s str>,
     user_agent: Option<&'s str>,
     hostname: Option<&'s str>,
+    message_signature: Option<&'s str>,
 }
 
 fn parse_ip(text: &str) -> Option<IpAddr> {
@@ -582,6 +611,7 @@ impl<'s> Fields<'s> {
         request.set_ja4(self.ja4);
         request.set_user_agent(self.user_agent);
         request.set_hostname(self.hostname);
+        request.set_message_signature(self.message_signature);
         Ok(request)
     }
 }
@@ -601,6 +631,7 @@ impl RequestInput {
             ja4: self.ja4.as_deref(),
             user_agent: self.user_agent.as_deref(),
             hostname: self.hostname.as_deref(),
+            message_signature: self.http_message_signature.as_deref(),
         }
         .to_request()
     }
@@ -700,6 +731,7 @@ impl<'a> RequestInputRef<'a> {
                     b"ja4" => (Some(&mut input.ja4), 1 << 8),
                     b"user_agent" => (Some(&mut input.user_agent), 1 << 9),
                     b"hostname" => (Some(&mut input.hostname), 1 << 10),
+                    b"http_message_signature" => (Some(&mut input.http_message_signature), 1 << 11),
                     _ => return None,
                 };
                 if seen & bit != 0 {
@@ -757,6 +789,7 @@ impl RequestInputRef<'_> {
             ja4: self.ja4.as_deref(),
             user_agent: self.user_agent.as_deref(),
             hostname: self.hostname.as_deref(),
+            message_signature: self.http_message_signature.as_deref(),
         }
         .to_request()
     }

@@ -547,6 +547,7 @@ fn client_profile(rng: &mut Rng, fingerprints: &[(String, String)]) -> RequestIn
         ja4: Some(ja4),
         user_agent: Some((*rng.pick(&BROWSERS)).to_owned()),
         hostname: Some("login.example.com".to_owned()),
+        http_message_signature: None,
         scope: None,
     }
 }

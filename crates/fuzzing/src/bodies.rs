@@ -2,8 +2,9 @@
 
 use netacl_model::{
     parse_json, BrandingPatch, BrandingSettings, ConnectionView, DirectoryData, Limits,
-    ManagedList, NetworkAcl, NetworkAclPatch, NetworkAclSpec, OrganizationConnection,
-    OrganizationConnectionPatch, OrganizationPatch, OrganizationSpec, RuleSet, MAX_NESTING_DEPTH,
+    ManagedList, NetworkAcl, NetworkAclKeySpec, NetworkAclPatch, NetworkAclSpec,
+    OrganizationConnection, OrganizationConnectionPatch, OrganizationPatch, OrganizationSpec,
+    RuleSet, MAX_NESTING_DEPTH,
 };
 use serde_json::{json, Value};
 
@@ -15,13 +16,12 @@ const MAX_LIST_ITEMS: usize = 64;
 /// ([`parse_json`], bounded at [`MAX_NESTING_DEPTH`] levels), then given to every body
 /// validator of the admin API: network ACL create/replace, PATCH, stored records and rule
 /// files; organization create and PATCH, an organization's connection (add and PATCH, both
-/// views); branding PATCH; directory import; managed lists.
+/// views); branding PATCH; directory import; managed lists; network ACL key create.
 ///
 /// Never panics; a value accepted comes back from `to_json` as a body that validates to the
-/// same value (network ACLs, branding, managed lists); a PATCH applies without panic.
-///
-/// Network ACL keys (`/api/v2/keys/network-acls`, another branch): add their body validator
-/// to [`validate_all`] once it exists, with its own round trip.
+/// same value (network ACLs, branding, managed lists); a PATCH applies without panic; an
+/// accepted network ACL key holds 32 to 64 bytes with a lowercase hex SHA-256 fingerprint, and
+/// no refusal of a key body quotes its `value` (the material is write-only).
 pub fn bodies(data: &[u8]) {
     let Ok(value) = parse_json(data, MAX_NESTING_DEPTH) else {
         return;
@@ -80,4 +80,28 @@ pub(crate) fn validate_all(value: &Value) {
         assert_eq!(again, list, "managed list round trip");
     }
     let _ = ManagedList::from_json_items(value, "items", MAX_LIST_ITEMS);
+
+    match NetworkAclKeySpec::from_json(value) {
+        Ok(key) => {
+            let bytes = key.material.expose().len();
+            assert!((32..=64).contains(&bytes), "{bytes} bytes of key material");
+            let fingerprint = key.material.fingerprint();
+            assert!(
+                fingerprint.len() == 64
+                    && fingerprint
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "fingerprint {fingerprint:?}"
+            );
+        }
+        Err(err) => {
+            if let Some(material) = value.get("value").and_then(Value::as_str) {
+                let message = err.to_string();
+                assert!(
+                    material.len() < 8 || !message.contains(material),
+                    "a refused key body quotes its value: {message}"
+                );
+            }
+        }
+    }
 }

@@ -68,6 +68,11 @@ const PATHS: &[&str] = &[
 ];
 const REQUEST_COUNTRIES: &[&str] = &["US", "FR", "de", "GB", "JP"];
 const REQUEST_SUBDIVISIONS: &[&str] = &["US-NY", "US-CA", "fr-75c", "GB-ENG", "GB-SCT"];
+/// Network ACL key ids rules name in `http_message_signature`.
+const KEY_IDS: &[&str] = &["key_a", "key_b", "proxy-1"];
+/// Key ids a request may carry as verified: the rules' and one no rule names.
+const REQUEST_KEY_IDS: &[&str] = &["key_a", "key_b", "proxy-1", "key_other"];
+
 const REQUEST_HOSTS: &[&str] = &[
     "a.example.com",
     "example.com",
@@ -78,7 +83,8 @@ const REQUEST_HOSTS: &[&str] = &[
 ];
 
 /// Arbitrary bytes as up to 8 rules (any action, scope, priority 1 to 5, active or not,
-/// `match`/`not_match` over every signal, `match_all`, managed lists in `auth0_managed`), the
+/// `match`/`not_match` over every signal, `match_all`, managed lists in `auth0_managed`, key ids
+/// in `http_message_signature`), the
 /// content of the managed lists (unconfigured, empty, or a few entries) and up to 6 requests:
 /// [`CompiledPolicy`] (what the edge and the server run) must decide each request exactly as
 /// the plain [`reference`] evaluator does, with the same deciding rule, redirect target and
@@ -267,6 +273,7 @@ fn criteria(u: &mut Unstructured<'_>) -> Result<Map<String, Value>> {
     let (v4, v6, cv4, cv6) = (member(0), member(1), member(2), member(3));
     let (asns, countries, subdivisions) = (member(4), member(5), member(6));
     let (ja3, ja4, uas, hosts, lists) = (member(7), member(8), member(9), member(10), member(11));
+    let signed = member(12);
     for (key, on) in [("ipv4_cidrs", v4), ("connecting_ipv4_cidrs", cv4)] {
         if on {
             let mut items: Vec<String> = subset(u, V4, 3)?.into_iter().map(str::to_owned).collect();
@@ -320,6 +327,13 @@ fn criteria(u: &mut Unstructured<'_>) -> Result<Map<String, Value>> {
     if lists {
         let names: Vec<&'static str> = ManagedListName::ALL.map(ManagedListName::as_str).to_vec();
         out.insert("auth0_managed".into(), pooled(u, &names, 2)?);
+    }
+    if signed {
+        let ids: Vec<Value> = subset(u, KEY_IDS, 2)?
+            .into_iter()
+            .map(|id| json!({ "id": id }))
+            .collect();
+        out.insert("http_message_signature".into(), json!({ "keys": ids }));
     }
     Ok(out)
 }
@@ -383,5 +397,6 @@ fn request(u: &mut Unstructured<'_>) -> Result<RequestInput> {
         ja4: maybe(u, |u| pick(u, JA4))?,
         user_agent: maybe(u, |u| user_agent(u, false))?,
         hostname: maybe(u, |u| pick(u, REQUEST_HOSTS))?,
+        http_message_signature: maybe(u, |u| pick(u, REQUEST_KEY_IDS))?,
     })
 }

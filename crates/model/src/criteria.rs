@@ -1,6 +1,6 @@
 use ipnet::{Ipv4Net, Ipv6Net};
 
-use crate::ManagedListName;
+use crate::{ManagedListName, NetworkAclKeyId};
 
 /// The request signals a criteria object can name. `ipv4_cidrs` and `ipv6_cidrs` are one signal
 /// (the client address), as are the two connecting lists.
@@ -27,11 +27,14 @@ pub enum Signal {
     /// Membership of the client address, JA3 or JA4 in one of the named managed lists
     /// (`auth0_managed`).
     Managed,
+    /// The id of the network ACL key whose RFC 9421 signature over the request verified
+    /// (`http_message_signature`).
+    MessageSignature,
 }
 
 impl Signal {
     /// Every signal.
-    pub const ALL: [Signal; 10] = [
+    pub const ALL: [Signal; 11] = [
         Signal::ClientIp,
         Signal::ConnectingIp,
         Signal::Asn,
@@ -42,6 +45,7 @@ impl Signal {
         Signal::UserAgent,
         Signal::Hostname,
         Signal::Managed,
+        Signal::MessageSignature,
     ];
 }
 
@@ -240,6 +244,7 @@ pub struct Criteria {
     pub(crate) user_agents: Option<Vec<UserAgentPattern>>,
     pub(crate) hostnames: Option<Vec<Hostname>>,
     pub(crate) auth0_managed: Option<Vec<ManagedListName>>,
+    pub(crate) http_message_signature: Option<Vec<NetworkAclKeyId>>,
 }
 
 impl Criteria {
@@ -293,6 +298,11 @@ impl Criteria {
         self.auth0_managed.as_deref()
     }
 
+    /// `http_message_signature.keys[].id`: the network ACL keys whose signature satisfies it.
+    pub fn http_message_signature(&self) -> Option<&[NetworkAclKeyId]> {
+        self.http_message_signature.as_deref()
+    }
+
     /// Whether the criteria names `signal` (for the address signals: either list).
     pub fn names(&self, signal: Signal) -> bool {
         match signal {
@@ -308,6 +318,7 @@ impl Criteria {
             Signal::UserAgent => self.user_agents.is_some(),
             Signal::Hostname => self.hostnames.is_some(),
             Signal::Managed => self.auth0_managed.is_some(),
+            Signal::MessageSignature => self.http_message_signature.is_some(),
         }
     }
 
@@ -333,6 +344,7 @@ impl Criteria {
             + len(&self.user_agents)
             + len(&self.hostnames)
             + len(&self.auth0_managed)
+            + len(&self.http_message_signature)
     }
 }
 

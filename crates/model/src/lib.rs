@@ -85,6 +85,7 @@
 #![deny(missing_docs)]
 
 mod acl;
+mod acl_key;
 mod branding;
 mod criteria;
 mod directory;
@@ -105,6 +106,10 @@ mod timestamp;
 mod validate;
 
 pub use acl::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority, RuleSet};
+pub use acl_key::{
+    KeyMaterial, NetworkAclKey, NetworkAclKeyId, NetworkAclKeySpec, MAX_KEY_BYTES, MAX_KEY_ID_LEN,
+    MIN_KEY_BYTES, NETWORK_ACL_KEY_ALG,
+};
 pub use branding::{BrandingColors, BrandingFont, BrandingPatch, BrandingSettings, PageBackground};
 pub use criteria::{
     AsnEntry, CidrEntry, CountryCode, Criteria, FingerprintJa3, FingerprintJa4, Hostname, Signal,

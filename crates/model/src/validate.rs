@@ -13,8 +13,8 @@ use crate::schema::{
     ObjectReader, ObjectSchema, Reason, StringRule,
 };
 use crate::{
-    AclId, Action, Limits, ManagedListName, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority,
-    Rule, RuleScope, RuleSet, Timestamp, ValidationError,
+    AclId, Action, Limits, ManagedListName, NetworkAcl, NetworkAclKeyId, NetworkAclPatch,
+    NetworkAclSpec, Priority, Rule, RuleScope, RuleSet, Timestamp, ValidationError,
 };
 
 const SPEC: ObjectSchema<'static> = ObjectSchema {
@@ -58,7 +58,7 @@ const ACTION: ObjectSchema<'static> = ObjectSchema {
 };
 
 /// The criteria members, in the order the admin API documents (and `to_json` writes) them.
-const MEMBERS: [&str; 12] = [
+const MEMBERS: [&str; 13] = [
     "ipv4_cidrs",
     "ipv6_cidrs",
     "connecting_ipv4_cidrs",
@@ -71,12 +71,25 @@ const MEMBERS: [&str; 12] = [
     "user_agents",
     "hostnames",
     "auth0_managed",
+    "http_message_signature",
 ];
 
 const CRITERIA: ObjectSchema<'static> = ObjectSchema {
     allowed: &MEMBERS,
     required: &[],
     min_properties: 1,
+};
+
+const MESSAGE_SIGNATURE: ObjectSchema<'static> = ObjectSchema {
+    allowed: &["keys"],
+    required: &["keys"],
+    min_properties: 0,
+};
+
+const KEY_REFERENCE: ObjectSchema<'static> = ObjectSchema {
+    allowed: &["id"],
+    required: &["id"],
+    min_properties: 0,
 };
 
 const ENVELOPE: ObjectSchema<'static> = ObjectSchema {
@@ -311,8 +324,35 @@ fn criteria(
             ManagedListName::parse(text)
                 .ok_or_else(|| format!("No enum match for: {}", Value::from(text)))
         })?,
+        http_message_signature: message_signature(&object, list)?,
     };
     Ok(Some(criteria))
+}
+
+/// `http_message_signature: {"keys": [{"id": "..."}, ...]}`: a non-empty list of unique key
+/// references (whether each id names a key of the tenant is the server's check).
+fn message_signature(
+    object: &ObjectReader<'_>,
+    list: ArrayRule,
+) -> Result<Option<Vec<NetworkAclKeyId>>, ValidationError> {
+    let Some(member) = object.object("http_message_signature", &MESSAGE_SIGNATURE)? else {
+        return Ok(None);
+    };
+    let items = member.required("keys", member.array("keys", list)?)?;
+    let path = member.path_of("keys");
+    let mut ids = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let reference = ObjectReader::new(item, &index(&path, i), &KEY_REFERENCE)?;
+        let text = reference.required(
+            "id",
+            reference.string("id", StringRule::between(1, crate::MAX_KEY_ID_LEN))?,
+        )?;
+        let id = NetworkAclKeyId::parse(text)
+            .ok_or_else(|| crate::schema::format_error("network-acl-key-id", text))
+            .at(&reference.path_of("id"))?;
+        ids.push(id);
+    }
+    Ok(Some(ids))
 }
 
 /// A criteria member whose items are strings within `item`, each parsed by `parse`; a failure
@@ -514,5 +554,14 @@ fn criteria_to_json(criteria: &Criteria) -> Value {
     texts(&mut out, MEMBERS[11], &criteria.auth0_managed, |n| {
         n.as_str()
     });
+    if let Some(keys) = &criteria.http_message_signature {
+        let keys = keys
+            .iter()
+            .map(|id| serde_json::json!({"id": id.as_str()}))
+            .collect();
+        let mut member = Map::new();
+        member.insert("keys".into(), Value::Array(keys));
+        out.insert(MEMBERS[12].into(), Value::Object(member));
+    }
     Value::Object(out)
 }

@@ -1,8 +1,7 @@
 //! The server's settings.
-use netacl_model::{Limits, ManagedLists};
-
 use std::sync::Arc;
 
+use netacl_model::{Limits, ManagedLists};
 use netacl_secrets::Kek;
 
 use crate::auth::{SigningKey, DEFAULT_TOKEN_LIFETIME_SECS};

@@ -110,6 +110,36 @@ impl ApiError {
         )
     }
 
+    /// 404 `inexistent_network_acl_key`.
+    pub fn no_such_network_acl_key() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("inexistent_network_acl_key"),
+            "The network ACL key does not exist.",
+        )
+    }
+
+    /// 409: another key of the tenant has this name.
+    pub fn key_name_taken() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            Some("conflict"),
+            "A network ACL key with this name already exists.",
+        )
+    }
+
+    /// 409: rules still name the key.
+    pub fn key_in_use(rules: &[String]) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            Some("conflict"),
+            format!(
+                "The network ACL key is referenced by network ACLs ({}); remove the references first.",
+                rules.join(", ")
+            ),
+        )
+    }
+
     /// 404 for a path no route serves.
     pub fn no_such_route() -> Self {
         Self::new(StatusCode::NOT_FOUND, None, "Not Found")

@@ -74,6 +74,8 @@
 pub mod auth;
 pub mod rate_limit;
 
+mod acl_keys;
+
 mod body;
 mod branding;
 mod clients;

@@ -77,7 +77,10 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
                         "read:network_acls": "Read network ACLs",
                         "create:network_acls": "Create network ACLs",
                         "update:network_acls": "Update network ACLs",
-                        "delete:network_acls": "Delete network ACLs"
+                        "delete:network_acls": "Delete network ACLs",
+                        "create:network_acl_keys": "Create network ACL keys",
+                        "read:network_acl_keys": "Read network ACL keys",
+                        "delete:network_acl_keys": "Delete network ACL keys"
                     }
                 }}}
             },
@@ -91,6 +94,9 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
         .and_then(Value::as_object_mut)
     {
         for (name, schema) in crate::managed_lists::openapi::components() {
+            schemas.insert(name.into(), schema);
+        }
+        for (name, schema) in crate::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
     }
@@ -113,6 +119,8 @@ fn operation_object(op: &Operation) -> Value {
     if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
         parameters.extend(params);
     } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if let Some(params) = crate::acl_keys::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
         parameters.extend(params);
@@ -339,12 +347,25 @@ fn links(operation_id: &str) -> Option<Value> {
 /// expressions of the 400 `message`, and why (see the module docs).
 fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
     let refusal = |message: &str, why: &str| json!({"message": message, "why": why});
+    let unknown_key = || {
+        refusal(
+            "^Payload validation error: 'No network ACL key with id \\S+' on property \
+             (network_acls\\[[0-9]+\\]\\.)?rule\\.(match|not_match)\\.http_message_signature\\.keys\\[[0-9]+\\]\\.id\\.$",
+            "A rule's http_message_signature names keys of the tenant (/api/v2/keys/network-acls).",
+        )
+    };
     Some(match operation_id {
-        "netacl_dry_run" => json!([refusal(
-            "^Payload validation error: 'Cannot compile: rule id \\S+ appears twice",
-            "Two records of `network_acls` carry the same id (records without one get \
-             acl_1111111111111111111111, acl_1111111111111111111112, ... by position)."
-        )]),
+        "netacl_dry_run" => json!([
+            refusal(
+                "^Payload validation error: 'Cannot compile: rule id \\S+ appears twice",
+                "Two records of `network_acls` carry the same id (records without one get \
+                 acl_1111111111111111111111, acl_1111111111111111111112, ... by position)."
+            ),
+            unknown_key()
+        ]),
+        "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
+            json!([unknown_key()])
+        }
         "post_organizations" => json!([
             refusal(
                 "^Payload validation error: 'Connection \\S+ does not exist' on property \
@@ -683,6 +704,7 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::BrandingUpdate => "BrandingUpdate",
         BodySchema::DirectoryImport => "DirectoryImport",
         BodySchema::ManagedListPut => "ManagedListPut",
+        BodySchema::NetworkAclKeyCreate => "NetworkAclKeyCreate",
     }
 }
 
@@ -694,6 +716,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::signing_keys::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::acl_keys::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
@@ -776,7 +801,14 @@ fn schemas(limits: &Limits) -> Value {
             "auth0_managed": {"type": "array", "minItems": 1, "uniqueItems": true,
                 "description": "Managed lists (content supplied by the operator); in match or \
                                 in not_match, not both.",
-                "items": {"enum": ManagedListName::ALL.map(|n| n.as_str())}}
+                "items": {"enum": ManagedListName::ALL.map(|n| n.as_str())}},
+            "http_message_signature": {"type": "object", "additionalProperties": false,
+                "required": ["keys"],
+                "description": "Holds when the request carries a valid RFC 9421 signature (HMAC-SHA256; created, expires and keyid required) made with one of these network ACL keys. Each id must name a key of the tenant.",
+                "properties": {"keys": {"type": "array", "minItems": 1, "uniqueItems": true,
+                    "items": {"type": "object", "additionalProperties": false, "required": ["id"],
+                        "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64,
+                            "pattern": "^[A-Za-z0-9_.-]+$"}}}}}}
         }
     });
     let one_action = |name: &str| {

@@ -9,7 +9,9 @@ use axum::Router;
 use http::Method;
 
 use crate::error::ApiError;
-use crate::{branding, directory, groups, managed_lists, organizations, sessions, signing_keys};
+use crate::{
+    acl_keys, branding, directory, groups, managed_lists, organizations, sessions, signing_keys,
+};
 use crate::{guard, internal, network_acls, openapi, AppState};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
@@ -27,6 +29,7 @@ pub(crate) enum BodySchema {
     BrandingUpdate,
     DirectoryImport,
     ManagedListPut,
+    NetworkAclKeyCreate,
 }
 
 /// One operation.
@@ -107,7 +110,66 @@ const SESSIONS_QUERY: &[(&str, &str, &str)] = &[
 pub(crate) fn operations() -> Vec<Operation> {
     let mut operations = base_operations();
     operations.extend(organization_operations::operations());
+    operations.extend(network_acl_key_operations());
     operations
+}
+
+/// `/api/v2/keys/network-acls` (see [`acl_keys`]).
+fn network_acl_key_operations() -> Vec<Operation> {
+    vec![
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/keys/network-acls",
+            operation_id: "get_network-acl-keys",
+            summary: "List network ACL keys, newest first (never their material)",
+            scope: Some("read:network_acl_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The keys"),
+            errors: &[400],
+            route: || get(acl_keys::list),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/api/v2/keys/network-acls",
+            operation_id: "post_network-acl-keys",
+            summary: "Create a network ACL key (HMAC-SHA256 material, write-only)",
+            scope: Some("create:network_acl_keys"),
+            query: &[],
+            body: Some(BodySchema::NetworkAclKeyCreate),
+            form: true,
+            success: (201, "The stored key"),
+            errors: &[400, 409, 413, 415],
+            route: || post(acl_keys::create),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/keys/network-acls/{id}",
+            operation_id: "get_network-acl-keys_by_id",
+            summary: "Get a network ACL key (never its material)",
+            scope: Some("read:network_acl_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The key"),
+            errors: &[400, 404],
+            route: || get(acl_keys::get),
+        },
+        Operation {
+            method: Method::DELETE,
+            path: "/api/v2/keys/network-acls/{id}",
+            operation_id: "delete_network-acl-keys_by_id",
+            summary: "Delete a network ACL key (409 while a network ACL names it)",
+            scope: Some("delete:network_acl_keys"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (204, "Deleted"),
+            errors: &[400, 404, 409],
+            route: || delete(acl_keys::delete),
+        },
+    ]
 }
 
 fn base_operations() -> Vec<Operation> {

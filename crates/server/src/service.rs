@@ -121,7 +121,7 @@ impl AdminService {
         let (prepared, authority) = SigningKeys::prepare(
             Arc::clone(&store),
             tenant_id.clone(),
-            kek,
+            Arc::clone(&kek),
             config.tenant_domain.clone(),
             config.signing_key.clone(),
             |key| Ok(Arc::new(TenantAuthority::new(authority_config, key, [])?)),
@@ -135,7 +135,7 @@ impl AdminService {
             authority.upsert_client(authority.management_client(
                 client.client_id.clone(),
                 client.secret_hash.clone(),
-                client.scopes.iter().cloned(),
+                crate::auth::with_added_scopes(&client.scopes),
             ))?;
         }
         let exists = |id: &str| clients.iter().any(|c| c.client_id == id);
@@ -162,7 +162,11 @@ impl AdminService {
             let stored = StoredClient {
                 client_id: client_id.clone(),
                 secret_hash: hash_client_secret(&secret),
-                scopes: MANAGEMENT_SCOPES.iter().map(|s| s.to_string()).collect(),
+                scopes: MANAGEMENT_SCOPES
+                    .iter()
+                    .chain(crate::auth::ADDED_SCOPES)
+                    .map(|s| s.to_string())
+                    .collect(),
                 created_at_ms: netacl_model::Timestamp::now().unix_millis(),
             };
             authority.upsert_client(authority.management_client(
@@ -179,6 +183,7 @@ impl AdminService {
             tenant_id,
             config.limits,
             &config.managed_list_files,
+            kek,
         )
         .await?;
         let snapshot = tenant.snapshot();

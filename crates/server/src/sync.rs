@@ -274,7 +274,8 @@ mod tests {
             .ensure_tenant(&tenant, "localhost")
             .await
             .expect("tenant");
-        TenantRuntime::load(store, tenant, Limits::default(), &Default::default())
+        let kek = Arc::new(netacl_secrets::Kek::generate().expect("kek"));
+        TenantRuntime::load(store, tenant, Limits::default(), &Default::default(), kek)
             .await
             .expect("load")
     }

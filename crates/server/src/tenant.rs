@@ -20,9 +20,13 @@ use std::sync::{Arc, PoisonError, RwLock};
 use bytes::Bytes;
 use netacl_eval::ManagedIndex;
 use netacl_model::{
-    AclId, Limits, ManagedList, ManagedListName, ManagedLists, NetworkAcl, RuleSet,
+    AclId, KeyMaterial, Limits, ManagedList, ManagedListName, ManagedLists, NetworkAcl,
+    NetworkAclKey, NetworkAclKeyId, RuleSet, ValidationError,
 };
-use netacl_store::{Store, StoreError, StoredManagedList, TenantId, TenantPolicy};
+use netacl_secrets::{Kek, SecretContext};
+use netacl_store::{
+    Store, StoreError, StoredManagedList, StoredNetworkAclKey, TenantId, TenantPolicy,
+};
 use tokio::sync::{watch, Mutex};
 
 use crate::error::ApiError;
@@ -174,6 +178,105 @@ fn stored_entries(
     Ok(stored)
 }
 
+/// The purpose network ACL key material is sealed under (bound into the sealed value).
+const KEY_PURPOSE: &str = "network_acl_key";
+
+/// One network ACL key in force: its record. The material stays sealed in the store (it is
+/// opened once at load, to prove that it opens with this server's key-encryption key).
+pub(crate) struct LiveKey {
+    pub(crate) record: NetworkAclKey,
+}
+
+/// The network ACL keys of a tenant at one version, newest first.
+#[derive(Default)]
+pub(crate) struct KeysState {
+    keys: Vec<Arc<LiveKey>>,
+}
+
+impl KeysState {
+    fn new(mut keys: Vec<Arc<LiveKey>>) -> Self {
+        keys.sort_by(|a, b| {
+            (b.record.created_at, b.record.id.as_str())
+                .cmp(&(a.record.created_at, a.record.id.as_str()))
+        });
+        Self { keys }
+    }
+
+    /// Every key, newest first.
+    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &Arc<LiveKey>> {
+        self.keys.iter()
+    }
+
+    /// The key with this id.
+    pub(crate) fn get(&self, id: &NetworkAclKeyId) -> Option<&Arc<LiveKey>> {
+        self.keys.iter().find(|k| &k.record.id == id)
+    }
+}
+
+/// Opens the stored keys with the key-encryption key; a key that does not open (another KEK,
+/// a value moved between records) stops the load: serving without it would turn every signed
+/// request into an unsigned one.
+fn open_keys(
+    kek: &Kek,
+    tenant: &TenantId,
+    stored: Vec<StoredNetworkAclKey>,
+) -> Result<KeysState, LoadError> {
+    let mut keys = Vec::with_capacity(stored.len());
+    for key in stored {
+        let id = key.record.id.as_str().to_owned();
+        let context = SecretContext::new(tenant.as_str(), KEY_PURPOSE, &id);
+        let opened = kek
+            .open(&context, &key.sealed_material)
+            .map_err(|err| LoadError::Secrets(format!("network ACL key {id}: {err}")))?;
+        KeyMaterial::from_bytes(opened.expose().to_vec()).ok_or_else(|| {
+            LoadError::Secrets(format!("network ACL key {id}: material of a wrong length"))
+        })?;
+        keys.push(Arc::new(LiveKey { record: key.record }));
+    }
+    Ok(KeysState::new(keys))
+}
+
+/// 400 when `acl` names a key the tenant does not have, at the reference's property path.
+fn check_key_references(acl: &NetworkAcl, keys: &KeysState) -> Result<(), ApiError> {
+    let rule = &acl.spec.rule;
+    for (member, criteria) in [
+        ("match", rule.match_criteria()),
+        ("not_match", rule.not_match()),
+    ] {
+        let Some(ids) = criteria.and_then(|c| c.http_message_signature()) else {
+            continue;
+        };
+        for (i, id) in ids.iter().enumerate() {
+            if keys.get(id).is_none() {
+                return Err(ValidationError::new(
+                    format!("rule.{member}.http_message_signature.keys[{i}].id"),
+                    format!("No network ACL key with id {id}"),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ids of the records naming the key `id`.
+fn rules_naming_key(records: &[Arc<StoredAcl>], id: &NetworkAclKeyId) -> Vec<String> {
+    records
+        .iter()
+        .filter(|stored| {
+            let rule = &stored.acl.spec.rule;
+            rule.match_criteria()
+                .into_iter()
+                .chain(rule.not_match())
+                .any(|c| {
+                    c.http_message_signature()
+                        .is_some_and(|ids| ids.contains(id))
+                })
+        })
+        .map(|stored| stored.acl.id.to_string())
+        .collect()
+}
+
 /// The committed network ACLs and managed lists of a tenant at one version.
 pub(crate) struct AclSnapshot {
     pub(crate) version: u64,
@@ -182,10 +285,17 @@ pub(crate) struct AclSnapshot {
     by_id: HashMap<AclId, Arc<StoredAcl>>,
     /// The managed lists in force at this version.
     pub(crate) lists: Arc<ListsState>,
+    /// The network ACL keys at this version.
+    pub(crate) keys: Arc<KeysState>,
 }
 
 impl AclSnapshot {
-    fn new(version: u64, mut ordered: Vec<Arc<StoredAcl>>, lists: Arc<ListsState>) -> Self {
+    fn new(
+        version: u64,
+        mut ordered: Vec<Arc<StoredAcl>>,
+        lists: Arc<ListsState>,
+        keys: Arc<KeysState>,
+    ) -> Self {
         ordered.sort_by(|a, b| {
             (a.acl.spec.priority, a.acl.id.as_str()).cmp(&(b.acl.spec.priority, b.acl.id.as_str()))
         });
@@ -198,6 +308,7 @@ impl AclSnapshot {
             ordered,
             by_id,
             lists,
+            keys,
         }
     }
 
@@ -242,6 +353,10 @@ pub(crate) enum Change {
     DeleteList(ManagedListName),
     /// A list file of this node was (re)loaded: the content is in force from now on.
     FileList(ManagedListName, Arc<ManagedList>),
+    /// Add a network ACL key (its record and material; the material is sealed here).
+    CreateKey(Box<(NetworkAclKey, KeyMaterial)>),
+    /// Remove a network ACL key (409 while a rule names it).
+    DeleteKey(NetworkAclKeyId),
 }
 
 /// What a change produced: the stored record (none for a delete or a list change) and the
@@ -261,6 +376,8 @@ pub(crate) struct TenantRuntime {
     write_lock: Mutex<()>,
     /// The rule set last installed in the engine, sent right after each install.
     installed: watch::Sender<Arc<RuleSet>>,
+    /// Seals and opens network ACL key material.
+    kek: Arc<Kek>,
 }
 
 impl TenantRuntime {
@@ -271,11 +388,13 @@ impl TenantRuntime {
         id: TenantId,
         limits: Limits,
         file_lists: &ManagedLists,
+        kek: Arc<Kek>,
     ) -> Result<Arc<Self>, LoadError> {
         let TenantPolicy {
             rules,
             managed_lists,
         } = store.tenant_policy(&id, &[]).await?;
+        let keys = open_keys(&kek, &id, store.network_acl_keys(&id).await?)?;
         let version = rules.version;
         let stored = stored_entries(managed_lists, None)?;
         let mut files: [Option<ListEntry>; 5] = Default::default();
@@ -309,10 +428,12 @@ impl TenantRuntime {
                 version,
                 ordered,
                 Arc::new(lists),
+                Arc::new(keys),
             ))),
             engine,
             write_lock: Mutex::new(()),
             installed,
+            kek,
         }))
     }
 
@@ -371,6 +492,11 @@ impl TenantRuntime {
             rules,
             managed_lists,
         } = self.store.tenant_policy(&self.id, &known).await?;
+        let keys = open_keys(
+            &self.kek,
+            &self.id,
+            self.store.network_acl_keys(&self.id).await?,
+        )?;
         let version = rules.version;
         let stored = stored_entries(managed_lists, Some(&current.lists))?;
         let files = current.lists.files.clone();
@@ -389,8 +515,12 @@ impl TenantRuntime {
         *self
             .snapshot
             .write()
-            .unwrap_or_else(PoisonError::into_inner) =
-            Arc::new(AclSnapshot::new(version, ordered, Arc::new(lists)));
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(AclSnapshot::new(
+            version,
+            ordered,
+            Arc::new(lists),
+            Arc::new(keys),
+        ));
         self.installed.send_replace(Arc::new(rules));
         Ok(version)
     }
@@ -413,6 +543,7 @@ impl TenantRuntime {
         let mut records: Vec<Arc<StoredAcl>> = current.ordered.clone();
         let mut stored = current.lists.stored.clone();
         let mut files = current.lists.files.clone();
+        let mut keys: Vec<Arc<LiveKey>> = current.keys.keys.clone();
         let next_version = current.version + 1;
         let now = netacl_model::Timestamp::now().unix_millis();
         let list_entry = |list: &Arc<ManagedList>, source| ListEntry {
@@ -423,6 +554,7 @@ impl TenantRuntime {
         };
         let (record, write) = match change {
             Change::Create(acl) => {
+                check_key_references(&acl, &current.keys)?;
                 check_priority_free(&current, &acl)?;
                 let stored = StoredAcl::new(*acl);
                 records.push(Arc::clone(&stored));
@@ -431,6 +563,7 @@ impl TenantRuntime {
             Change::Replace { id, build } => {
                 let old = current.get(&id).ok_or_else(ApiError::no_such_network_acl)?;
                 let acl = build(&old.acl);
+                check_key_references(&acl, &current.keys)?;
                 check_priority_free(&current, &acl)?;
                 let stored = StoredAcl::new(acl);
                 records.retain(|r| r.acl.id != id);
@@ -464,6 +597,35 @@ impl TenantRuntime {
                 files[name.index()] = Some(list_entry(&list, ListSource::File));
                 (None, Write::Bump)
             }
+            Change::CreateKey(key) => {
+                let (record, material) = *key;
+                if keys.iter().any(|k| k.record.name == record.name) {
+                    return Err(ApiError::key_name_taken());
+                }
+                let context = SecretContext::new(self.id.as_str(), KEY_PURPOSE, record.id.as_str());
+                let sealed = self.kek.seal(&context, material.expose()).map_err(|err| {
+                    tracing::error!(error = %err, "cannot seal a network ACL key");
+                    ApiError::internal()
+                })?;
+                let stored = StoredNetworkAclKey {
+                    record: record.clone(),
+                    sealed_material: sealed.as_str().to_owned(),
+                };
+                drop(material);
+                keys.push(Arc::new(LiveKey { record }));
+                (None, Write::CreateKey(Box::new(stored)))
+            }
+            Change::DeleteKey(id) => {
+                if current.keys.get(&id).is_none() {
+                    return Err(ApiError::no_such_network_acl_key());
+                }
+                let naming = rules_naming_key(&current.ordered, &id);
+                if !naming.is_empty() {
+                    return Err(ApiError::key_in_use(&naming));
+                }
+                keys.retain(|k| k.record.id != id);
+                (None, Write::DeleteKey(id))
+            }
         };
         let limits = self.limits;
         let previous = Arc::clone(&current.lists);
@@ -480,7 +642,12 @@ impl TenantRuntime {
             tracing::error!(error = %err, "compile task failed");
             ApiError::internal()
         })?;
-        let next = AclSnapshot::new(next_version, records, Arc::new(lists));
+        let next = AclSnapshot::new(
+            next_version,
+            records,
+            Arc::new(lists),
+            Arc::new(KeysState::new(keys)),
+        );
         let policy = policy.map_err(|err| {
             ApiError::invalid_body(format!(
                 "Payload validation error: 'The rule set cannot be compiled: {err}'."
@@ -515,6 +682,22 @@ impl TenantRuntime {
                     .await?
             }
             (Write::Bump, _) => self.store.bump_version(&self.id, expected).await?,
+            (Write::CreateKey(stored), _) => self
+                .store
+                .create_network_acl_key(&self.id, expected, stored)
+                .await
+                .map_err(|err| match err {
+                    StoreError::NameTaken(_) => ApiError::key_name_taken(),
+                    other => ApiError::from(other),
+                })?,
+            (Write::DeleteKey(id), _) => self
+                .store
+                .delete_network_acl_key(&self.id, expected, id)
+                .await
+                .map_err(|err| match err {
+                    StoreError::NotFound(_) => ApiError::no_such_network_acl_key(),
+                    other => ApiError::from(other),
+                })?,
             _ => return Err(ApiError::internal()),
         };
         if version != next.version {
@@ -564,6 +747,8 @@ enum Write {
     PutList(ManagedListName, Arc<ManagedList>),
     DeleteList(ManagedListName),
     Bump,
+    CreateKey(Box<StoredNetworkAclKey>),
+    DeleteKey(NetworkAclKeyId),
 }
 
 /// 409 when another record of the snapshot holds `acl`'s priority (the database's unique index
@@ -589,4 +774,7 @@ pub enum LoadError {
     /// The stored rule set does not compile.
     #[error("the stored rule set does not compile: {0}")]
     Compile(String),
+    /// Stored key material does not open with this server's key-encryption key.
+    #[error("cannot open stored secrets: {0}")]
+    Secrets(String),
 }

@@ -1103,8 +1103,8 @@ async fn openapi_document_matches_the_routes() {
     }
     // 14 network-ACL and netacl operations (4 of them managed lists), 6 tenant operations
     // (tenant_api.rs), 19 organization, connection and client operations (organizations_api.rs),
-    // 4 signing-key operations (signing_keys_api.rs).
-    assert_eq!(operations, 43);
+    // 4 signing-key operations (signing_keys_api.rs), 4 network ACL key operations.
+    assert_eq!(operations, 47);
     // Undocumented methods on documented paths are 405, undocumented paths 404.
     let answer = api
         .send(Method::POST, &format!("/api/v2/network-acls/{id}"), None)
@@ -1699,4 +1699,230 @@ async fn match_all_rules_through_the_api() {
         answer.body["message"],
         "Payload validation error: 'match_all cannot be combined with not_match' on property rule."
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Network ACL keys (`/api/v2/keys/network-acls`) and `http_message_signature` references
+
+/// RFC 9421 Appendix B.1.5's shared secret (64 bytes), as a key's material.
+const KEY_VALUE: &str =
+    "uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ==";
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn signed_rule(priority: u64, key_ids: &[&str]) -> Value {
+    let keys: Vec<Value> = key_ids.iter().map(|id| json!({"id": id})).collect();
+    json!({
+        "description": "block what the proxy did not sign",
+        "active": true,
+        "priority": priority,
+        "rule": {"action": {"block": true}, "scope": "tenant",
+                 "not_match": {"http_message_signature": {"keys": keys}}}
+    })
+}
+
+#[tokio::test]
+async fn network_acl_keys_are_created_listed_and_deleted_without_their_material() {
+    let api = api().await;
+    let uri = "/api/v2/keys/network-acls";
+    let mut answers: Vec<String> = Vec::new();
+    let created = api
+        .send(
+            Method::POST,
+            uri,
+            Some(json!({"name": "edge-proxy", "alg": "hmac-sha256", "value": KEY_VALUE})),
+        )
+        .await;
+    answers.push(created.body.to_string());
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let key = created.body.clone();
+    let keys: Vec<&str> = key
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "name",
+            "alg",
+            "fingerprint",
+            "created_at",
+            "updated_at"
+        ]
+    );
+    // The fingerprint is the lowercase hex SHA-256 of the decoded material.
+    use sha2::Digest;
+    let decoded = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, KEY_VALUE)
+        .expect("base64");
+    let expected = to_hex(&sha2::Sha256::digest(&decoded));
+    assert_eq!(key["fingerprint"], json!(expected));
+    assert_eq!(key["alg"], json!("hmac-sha256"));
+    assert!(is_millis_timestamp(&key["created_at"]));
+    let id = key["id"].as_str().expect("id").to_owned();
+    assert!(id.starts_with("nak_") && id.len() == 26, "{id}");
+
+    // A form body makes a second key; the same name again is 409 and changes nothing.
+    let other_value = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32]);
+    let form = serde_urlencoded::to_string([
+        ("name", "second"),
+        ("alg", "hmac-sha256"),
+        ("value", other_value.as_str()),
+    ])
+    .expect("form");
+    let second = api
+        .raw(
+            Method::POST,
+            uri,
+            Some("application/x-www-form-urlencoded"),
+            &form,
+        )
+        .await;
+    answers.push(second.body.to_string());
+    assert_eq!(second.status, StatusCode::CREATED, "{}", second.body);
+    let version = api.get_ok("/_netacl/v1/status").await["version"].clone();
+    let clash = api
+        .send(
+            Method::POST,
+            uri,
+            Some(json!({"name": "edge-proxy", "alg": "hmac-sha256", "value": other_value})),
+        )
+        .await;
+    answers.push(clash.body.to_string());
+    assert_error(&clash, 409, Some("conflict"));
+    assert_eq!(api.get_ok("/_netacl/v1/status").await["version"], version);
+
+    // Bad bodies: 400 with the property path, never quoting the value.
+    for (body, message) in [
+        (
+            json!({"name": "k", "alg": "hmac-sha256", "value": "c2hvcnQ="}),
+            "Payload validation error: 'Decoded key is 5 bytes, must be 32 to 64 bytes' on property value.",
+        ),
+        (
+            json!({"name": "k", "alg": "hmac-sha512", "value": KEY_VALUE}),
+            "Payload validation error: 'No enum match for: \"hmac-sha512\"' on property alg.",
+        ),
+        (
+            json!({"name": "k", "alg": "hmac-sha256", "value": format!("{KEY_VALUE}!")}),
+            "Payload validation error: 'Object didn't pass validation for format base64 (the value is not shown)' on property value.",
+        ),
+        (
+            json!({"name": "k", "alg": "hmac-sha256", "value": KEY_VALUE, "kid": "x"}),
+            "Payload validation error: 'Additional properties not allowed: kid'.",
+        ),
+    ] {
+        let answer = api.send(Method::POST, uri, Some(body)).await;
+        answers.push(answer.body.to_string());
+        assert_error(&answer, 400, Some("invalid_body"));
+        assert_eq!(answer.body["message"], json!(message));
+    }
+
+    // List (newest first) and get.
+    let list = api.get_ok(uri).await;
+    answers.push(list.to_string());
+    let ids: Vec<&str> = list["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|k| k["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, [second.body["id"].as_str().expect("id"), id.as_str()]);
+    let got = api.get_ok(&format!("{uri}/{id}")).await;
+    answers.push(got.to_string());
+    assert_eq!(got, key);
+    let missing = api
+        .send(Method::GET, &format!("{uri}/nak_nothere"), None)
+        .await;
+    assert_error(&missing, 404, Some("inexistent_network_acl_key"));
+
+    // Rules name keys by id: an unknown id is a 400 at its path, a known one is stored.
+    let unknown = api
+        .send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(signed_rule(10, &[&id, "nak_unknown"])),
+        )
+        .await;
+    assert_error(&unknown, 400, Some("invalid_body"));
+    assert_eq!(
+        unknown.body["message"],
+        json!("Payload validation error: 'No network ACL key with id nak_unknown' on property rule.not_match.http_message_signature.keys[1].id.")
+    );
+    let rule = api.create(signed_rule(10, &[&id])).await;
+    answers.push(rule.to_string());
+    assert_eq!(
+        rule["rule"]["not_match"],
+        json!({"http_message_signature": {"keys": [{"id": id}]}})
+    );
+    // The reference survives a replacement of the rule and key listing.
+    let replaced = api
+        .send(Method::PUT, &acl_uri(&rule), Some(signed_rule(11, &[&id])))
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.body);
+    assert_eq!(replaced.body["rule"], rule["rule"]);
+    api.get_ok(uri).await;
+
+    // The dry run takes the verified key id as a request key.
+    let signed = api
+        .dry_run(json!({"path": "/authorize", "http_message_signature": id}))
+        .await;
+    answers.push(signed.to_string());
+    assert_eq!(signed["outcome"]["action"], json!("none"), "{signed}");
+    let unsigned = api.dry_run(json!({"path": "/authorize"})).await;
+    assert_eq!(unsigned["outcome"]["action"], json!("block"), "{unsigned}");
+
+    // A key a rule names cannot be deleted; once the rule is gone it can.
+    let in_use = api.send(Method::DELETE, &format!("{uri}/{id}"), None).await;
+    answers.push(in_use.body.to_string());
+    assert_error(&in_use, 409, Some("conflict"));
+    assert_eq!(api.get_ok(&format!("{uri}/{id}")).await, key);
+    let gone = api.send(Method::DELETE, &acl_uri(&rule), None).await;
+    assert_eq!(gone.status, StatusCode::NO_CONTENT);
+    let deleted = api.send(Method::DELETE, &format!("{uri}/{id}"), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
+    let again = api.send(Method::DELETE, &format!("{uri}/{id}"), None).await;
+    assert_error(&again, 404, Some("inexistent_network_acl_key"));
+
+    // No answer carried the material, in any encoding.
+    let hex_material = to_hex(&decoded);
+    let url_safe = KEY_VALUE.replace('+', "-").replace('/', "_");
+    for text in &answers {
+        for secret in [
+            &KEY_VALUE[..40],
+            &hex_material[..40],
+            &url_safe[..40],
+            &other_value[..40],
+        ] {
+            assert!(!text.contains(secret), "material in an answer: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn network_acl_key_scopes_are_exact() {
+    let api = api().await;
+    let service = &api.service;
+    let uri = "/api/v2/keys/network-acls";
+    let readers = scoped_token(service, "reader", &["read:network_acl_keys"]);
+    let acl_reader = scoped_token(
+        service,
+        "acl-reader",
+        &["read:network_acls", "create:network_acls"],
+    );
+    let body = json!({"name": "k", "alg": "hmac-sha256", "value": KEY_VALUE});
+    let denied = api
+        .send_as(&readers, Method::POST, uri, Some(body.clone()))
+        .await;
+    assert_error(&denied, 403, Some("insufficient_scope"));
+    let denied = api.send_as(&acl_reader, Method::GET, uri, None).await;
+    assert_error(&denied, 403, Some("insufficient_scope"));
+    let listed = api.send_as(&readers, Method::GET, uri, None).await;
+    assert_eq!(listed.status, StatusCode::OK);
+    // The bootstrap client holds the three key scopes.
+    let created = api.send(Method::POST, uri, Some(body)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
 }

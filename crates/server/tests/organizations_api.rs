@@ -1246,7 +1246,12 @@ async fn clients_and_their_grants_answer_without_secrets() {
     let ours = &list[1];
     assert_eq!(ours["client_id"], CLIENT);
     assert_eq!(ours["audience"], AUDIENCE);
-    assert_eq!(ours["scope"], json!(MANAGEMENT_SCOPES));
+    let bootstrap_scopes: Vec<&str> = MANAGEMENT_SCOPES
+        .iter()
+        .chain(netacl_server::auth::ADDED_SCOPES)
+        .copied()
+        .collect();
+    assert_eq!(ours["scope"], json!(bootstrap_scopes));
     assert_eq!(
         list[0]["scope"],
         json!(["read:organizations", "read:clients"])

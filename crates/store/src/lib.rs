@@ -49,6 +49,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod acl_keys;
 mod branding;
 mod credentials;
 mod directory;
@@ -62,6 +63,7 @@ mod tenant;
 use async_trait::async_trait;
 use netacl_model::{AclId, NetworkAcl, RuleSet};
 
+pub use acl_keys::{NetworkAclKeyStore, StoredNetworkAclKey};
 pub use branding::BrandingStore;
 pub use credentials::{StoredClient, StoredSigningKey};
 pub use directory::{DirectoryStore, ImportReport, Page};
@@ -232,6 +234,7 @@ pub trait Store:
     TenantStore
     + NetworkAclStore
     + ManagedListStore
+    + NetworkAclKeyStore
     + CredentialStore
     + OrganizationStore
     + DirectoryStore
@@ -243,6 +246,7 @@ impl<T> Store for T where
     T: TenantStore
         + NetworkAclStore
         + ManagedListStore
+        + NetworkAclKeyStore
         + CredentialStore
         + OrganizationStore
         + DirectoryStore

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use netacl_model::{
     AccessLevel, AclId, BrandingPatch, ConnectionView, DirectoryData, GroupId, Limits, ManagedList,
-    ManagedListName, NetworkAcl, NetworkAclSpec, Organization, OrganizationConnection,
-    OrganizationConnectionPatch, OrganizationId, OrganizationPatch, OrganizationSpec, Timestamp,
+    ManagedListName, NetworkAcl, NetworkAclKey, NetworkAclKeyId, NetworkAclSpec, Organization,
+    OrganizationConnection, OrganizationConnectionPatch, OrganizationId, OrganizationPatch,
+    OrganizationSpec, Timestamp,
 };
 use netacl_store::{
     ChangeNotice, ImportReport, ManagedListStore, NetworkAclStore, OrganizationCursor,
@@ -177,6 +178,7 @@ conformance!(
     organization_writes_race_safely,
     branding_patches_merge_across_handles,
     managed_lists_bump_the_version_and_read_back_what_changed,
+    network_acl_keys_bump_the_version_and_names_are_unique,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1705,8 +1707,10 @@ async fn sqlite_signing_key_migration_keeps_the_key_current() {
     };
     {
         let conn = rusqlite::Connection::open(&file).expect("open file");
-        conn.execute_batch(&format!("{SQLITE_UNDO_5} PRAGMA user_version = 4;"))
-            .expect("downgrade");
+        conn.execute_batch(&format!(
+            "DROP TABLE network_acl_keys; {SQLITE_UNDO_5} PRAGMA user_version = 4;"
+        ))
+        .expect("downgrade");
         conn.execute(
             "INSERT INTO signing_keys (tenant_id, kid, private_key_pem, created_at)
              VALUES (?1, 'old', 'PEM', 5)",
@@ -1735,7 +1739,8 @@ async fn postgres_signing_key_migration_keeps_the_key_current() {
     let driver = tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "{POSTGRES_UNDO_5} DELETE FROM netacl_schema_migrations WHERE version = 5;"
+            "DROP TABLE network_acl_keys; {POSTGRES_UNDO_5}
+                 DELETE FROM netacl_schema_migrations WHERE version >= 5;"
         ))
         .await
         .expect("downgrade");
@@ -1776,7 +1781,8 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
         // Back to the schema of the previous release.
         let conn = rusqlite::Connection::open(&file).expect("open file");
         conn.execute_batch(&format!(
-            "{SQLITE_UNDO_5} DROP TABLE managed_lists; PRAGMA user_version = 3;"
+            "{SQLITE_UNDO_5} DROP TABLE network_acl_keys; DROP TABLE managed_lists; \
+             PRAGMA user_version = 3;"
         ))
         .expect("downgrade");
     }
@@ -1793,6 +1799,119 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
                 &managed_list("10.0.0.1\n"),
                 NOW_MS,
             )
+            .await
+            .expect("the new table works"),
+        2
+    );
+}
+
+fn stored_key(seed: u128, name: &str, at: i64) -> netacl_store::StoredNetworkAclKey {
+    netacl_store::StoredNetworkAclKey {
+        record: NetworkAclKey {
+            id: NetworkAclKeyId::from_random(seed),
+            name: name.to_owned(),
+            fingerprint: format!("{seed:064x}"),
+            created_at: Timestamp::from_unix_millis(at),
+            updated_at: Timestamp::from_unix_millis(at),
+        },
+        sealed_material: format!("sealed-v1:test:{seed}"),
+    }
+}
+
+async fn network_acl_keys_bump_the_version_and_names_are_unique(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let older = stored_key(1, "proxy-a", 1_700_000_000_000);
+    let newer = stored_key(2, "proxy-b", 1_700_000_000_500);
+    assert_eq!(
+        store
+            .create_network_acl_key(&tenant, 0, &older)
+            .await
+            .expect("a"),
+        1
+    );
+    assert_eq!(
+        store
+            .create_network_acl_key(&tenant, 1, &newer)
+            .await
+            .expect("b"),
+        2
+    );
+    // A second key of the same name is refused and changes nothing.
+    let clash = stored_key(3, "proxy-a", 1_700_000_001_000);
+    match store.create_network_acl_key(&tenant, 2, &clash).await {
+        Err(StoreError::NameTaken(_)) => {}
+        other => panic!("expected NameTaken, got {other:?}"),
+    }
+    assert_eq!(
+        store
+            .tenant(&tenant)
+            .await
+            .expect("t")
+            .expect("t")
+            .acl_version,
+        2
+    );
+    // A stale version is a conflict.
+    assert!(matches!(
+        store
+            .create_network_acl_key(&tenant, 1, &stored_key(4, "c", 1))
+            .await,
+        Err(StoreError::VersionConflict { .. })
+    ));
+    // Newest first, sealed material back as stored.
+    let keys = store.network_acl_keys(&tenant).await.expect("list");
+    assert_eq!(keys, vec![newer.clone(), older.clone()]);
+    let reopened = (backend.reopen)().await;
+    assert_eq!(
+        reopened.network_acl_keys(&tenant).await.expect("list"),
+        keys
+    );
+    assert_eq!(
+        store
+            .delete_network_acl_key(&tenant, 2, &older.record.id)
+            .await
+            .expect("delete"),
+        3
+    );
+    assert!(matches!(
+        store
+            .delete_network_acl_key(&tenant, 3, &older.record.id)
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        store.network_acl_keys(&tenant).await.expect("list"),
+        vec![newer]
+    );
+}
+
+/// Migration 6 (network ACL keys) applied to a database at schema version 4 keeps its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_network_acl_keys_migration_keeps_existing_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tenant = TenantId::default_tenant();
+    let a = acl(5, 20, "192.0.2.0/24");
+    let file = {
+        let sqlite = SqliteStore::open(dir.path(), Limits::default()).expect("open");
+        let file = sqlite.path().to_owned();
+        let store: Arc<dyn Store> = Arc::new(sqlite);
+        with_tenant(&store).await;
+        store.create_network_acl(&tenant, 0, &a).await.expect("acl");
+        file
+    };
+    {
+        let conn = rusqlite::Connection::open(&file).expect("open file");
+        conn.execute_batch("DROP TABLE network_acl_keys; PRAGMA user_version = 5;")
+            .expect("downgrade");
+    }
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
+    let rules = store.network_acl_rule_set(&tenant).await.expect("rules");
+    assert_eq!((rules.version, rules.acls), (1, vec![a]));
+    assert_eq!(
+        store
+            .create_network_acl_key(&tenant, 1, &stored_key(9, "k", 1))
             .await
             .expect("the new table works"),
         2
@@ -1823,7 +1942,7 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
     let driver = tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "{POSTGRES_UNDO_5} DROP TABLE managed_lists;
+            "{POSTGRES_UNDO_5} DROP TABLE network_acl_keys; DROP TABLE managed_lists;
                  DELETE FROM netacl_schema_migrations WHERE version >= 4;"
         ))
         .await

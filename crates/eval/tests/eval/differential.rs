@@ -106,6 +106,10 @@ const REQ_JA4: &[&str] = &[
 const REQ_USER_AGENTS: &[&str] = &[
     "bot/1", "xbot", "bot", "curl/8.0", "Curl/8.0", "", "abc", "aXbYc", "bobot", "bot/", "b",
 ];
+/// Network ACL key ids (`http_message_signature`); ids compare exactly.
+const KEY_IDS: &[&str] = &["nak_A", "nak_B", "nak_C"];
+const REQ_KEYS: &[&str] = &["nak_A", "nak_B", "nak_a", "nak_D"];
+
 const REQ_HOSTS: &[&str] = &[
     "a.example.com",
     "A.EXAMPLE.COM.",
@@ -122,12 +126,12 @@ fn member<T: Clone + std::fmt::Debug + 'static>(
     ]
 }
 
-/// A criteria object; with `lists`, it may also name managed lists.
+/// A criteria object; with `lists`, it may also name managed lists and signing keys.
 fn criteria_with(lists: bool) -> impl Strategy<Value = Map<String, Value>> {
     let managed = if lists {
-        member(LIST_NAMES).boxed()
+        (member(LIST_NAMES), member(KEY_IDS)).boxed()
     } else {
-        Just(None).boxed()
+        Just((None, None)).boxed()
     };
     (
         (member(V4), member(V6), member(V4), member(V6)),
@@ -136,7 +140,12 @@ fn criteria_with(lists: bool) -> impl Strategy<Value = Map<String, Value>> {
         managed,
     )
         .prop_map(
-            |((v4, v6, cv4, cv6), (asns, countries, subs), (ja3, ja4, uas, hosts), managed)| {
+            |(
+                (v4, v6, cv4, cv6),
+                (asns, countries, subs),
+                (ja3, ja4, uas, hosts),
+                (managed, keys),
+            )| {
                 let mut out = Map::new();
                 let mut put = |key: &str, v: Option<Vec<Value>>| {
                     if let Some(v) = v {
@@ -160,6 +169,10 @@ fn criteria_with(lists: bool) -> impl Strategy<Value = Map<String, Value>> {
                 put("user_agents", strs(uas));
                 put("hostnames", strs(hosts));
                 put("auth0_managed", strs(managed));
+                if let Some(keys) = keys {
+                    let keys: Vec<Value> = keys.into_iter().map(|id| json!({"id": id})).collect();
+                    out.insert("http_message_signature".into(), json!({"keys": keys}));
+                }
                 out
             },
         )
@@ -279,7 +292,7 @@ fn request() -> impl Strategy<Value = RequestInput> {
             opt(REQ_JA3),
             opt(REQ_JA4),
         ),
-        (opt(REQ_USER_AGENTS), opt(REQ_HOSTS)),
+        (opt(REQ_USER_AGENTS), opt(REQ_HOSTS), opt(REQ_KEYS)),
     )
         .prop_map(
             |(
@@ -288,7 +301,7 @@ fn request() -> impl Strategy<Value = RequestInput> {
                 connecting_ip,
                 asn,
                 (country, subdivision, ja3, ja4),
-                (ua, host),
+                (ua, host, key),
             )| {
                 RequestInput {
                     scope: None,
@@ -302,6 +315,7 @@ fn request() -> impl Strategy<Value = RequestInput> {
                     ja4,
                     user_agent: ua,
                     hostname: host,
+                    http_message_signature: key,
                 }
             },
         )

@@ -68,5 +68,5 @@ pub use client::{
 };
 pub use endpoint::{jwks_endpoint, token_endpoint, token_router, MAX_TOKEN_BODY_BYTES};
 pub use key::{KeyError, SigningKey, GENERATED_KEY_BITS, MAX_KEY_BITS, MIN_KEY_BITS};
-pub use scopes::{is_management_scope, MANAGEMENT_SCOPES};
+pub use scopes::{is_management_scope, with_added_scopes, ADDED_SCOPES, MANAGEMENT_SCOPES};
 pub use verify::{AuthError, Principal};

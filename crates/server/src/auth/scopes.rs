@@ -254,7 +254,33 @@ pub const MANAGEMENT_SCOPES: &[&str] = &[
 
 /// Whether `scope` is one of [`MANAGEMENT_SCOPES`] (exact comparison).
 pub fn is_management_scope(scope: &str) -> bool {
-    MANAGEMENT_SCOPES.contains(&scope)
+    MANAGEMENT_SCOPES.contains(&scope) || ADDED_SCOPES.contains(&scope)
+}
+
+/// Scopes the public service added after the interface specification was written (the
+/// network ACL keys). The bootstrap client gets them too, also when it was stored by an
+/// earlier version (see [`with_added_scopes`]).
+pub const ADDED_SCOPES: &[&str] = &[
+    "create:network_acl_keys",
+    "read:network_acl_keys",
+    "delete:network_acl_keys",
+];
+
+/// A stored client's scopes, with [`ADDED_SCOPES`] when it holds every scope of
+/// [`MANAGEMENT_SCOPES`] (the bootstrap client of an earlier version).
+pub fn with_added_scopes(scopes: &[String]) -> Vec<String> {
+    let mut out = scopes.to_vec();
+    let bootstrap = MANAGEMENT_SCOPES
+        .iter()
+        .all(|s| scopes.iter().any(|have| have == s));
+    if bootstrap {
+        for added in ADDED_SCOPES {
+            if !out.iter().any(|have| have == added) {
+                out.push((*added).to_owned());
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

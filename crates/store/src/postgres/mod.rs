@@ -11,6 +11,7 @@
 //! Connections come from a small pool (deadpool-postgres) that replaces broken connections by
 //! itself: while the database is away every call fails fast with [`StoreError::Unavailable`], and
 //! the first call after it returns gets a fresh connection.
+mod acl_keys;
 mod branding;
 mod credentials;
 mod directory;

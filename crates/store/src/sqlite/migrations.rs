@@ -179,6 +179,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE signing_keys ADD COLUMN revoked_at INTEGER;
     UPDATE signing_keys SET current_since = created_at;
     "#,
+    // 6: network ACL keys. `sealed_material` is the key material sealed with the server's
+    // key-encryption key (netacl-secrets); the fingerprint is the SHA-256 of the material.
+    r#"
+    CREATE TABLE network_acl_keys (
+        tenant_id       TEXT NOT NULL REFERENCES tenants(id),
+        id              TEXT NOT NULL,
+        name            TEXT NOT NULL,
+        fingerprint     TEXT NOT NULL,
+        sealed_material TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, id),
+        UNIQUE (tenant_id, name)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -5,6 +5,7 @@
 //! mutex and used from `spawn_blocking`, so no async worker ever blocks on the disk.
 //! `secure_delete=ON`: deleted or replaced content is overwritten in the file (a sealed signing
 //! key replacing its plaintext PEM leaves no copy in a free page).
+mod acl_keys;
 mod branding;
 mod credentials;
 mod directory;
