@@ -22,7 +22,7 @@ use crate::tenant::Change;
 use crate::AppState;
 
 /// The create body as a form: `name=...&alg=hmac-sha256&value=...` (all strings).
-const KEY_FORM: FormShape = FormShape {
+pub(crate) const KEY_FORM: FormShape = FormShape {
     booleans: &[],
     integers: &[],
     json_fields: &[],

@@ -79,16 +79,19 @@ pub enum FormResource {
     Branding,
     /// `PUT /_netacl/v1/managed-lists/{name}`.
     ManagedList,
+    /// `POST /api/v2/keys/network-acls`.
+    NetworkAclKey,
 }
 
 impl FormResource {
     /// Every resource, for tests and fuzzing.
-    pub const ALL: [FormResource; 5] = [
+    pub const ALL: [FormResource; 6] = [
         FormResource::NetworkAcl,
         FormResource::Organization,
         FormResource::OrganizationConnection,
         FormResource::Branding,
         FormResource::ManagedList,
+        FormResource::NetworkAclKey,
     ];
 
     fn shape(self) -> &'static FormShape {
@@ -100,6 +103,7 @@ impl FormResource {
             }
             FormResource::Branding => &crate::branding::BRANDING_FORM,
             FormResource::ManagedList => &crate::managed_lists::MANAGED_LIST_FORM,
+            FormResource::NetworkAclKey => &crate::acl_keys::KEY_FORM,
         }
     }
 }

@@ -966,6 +966,7 @@ mod tests {
                 &crate::organization_connections::CONNECTION_FORM
             }
             "patch_branding" => &BRANDING_FORM,
+            "post_network-acl-keys" => &crate::acl_keys::KEY_FORM,
             other => panic!("{other} takes forms: name its FormShape here"),
         }
     }
