@@ -127,7 +127,10 @@ fn the_node_sdk_drives_network_acl_keys_and_signed_proxy_rules() {
         KEY_B.trim_end_matches('='),
         KEY_B_HEX,
     ] {
-        assert!(!log.contains(secret), "key material in the server's log:\n{log}");
+        assert!(
+            !log.contains(secret),
+            "key material in the server's log:\n{log}"
+        );
     }
     // Shown with --nocapture: the shapes the SDK put on the wire.
     eprintln!(
