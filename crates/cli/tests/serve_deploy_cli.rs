@@ -344,6 +344,15 @@ fn the_deploy_cli_exports_match_all_and_signed_proxy_rules_and_its_schema_refuse
     let Some(bin) = deploy_cli_or_skip() else {
         return;
     };
+    // No handler of this CLI reaches the keys (a version that has one should be driven here).
+    let handlers = repo_root().join("tests/node/node_modules/auth0-deploy-cli/lib/tools/auth0");
+    for (path, text) in files(&handlers) {
+        assert!(
+            !text.contains("keys.networkAcls") && !text.contains("keys/network-acls"),
+            "{} reaches network ACL keys: drive it in this test",
+            path.display()
+        );
+    }
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
     let (ca, server) = start_over_tls(dir.path(), "deploy-signed");
