@@ -340,26 +340,36 @@ fn links(operation_id: &str) -> Option<Value> {
 fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
     let refusal = |message: &str, why: &str| json!({"message": message, "why": why});
     Some(match operation_id {
-        "netacl_dry_run" => json!([refusal(
-            "^Payload validation error: 'Cannot compile: rule id \\S+ appears twice",
-            "Two records of `network_acls` carry the same id (records without one get \
-             acl_1111111111111111111111, acl_1111111111111111111112, ... by position)."
-        )]),
+        "netacl_dry_run" => json!([
+            refusal(
+                "^Payload validation error: 'Cannot compile: rule id \\S+ appears twice",
+                "Two records of `network_acls` carry the same id (records without one get \
+                 acl_1111111111111111111111, acl_1111111111111111111112, ... by position)."
+            ),
+            refusal(
+                // The path as Rust's `{:?}` writes it: quoted, `"` and `\` escaped.
+                "^Payload validation error: 'path \"(?:[^\"\\\\]|\\\\[\\s\\S])*\": ambiguous path: \
+                 [\\s\\S]*' on property request\\.$",
+                "A path servers would route to different scopes (merging `//` before dot \
+                 segments, decoding `%2F`, stripping `;` parameters) is refused, as the edge \
+                 refuses it."
+            )
+        ]),
         "post_organizations" => json!([
             refusal(
-                "^Payload validation error: 'Connection \\S+ does not exist' on property \
+                "^Payload validation error: 'Connection [\\s\\S]+ does not exist' on property \
                  enabled_connections\\[[0-9]+\\]\\.connection_id\\.$",
                 "An enabled connection must be one the directory holds."
             ),
             refusal(
-                "^Payload validation error: 'Connection \\S+ is already enabled by \
+                "^Payload validation error: 'Connection [\\s\\S]+ is already enabled by \
                  enabled_connections\\[[0-9]+\\]' on property \
                  enabled_connections\\[[0-9]+\\]\\.connection_id\\.$",
                 "Each connection is enabled once."
             )
         ]),
         "post_enabled_connections" | "post_organization_connections" => json!([refusal(
-            "^Payload validation error: 'Connection \\S+ does not exist' on property \
+            "^Payload validation error: 'Connection [\\s\\S]+ does not exist' on property \
              connection_id\\.$",
             "The connection must be one the directory holds."
         )]),
@@ -373,7 +383,7 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
                 "Every reference names a record of the same file."
             ),
             refusal(
-                "^Payload validation error: 'group \\S+ cannot be a member of itself'",
+                "^Payload validation error: 'group [\\s\\S]+ cannot be a member of itself'",
                 "A group is not its own member."
             )
         ]),
@@ -838,7 +848,11 @@ fn schemas(limits: &Limits) -> Value {
             "scope": {"type": "string"}, "path": {"type": "string"}}},
         "properties": {
             "scope": {"enum": ["management", "authentication", "dynamic_client_registration", null]},
-            "path": any_string,
+            "path": {"type": ["string", "null"], "pattern": patterns::REQUEST_PATH,
+                "description": "The request target's path, read as the edge reads it: a `%` \
+                                not followed by two hex digits and a backslash are refused \
+                                before any `?` or `#`, and so is a path servers would route \
+                                to different scopes (`/api/v2//../users`)."},
             "client_ip": address, "connecting_ip": address,
             "asn": {"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX},
             "country": any_string, "subdivision": any_string, "ja3": any_string,

@@ -1,0 +1,212 @@
+//! The OpenAPI document held to the server's answers where a schema-valid request is still
+//! refused (schemathesis's ST202 findings of 2026-11-25): the dry run's `path` pattern is the
+//! server's rule, and every refusal the document declares in `x-netacl-refusals-beyond-schema`
+//! matches the server's message for any value the schema lets through (the schemathesis hooks,
+//! `tests/schemathesis/hooks.py`, drop a refused schema-valid request only on such a match).
+//!
+//! The document's regular expressions are compiled here with the `regex` crate; they keep to the
+//! part of the syntax that it, Python's `re` (the hooks) and ECMA-262 (JSON Schema) read alike.
+mod support;
+
+use http::{Method, StatusCode};
+use regex::Regex;
+use serde_json::{json, Value};
+use support::{api, Answer, Api};
+
+/// Connection ids the body schemas take (1 to 50 characters of any kind) that no connection
+/// has: whitespace and control characters of every kind, quotes, backslashes, text that looks
+/// like the rest of the message. The first three are those of the 2026-11-25 run.
+const ODD_IDS: [&str; 14] = [
+    "\u{f3}(\u{10c175}@\u{c70ab}rm\u{b}\u{58e3c}T|\u{c0}\\\u{8f}\u{b7}\u{d0}9",
+    "\u{e7eab}\u{c4}\u{1e}\u{1d}\u{d2}\u{ce}\u{7d175}\u{3e8d4}3k\u{131dc}\u{f9}\u{b7}\u{b0}",
+    "\u{d6}\u{d8}\u{fb8b}\u{a0}\u{c7c18}\u{d3}",
+    "con_0000000000000000",
+    " ",
+    "a b",
+    "tab\there",
+    "new\nline",
+    "\r\n",
+    "\u{2028}\u{3000}\u{85}",
+    "x' on property connection_id.",
+    "\"quoted\" \\ back",
+    "\u{0}",
+    "12345678901234567890123456789012345678901234567890",
+];
+
+/// The served document.
+async fn document(api: &Api) -> Value {
+    api.get_ok("/_netacl/v1/openapi.json").await
+}
+
+/// The refusals `document` declares for `method path`, compiled.
+fn declared(document: &Value, path: &str, method: &str) -> Vec<Regex> {
+    document["paths"][path][method]["x-netacl-refusals-beyond-schema"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{method} {path} declares no refusal"))
+        .iter()
+        .map(|refusal| {
+            let text = refusal["message"].as_str().expect("message");
+            Regex::new(text).unwrap_or_else(|err| panic!("{text}: {err}"))
+        })
+        .collect()
+}
+
+/// `answer` is a 400 with `message`, and one of `refusals` matches it.
+fn assert_declared(answer: &Answer, message: &str, refusals: &[Regex], what: &str) {
+    assert_eq!(
+        answer.status,
+        StatusCode::BAD_REQUEST,
+        "{what}: {}",
+        answer.body
+    );
+    assert_eq!(answer.body["message"], message, "{what}");
+    assert!(
+        refusals.iter().any(|r| r.is_match(message)),
+        "{what}: {message:?} matches no declared refusal"
+    );
+}
+
+#[tokio::test]
+async fn connection_refusals_match_every_id_the_schema_takes() {
+    let api = api().await;
+    let doc = document(&api).await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/organizations",
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let org = answer.body["id"].as_str().expect("id").to_owned();
+    let create = declared(&doc, "/api/v2/organizations", "post");
+    for id in ODD_IDS {
+        assert!((1..=50).contains(&id.chars().count()), "{id:?}");
+        for (path, operation) in [
+            (
+                "/api/v2/organizations/{id}/enabled_connections",
+                "enabled_connections",
+            ),
+            ("/api/v2/organizations/{id}/connections", "connections"),
+        ] {
+            let refusals = declared(&doc, path, "post");
+            let answer = api
+                .send(
+                    Method::POST,
+                    &format!("/api/v2/organizations/{org}/{operation}"),
+                    Some(json!({"connection_id": id})),
+                )
+                .await;
+            assert_declared(
+                &answer,
+                &format!(
+                    "Payload validation error: 'Connection {id} does not exist' on property \
+                     connection_id."
+                ),
+                &refusals,
+                &format!("{operation} {id:?}"),
+            );
+        }
+        let answer = api
+            .send(
+                Method::POST,
+                "/api/v2/organizations",
+                Some(json!({"name": "beta", "enabled_connections": [{"connection_id": id}]})),
+            )
+            .await;
+        assert_declared(
+            &answer,
+            &format!(
+                "Payload validation error: 'Connection {id} does not exist' on property \
+                 enabled_connections[0].connection_id."
+            ),
+            &create,
+            &format!("create {id:?}"),
+        );
+        let answer = api
+            .send(
+                Method::POST,
+                "/api/v2/organizations",
+                Some(json!({"name": "beta", "enabled_connections": [
+                    {"connection_id": "x"}, {"connection_id": id}, {"connection_id": id}]})),
+            )
+            .await;
+        assert_declared(
+            &answer,
+            &format!(
+                "Payload validation error: 'Connection {id} is already enabled by \
+                 enabled_connections[1]' on property enabled_connections[2].connection_id."
+            ),
+            &create,
+            &format!("create twice {id:?}"),
+        );
+    }
+}
+
+#[tokio::test]
+async fn dry_run_paths_are_refused_as_the_document_says() {
+    let api = api().await;
+    let doc = document(&api).await;
+    let property = &doc["components"]["schemas"]["RequestInput"]["properties"]["path"];
+    let pattern = Regex::new(property["pattern"].as_str().expect("a path pattern")).expect("regex");
+    let refusals = declared(&doc, "/_netacl/v1/dry-run", "post");
+    let dry_run = |path: &str| {
+        api.send(
+            Method::POST,
+            "/_netacl/v1/dry-run",
+            Some(json!({"request": {"path": path}})),
+        )
+    };
+    // Outside the pattern: refused, as the edge refuses them. The first is the 2026-11-25 run's.
+    for path in [
+        "3W\u{f9}:%\u{96}\u{61c4e}\u{7e2bb}[\u{9498d}\u{e8}\u{6f5ef}\u{e3}\u{7f}l",
+        "/%%361pi/v2/users",
+        "/a%zz",
+        "/a%4",
+        "/a%",
+        "/api\\v2\\users",
+        "\\",
+        "/x%2/?%2F",
+    ] {
+        assert!(!pattern.is_match(path), "{path:?}");
+        let answer = dry_run(path).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{path:?}");
+    }
+    // Inside the pattern but ambiguous: refused with the declared message.
+    for path in [
+        "/api/v2//../users",
+        "/api%2Fv2%2Fusers",
+        "/api;x/v2/users",
+        "/api;\"x\u{7}\u{e9}/v2/users?q=\"",
+        "/oidc;a/register",
+    ] {
+        assert!(pattern.is_match(path), "{path:?}");
+        let answer = dry_run(path).await;
+        let message = format!(
+            "Payload validation error: 'path {path:?}: ambiguous path: servers that merge '//', \
+             decode '%2F' or strip ';' parameters would route it to another scope' on property \
+             request."
+        );
+        assert_declared(&answer, &message, &refusals, path);
+    }
+    // Inside the pattern: answered.
+    for path in [
+        "/api/v2/users",
+        "",
+        "/%61pi/v2/./users",
+        "/a?b=%zz\\",
+        "/a#%",
+        "/caf\u{e9} \"x\"",
+        "/api/v2/users/auth0%7Cx%2Fy",
+    ] {
+        assert!(pattern.is_match(path), "{path:?}");
+        let answer = dry_run(path).await;
+        assert_eq!(answer.status, StatusCode::OK, "{path:?}: {}", answer.body);
+    }
+    // A path refused for a malformed escape never matches the ambiguity's refusal, whatever it
+    // spells.
+    let answer = dry_run("/a\": ambiguous path: %zz").await;
+    let message = answer.body["message"].as_str().expect("message");
+    assert!(message.contains("malformed percent-escape"), "{message}");
+    assert!(!refusals.iter().any(|r| r.is_match(message)), "{message}");
+}
