@@ -434,6 +434,12 @@ fn add_form_schemas(document: &mut Value) {
         if bodies.contains(&name) {
             drop_top_level_arrays(&mut variant, &schemas);
             if let Value::Object(map) = &mut variant {
+                // An empty form is an empty body, `{}`, read as the JSON one: the body keeps its
+                // own least count of members (only a nested object that is empty sends nothing).
+                match schema.get("minProperties") {
+                    Some(least) => map.insert("minProperties".into(), least.clone()),
+                    None => map.remove("minProperties"),
+                };
                 map.insert(
                     "description".into(),
                     json!(
@@ -509,7 +515,7 @@ fn add_form_schemas(document: &mut Value) {
 }
 
 /// The form variant of a schema: `null` left out (forms cannot carry it), objects and arrays
-/// not empty (an empty one sends nothing), numbers as integers (the form reader coerces 64-bit
+/// not empty (an empty one sends nothing; [`add_form_schemas`] gives a body its own count back), numbers as integers (the form reader coerces 64-bit
 /// integers only), member names a bracket key can spell; `$ref`s to form variants, queued in
 /// `pending`.
 fn form_variant(schema: &Value, pending: &mut Vec<String>) -> Value {
@@ -1061,6 +1067,29 @@ mod tests {
             checked += booleans.len() + integers.len();
         }
         assert!(checked >= 10, "only {checked} typed leaves");
+    }
+
+    /// A form body's variant is no member of another form variant: its least count of members
+    /// is the body's own (an empty form is `{}`), which a member's could not be.
+    #[test]
+    fn form_bodies_are_not_nested_in_forms() {
+        let doc = document("tenant.test", &Limits::default());
+        let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+        let bodies: Vec<String> = operations()
+            .into_iter()
+            .filter(|op| op.form)
+            .filter_map(|op| op.body)
+            .map(|body| format!("#/components/schemas/{}{FORM_SUFFIX}", schema_name(body)))
+            .collect();
+        for (name, schema) in schemas.iter().filter(|(n, _)| n.ends_with(FORM_SUFFIX)) {
+            for body in &bodies {
+                assert!(
+                    !schema.to_string().contains(&format!("\"{body}\"")),
+                    "{name} nests {body}"
+                );
+            }
+        }
+        assert!(!bodies.is_empty());
     }
 
     /// Every `$ref` of the document names a component.

@@ -1,8 +1,9 @@
-//! The OpenAPI document held to the server's answers where a schema-valid request is still
-//! refused (schemathesis's ST202 findings of 2026-11-25): the dry run's `path` pattern is the
-//! server's rule, and every refusal the document declares in `x-netacl-refusals-beyond-schema`
-//! matches the server's message for any value the schema lets through (the schemathesis hooks,
-//! `tests/schemathesis/hooks.py`, drop a refused schema-valid request only on such a match).
+//! The OpenAPI document held to the server's answers where schemathesis found them apart (its
+//! runs of 2026-11-25): the dry run's `path` pattern is the server's rule; every refusal the
+//! document declares in `x-netacl-refusals-beyond-schema` matches the server's message for any
+//! value the schema lets through (the schemathesis hooks, `tests/schemathesis/hooks.py`, drop a
+//! refused schema-valid request only on such a match); an empty form body is valid to the
+//! document exactly when the server takes it.
 //!
 //! The document's regular expressions are compiled here with the `regex` crate; they keep to the
 //! part of the syntax that it, Python's `re` (the hooks) and ECMA-262 (JSON Schema) read alike.
@@ -209,4 +210,98 @@ async fn dry_run_paths_are_refused_as_the_document_says() {
     let message = answer.body["message"].as_str().expect("message");
     assert!(message.contains("malformed percent-escape"), "{message}");
     assert!(!refusals.iter().any(|r| r.is_match(message)), "{message}");
+}
+
+/// Whether the object schema `schema` (a body's, at its top) takes `{}`: no required member and
+/// no least count of members.
+fn takes_empty_object(schema: &Value) -> bool {
+    for combinator in ["oneOf", "anyOf", "allOf", "not"] {
+        assert!(schema.get(combinator).is_none(), "{combinator} in {schema}");
+    }
+    assert_eq!(schema["type"], "object", "{schema}");
+    schema["required"].as_array().is_none_or(Vec::is_empty)
+        && schema["minProperties"].as_u64().unwrap_or(0) == 0
+}
+
+/// An empty form (the seed-4242 run sent one to `PATCH .../enabled_connections/{connection_id}`:
+/// the server took it as `{}`, the document's form schema wanted a member).
+#[tokio::test]
+async fn an_empty_form_is_valid_exactly_when_the_server_takes_it() {
+    let api = api().await;
+    let connection = "con_Db00000000000001";
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/directory/import",
+            Some(json!({"connections": [
+                {"id": connection, "name": "Username-Password-Authentication", "strategy": "auth0"}
+            ]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/organizations",
+            Some(json!({"name": "acme", "enabled_connections": [{"connection_id": connection}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let org = answer.body["id"].as_str().expect("id").to_owned();
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(
+                json!({"description": "d", "active": true, "rule": {"action": {"block": true},
+                        "scope": "tenant", "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}}),
+            ),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let acl = answer.body["id"].as_str().expect("id").to_owned();
+    let doc = document(&api).await;
+    let schemas = &doc["components"]["schemas"];
+    let (mut taken, mut refused) = (0, 0);
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            let form = &operation["requestBody"]["content"]["application/x-www-form-urlencoded"];
+            let Some(reference) = form["schema"]["$ref"].as_str() else {
+                continue;
+            };
+            let name = reference.rsplit('/').next().expect("name");
+            let valid = takes_empty_object(&schemas[name]);
+            let id = if path.starts_with("/api/v2/network-acls") {
+                &acl
+            } else {
+                &org
+            };
+            let uri = path
+                .replace("{id}", id)
+                .replace("{connection_id}", connection);
+            let method =
+                Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
+            let answer = api.form(method.clone(), &uri, "").await;
+            if valid {
+                assert!(
+                    answer.status.is_success(),
+                    "{method} {path}: {}",
+                    answer.body
+                );
+                taken += 1;
+            } else {
+                assert_eq!(
+                    answer.status,
+                    StatusCode::BAD_REQUEST,
+                    "{method} {path}: {}",
+                    answer.body
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        taken >= 2 && refused >= 5,
+        "{taken} taken, {refused} refused"
+    );
 }
