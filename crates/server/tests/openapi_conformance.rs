@@ -3,7 +3,8 @@
 //! document declares in `x-netacl-refusals-beyond-schema` matches the server's message for any
 //! value the schema lets through (the schemathesis hooks, `tests/schemathesis/hooks.py`, drop a
 //! refused schema-valid request only on such a match); an empty form body is valid to the
-//! document exactly when the server takes it.
+//! document exactly when the server takes it; a record a `fields` projection can thin out
+//! requires no member.
 //!
 //! The document's regular expressions are compiled here with the `regex` crate; they keep to the
 //! part of the syntax that it, Python's `re` (the hooks) and ECMA-262 (JSON Schema) read alike.
@@ -304,4 +305,85 @@ async fn an_empty_form_is_valid_exactly_when_the_server_takes_it() {
         taken >= 2 && refused >= 5,
         "{taken} taken, {refused} refused"
     );
+}
+
+/// The schemas of the records an answer lists (array items, directly or in an envelope).
+fn listed_records<'a>(schema: &'a Value, schemas: &'a Value) -> Vec<&'a Value> {
+    let resolve = |schema: &'a Value| match schema["$ref"].as_str() {
+        Some(reference) => &schemas[reference.rsplit('/').next().expect("name")],
+        None => schema,
+    };
+    let schema = resolve(schema);
+    let mut records = Vec::new();
+    for branch in ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema[*key].as_array())
+        .flatten()
+        .chain(std::iter::once(schema))
+    {
+        let branch = resolve(branch);
+        if branch["type"] == "array" {
+            records.push(resolve(&branch["items"]));
+        }
+        for member in branch["properties"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            if member["type"] == "array" {
+                records.push(resolve(&member["items"]));
+            }
+        }
+    }
+    records
+}
+
+/// `fields` thins records out (the seed-4242 run's stateful phase: `GET /api/v2/connections
+/// ?fields=strategy` answered `{"strategy": ...}`, and the document required id and name).
+#[tokio::test]
+async fn records_a_fields_projection_thins_require_no_member() {
+    let api = api().await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/directory/import",
+            Some(json!({"connections": [
+                {"id": "con_Db00000000000001", "name": "db", "strategy": "auth0"}
+            ]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let projected = api
+        .get_ok("/api/v2/connections?fields=strategy&include_totals=true")
+        .await;
+    assert_eq!(projected["connections"], json!([{"strategy": "auth0"}]));
+    let doc = document(&api).await;
+    let schemas = &doc["components"]["schemas"];
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            let projects = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["name"] == "fields" && p["in"] == "query");
+            if !projects {
+                continue;
+            }
+            let answer = &operation["responses"]["200"]["content"]["application/json"]["schema"];
+            let records = listed_records(answer, schemas);
+            assert!(
+                !records.is_empty(),
+                "{method} {path}: no records in {answer}"
+            );
+            for record in records {
+                assert!(
+                    record["required"].as_array().is_none_or(Vec::is_empty),
+                    "{method} {path}: {record}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3, "{checked}");
 }
