@@ -68,6 +68,13 @@ pub const ORGANIZATION_NAME: &str = "^[a-z0-9](?:[a-z0-9_-]*[a-z0-9])?$";
 /// What an organization name must not match: the `org_` prefix of organization ids.
 pub const ORGANIZATION_NAME_NOT: &str = "^org_";
 
+/// A request path as [`normalize_path`](crate::normalize_path) takes it (the dry run's `path`):
+/// up to the first `?` or `#`, every `%` followed by two hex digits and no backslash; the query
+/// and fragment may hold anything. What it leaves to state apart is the one refusal no pattern
+/// carries: [`scope_of_path`](crate::scope_of_path)'s ambiguous paths (their scope depends on
+/// the server reading them).
+pub const REQUEST_PATH: &str = "^(?:[^%\\\\?#]|%[0-9A-Fa-f]{2})*(?:[?#][\\s\\S]*)?$";
+
 /// A connection id: `con_` and 16 ASCII letters or digits.
 pub const CONNECTION_ID: &str = "^con_[A-Za-z0-9]{16}$";
 
@@ -472,6 +479,27 @@ mod tests {
                 "{}", text
             );
             prop_assert_eq!(re(ACL_ID).is_match(&text), crate::AclId::parse(&text).is_some(), "{}", text);
+        }
+
+        /// The dry run's `path` pattern is what `normalize_path` takes; of what it lets
+        /// through, `scope_of_path` refuses only ambiguous paths (declared apart).
+        #[test]
+        fn request_path_pattern_is_the_normal_form(
+            text in prop_oneof![
+                "(/|//|%|%2|%2F|%2f|%5c|%zz|%%|%g0|\\\\|\\?|#|\\.|\\.\\.|;x|a|v2|api|\u{e9}|\n){0,10}",
+                "[/a-zA-Z0-9%?#\\\\.;\u{e9}\u{0}-\u{1f}\u{7f}-\u{a0}]{0,16}",
+                "\\PC{0,16}",
+                any::<String>(),
+            ],
+            edits in edits(),
+        ) {
+            let text = mutated(text, edits);
+            let accepted = re(REQUEST_PATH).is_match(&text);
+            prop_assert_eq!(accepted, crate::normalize_path(&text).is_ok(), "{:?}", text);
+            match crate::scope_of_path(&text) {
+                Ok(_) | Err(crate::PathError::Ambiguous) => prop_assert!(accepted, "{:?}", text),
+                Err(_) => prop_assert!(!accepted, "{:?}", text),
+            }
         }
 
         #[test]

@@ -361,6 +361,14 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
                 "Two records of `network_acls` carry the same id (records without one get \
                  acl_1111111111111111111111, acl_1111111111111111111112, ... by position)."
             ),
+            refusal(
+                // The path as Rust's `{:?}` writes it: quoted, `"` and `\` escaped.
+                "^Payload validation error: 'path \"(?:[^\"\\\\]|\\\\[\\s\\S])*\": ambiguous path: \
+                 [\\s\\S]*' on property request\\.$",
+                "A path servers would route to different scopes (merging `//` before dot \
+                 segments, decoding `%2F`, stripping `;` parameters) is refused, as the edge \
+                 refuses it."
+            ),
             unknown_key()
         ]),
         "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
@@ -368,19 +376,19 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
         }
         "post_organizations" => json!([
             refusal(
-                "^Payload validation error: 'Connection \\S+ does not exist' on property \
+                "^Payload validation error: 'Connection [\\s\\S]+ does not exist' on property \
                  enabled_connections\\[[0-9]+\\]\\.connection_id\\.$",
                 "An enabled connection must be one the directory holds."
             ),
             refusal(
-                "^Payload validation error: 'Connection \\S+ is already enabled by \
+                "^Payload validation error: 'Connection [\\s\\S]+ is already enabled by \
                  enabled_connections\\[[0-9]+\\]' on property \
                  enabled_connections\\[[0-9]+\\]\\.connection_id\\.$",
                 "Each connection is enabled once."
             )
         ]),
         "post_enabled_connections" | "post_organization_connections" => json!([refusal(
-            "^Payload validation error: 'Connection \\S+ does not exist' on property \
+            "^Payload validation error: 'Connection [\\s\\S]+ does not exist' on property \
              connection_id\\.$",
             "The connection must be one the directory holds."
         )]),
@@ -394,7 +402,7 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
                 "Every reference names a record of the same file."
             ),
             refusal(
-                "^Payload validation error: 'group \\S+ cannot be a member of itself'",
+                "^Payload validation error: 'group [\\s\\S]+ cannot be a member of itself'",
                 "A group is not its own member."
             )
         ]),
@@ -445,6 +453,12 @@ fn add_form_schemas(document: &mut Value) {
         if bodies.contains(&name) {
             drop_top_level_arrays(&mut variant, &schemas);
             if let Value::Object(map) = &mut variant {
+                // An empty form is an empty body, `{}`, read as the JSON one: the body keeps its
+                // own least count of members (only a nested object that is empty sends nothing).
+                match schema.get("minProperties") {
+                    Some(least) => map.insert("minProperties".into(), least.clone()),
+                    None => map.remove("minProperties"),
+                };
                 map.insert(
                     "description".into(),
                     json!(
@@ -520,7 +534,7 @@ fn add_form_schemas(document: &mut Value) {
 }
 
 /// The form variant of a schema: `null` left out (forms cannot carry it), objects and arrays
-/// not empty (an empty one sends nothing), numbers as integers (the form reader coerces 64-bit
+/// not empty (an empty one sends nothing; [`add_form_schemas`] gives a body its own count back), numbers as integers (the form reader coerces 64-bit
 /// integers only), member names a bracket key can spell; `$ref`s to form variants, queued in
 /// `pending`.
 fn form_variant(schema: &Value, pending: &mut Vec<String>) -> Value {
@@ -870,7 +884,11 @@ fn schemas(limits: &Limits) -> Value {
             "scope": {"type": "string"}, "path": {"type": "string"}}},
         "properties": {
             "scope": {"enum": ["management", "authentication", "dynamic_client_registration", null]},
-            "path": any_string,
+            "path": {"type": ["string", "null"], "pattern": patterns::REQUEST_PATH,
+                "description": "The request target's path, read as the edge reads it: a `%` \
+                                not followed by two hex digits and a backslash are refused \
+                                before any `?` or `#`, and so is a path servers would route \
+                                to different scopes (`/api/v2//../users`)."},
             "client_ip": address, "connecting_ip": address,
             "asn": {"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX},
             "country": any_string, "subdivision": any_string, "ja3": any_string,
@@ -1080,6 +1098,29 @@ mod tests {
             checked += booleans.len() + integers.len();
         }
         assert!(checked >= 10, "only {checked} typed leaves");
+    }
+
+    /// A form body's variant is no member of another form variant: its least count of members
+    /// is the body's own (an empty form is `{}`), which a member's could not be.
+    #[test]
+    fn form_bodies_are_not_nested_in_forms() {
+        let doc = document("tenant.test", &Limits::default());
+        let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+        let bodies: Vec<String> = operations()
+            .into_iter()
+            .filter(|op| op.form)
+            .filter_map(|op| op.body)
+            .map(|body| format!("#/components/schemas/{}{FORM_SUFFIX}", schema_name(body)))
+            .collect();
+        for (name, schema) in schemas.iter().filter(|(n, _)| n.ends_with(FORM_SUFFIX)) {
+            for body in &bodies {
+                assert!(
+                    !schema.to_string().contains(&format!("\"{body}\"")),
+                    "{name} nests {body}"
+                );
+            }
+        }
+        assert!(!bodies.is_empty());
     }
 
     /// Every `$ref` of the document names a component.

@@ -216,7 +216,9 @@ fn components(create: Option<&Value>) -> Vec<(&'static str, Value)> {
         ),
         (
             "Connection",
-            json!({"type": "object", "required": ["id", "name", "strategy"], "properties": {
+            // No member is required: `fields` projects any of them away.
+            json!({"type": "object", "description": "A connection: id, name and strategy (with \
+                `fields`, only those asked for, or all but them).", "properties": {
                 "id": {"type": "string"}, "name": {"type": "string"}, "strategy": {"type": "string"}
             }}),
         ),

@@ -1,0 +1,389 @@
+//! The OpenAPI document held to the server's answers where schemathesis found them apart (its
+//! runs of 2026-11-25): the dry run's `path` pattern is the server's rule; every refusal the
+//! document declares in `x-netacl-refusals-beyond-schema` matches the server's message for any
+//! value the schema lets through (the schemathesis hooks, `tests/schemathesis/hooks.py`, drop a
+//! refused schema-valid request only on such a match); an empty form body is valid to the
+//! document exactly when the server takes it; a record a `fields` projection can thin out
+//! requires no member.
+//!
+//! The document's regular expressions are compiled here with the `regex` crate; they keep to the
+//! part of the syntax that it, Python's `re` (the hooks) and ECMA-262 (JSON Schema) read alike.
+mod support;
+
+use http::{Method, StatusCode};
+use regex::Regex;
+use serde_json::{json, Value};
+use support::{api, Answer, Api};
+
+/// Connection ids the body schemas take (1 to 50 characters of any kind) that no connection
+/// has: whitespace and control characters of every kind, quotes, backslashes, text that looks
+/// like the rest of the message. The first three are those of the 2026-11-25 run.
+const ODD_IDS: [&str; 14] = [
+    "\u{f3}(\u{10c175}@\u{c70ab}rm\u{b}\u{58e3c}T|\u{c0}\\\u{8f}\u{b7}\u{d0}9",
+    "\u{e7eab}\u{c4}\u{1e}\u{1d}\u{d2}\u{ce}\u{7d175}\u{3e8d4}3k\u{131dc}\u{f9}\u{b7}\u{b0}",
+    "\u{d6}\u{d8}\u{fb8b}\u{a0}\u{c7c18}\u{d3}",
+    "con_0000000000000000",
+    " ",
+    "a b",
+    "tab\there",
+    "new\nline",
+    "\r\n",
+    "\u{2028}\u{3000}\u{85}",
+    "x' on property connection_id.",
+    "\"quoted\" \\ back",
+    "\u{0}",
+    "12345678901234567890123456789012345678901234567890",
+];
+
+/// The served document.
+async fn document(api: &Api) -> Value {
+    api.get_ok("/_netacl/v1/openapi.json").await
+}
+
+/// The refusals `document` declares for `method path`, compiled.
+fn declared(document: &Value, path: &str, method: &str) -> Vec<Regex> {
+    document["paths"][path][method]["x-netacl-refusals-beyond-schema"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{method} {path} declares no refusal"))
+        .iter()
+        .map(|refusal| {
+            let text = refusal["message"].as_str().expect("message");
+            Regex::new(text).unwrap_or_else(|err| panic!("{text}: {err}"))
+        })
+        .collect()
+}
+
+/// `answer` is a 400 with `message`, and one of `refusals` matches it.
+fn assert_declared(answer: &Answer, message: &str, refusals: &[Regex], what: &str) {
+    assert_eq!(
+        answer.status,
+        StatusCode::BAD_REQUEST,
+        "{what}: {}",
+        answer.body
+    );
+    assert_eq!(answer.body["message"], message, "{what}");
+    assert!(
+        refusals.iter().any(|r| r.is_match(message)),
+        "{what}: {message:?} matches no declared refusal"
+    );
+}
+
+#[tokio::test]
+async fn connection_refusals_match_every_id_the_schema_takes() {
+    let api = api().await;
+    let doc = document(&api).await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/organizations",
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let org = answer.body["id"].as_str().expect("id").to_owned();
+    let create = declared(&doc, "/api/v2/organizations", "post");
+    for id in ODD_IDS {
+        assert!((1..=50).contains(&id.chars().count()), "{id:?}");
+        for (path, operation) in [
+            (
+                "/api/v2/organizations/{id}/enabled_connections",
+                "enabled_connections",
+            ),
+            ("/api/v2/organizations/{id}/connections", "connections"),
+        ] {
+            let refusals = declared(&doc, path, "post");
+            let answer = api
+                .send(
+                    Method::POST,
+                    &format!("/api/v2/organizations/{org}/{operation}"),
+                    Some(json!({"connection_id": id})),
+                )
+                .await;
+            assert_declared(
+                &answer,
+                &format!(
+                    "Payload validation error: 'Connection {id} does not exist' on property \
+                     connection_id."
+                ),
+                &refusals,
+                &format!("{operation} {id:?}"),
+            );
+        }
+        let answer = api
+            .send(
+                Method::POST,
+                "/api/v2/organizations",
+                Some(json!({"name": "beta", "enabled_connections": [{"connection_id": id}]})),
+            )
+            .await;
+        assert_declared(
+            &answer,
+            &format!(
+                "Payload validation error: 'Connection {id} does not exist' on property \
+                 enabled_connections[0].connection_id."
+            ),
+            &create,
+            &format!("create {id:?}"),
+        );
+        let answer = api
+            .send(
+                Method::POST,
+                "/api/v2/organizations",
+                Some(json!({"name": "beta", "enabled_connections": [
+                    {"connection_id": "x"}, {"connection_id": id}, {"connection_id": id}]})),
+            )
+            .await;
+        assert_declared(
+            &answer,
+            &format!(
+                "Payload validation error: 'Connection {id} is already enabled by \
+                 enabled_connections[1]' on property enabled_connections[2].connection_id."
+            ),
+            &create,
+            &format!("create twice {id:?}"),
+        );
+    }
+}
+
+#[tokio::test]
+async fn dry_run_paths_are_refused_as_the_document_says() {
+    let api = api().await;
+    let doc = document(&api).await;
+    let property = &doc["components"]["schemas"]["RequestInput"]["properties"]["path"];
+    let pattern = Regex::new(property["pattern"].as_str().expect("a path pattern")).expect("regex");
+    let refusals = declared(&doc, "/_netacl/v1/dry-run", "post");
+    let dry_run = |path: &str| {
+        api.send(
+            Method::POST,
+            "/_netacl/v1/dry-run",
+            Some(json!({"request": {"path": path}})),
+        )
+    };
+    // Outside the pattern: refused, as the edge refuses them. The first is the 2026-11-25 run's.
+    for path in [
+        "3W\u{f9}:%\u{96}\u{61c4e}\u{7e2bb}[\u{9498d}\u{e8}\u{6f5ef}\u{e3}\u{7f}l",
+        "/%%361pi/v2/users",
+        "/a%zz",
+        "/a%4",
+        "/a%",
+        "/api\\v2\\users",
+        "\\",
+        "/x%2/?%2F",
+    ] {
+        assert!(!pattern.is_match(path), "{path:?}");
+        let answer = dry_run(path).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{path:?}");
+    }
+    // Inside the pattern but ambiguous: refused with the declared message.
+    for path in [
+        "/api/v2//../users",
+        "/api%2Fv2%2Fusers",
+        "/api;x/v2/users",
+        "/api;\"x\u{7}\u{e9}/v2/users?q=\"",
+        "/oidc;a/register",
+    ] {
+        assert!(pattern.is_match(path), "{path:?}");
+        let answer = dry_run(path).await;
+        let message = format!(
+            "Payload validation error: 'path {path:?}: ambiguous path: servers that merge '//', \
+             decode '%2F' or strip ';' parameters would route it to another scope' on property \
+             request."
+        );
+        assert_declared(&answer, &message, &refusals, path);
+    }
+    // Inside the pattern: answered.
+    for path in [
+        "/api/v2/users",
+        "",
+        "/%61pi/v2/./users",
+        "/a?b=%zz\\",
+        "/a#%",
+        "/caf\u{e9} \"x\"",
+        "/api/v2/users/auth0%7Cx%2Fy",
+    ] {
+        assert!(pattern.is_match(path), "{path:?}");
+        let answer = dry_run(path).await;
+        assert_eq!(answer.status, StatusCode::OK, "{path:?}: {}", answer.body);
+    }
+    // A path refused for a malformed escape never matches the ambiguity's refusal, whatever it
+    // spells.
+    let answer = dry_run("/a\": ambiguous path: %zz").await;
+    let message = answer.body["message"].as_str().expect("message");
+    assert!(message.contains("malformed percent-escape"), "{message}");
+    assert!(!refusals.iter().any(|r| r.is_match(message)), "{message}");
+}
+
+/// Whether the object schema `schema` (a body's, at its top) takes `{}`: no required member and
+/// no least count of members.
+fn takes_empty_object(schema: &Value) -> bool {
+    for combinator in ["oneOf", "anyOf", "allOf", "not"] {
+        assert!(schema.get(combinator).is_none(), "{combinator} in {schema}");
+    }
+    assert_eq!(schema["type"], "object", "{schema}");
+    schema["required"].as_array().is_none_or(Vec::is_empty)
+        && schema["minProperties"].as_u64().unwrap_or(0) == 0
+}
+
+/// An empty form (the seed-4242 run sent one to `PATCH .../enabled_connections/{connection_id}`:
+/// the server took it as `{}`, the document's form schema wanted a member).
+#[tokio::test]
+async fn an_empty_form_is_valid_exactly_when_the_server_takes_it() {
+    let api = api().await;
+    let connection = "con_Db00000000000001";
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/directory/import",
+            Some(json!({"connections": [
+                {"id": connection, "name": "Username-Password-Authentication", "strategy": "auth0"}
+            ]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/organizations",
+            Some(json!({"name": "acme", "enabled_connections": [{"connection_id": connection}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let org = answer.body["id"].as_str().expect("id").to_owned();
+    let answer = api
+        .send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(
+                json!({"description": "d", "active": true, "rule": {"action": {"block": true},
+                        "scope": "tenant", "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}}),
+            ),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let acl = answer.body["id"].as_str().expect("id").to_owned();
+    let doc = document(&api).await;
+    let schemas = &doc["components"]["schemas"];
+    let (mut taken, mut refused) = (0, 0);
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            let form = &operation["requestBody"]["content"]["application/x-www-form-urlencoded"];
+            let Some(reference) = form["schema"]["$ref"].as_str() else {
+                continue;
+            };
+            let name = reference.rsplit('/').next().expect("name");
+            let valid = takes_empty_object(&schemas[name]);
+            let id = if path.starts_with("/api/v2/network-acls") {
+                &acl
+            } else {
+                &org
+            };
+            let uri = path
+                .replace("{id}", id)
+                .replace("{connection_id}", connection);
+            let method =
+                Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
+            let answer = api.form(method.clone(), &uri, "").await;
+            if valid {
+                assert!(
+                    answer.status.is_success(),
+                    "{method} {path}: {}",
+                    answer.body
+                );
+                taken += 1;
+            } else {
+                assert_eq!(
+                    answer.status,
+                    StatusCode::BAD_REQUEST,
+                    "{method} {path}: {}",
+                    answer.body
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        taken >= 2 && refused >= 5,
+        "{taken} taken, {refused} refused"
+    );
+}
+
+/// The schemas of the records an answer lists (array items, directly or in an envelope).
+fn listed_records<'a>(schema: &'a Value, schemas: &'a Value) -> Vec<&'a Value> {
+    let resolve = |schema: &'a Value| match schema["$ref"].as_str() {
+        Some(reference) => &schemas[reference.rsplit('/').next().expect("name")],
+        None => schema,
+    };
+    let schema = resolve(schema);
+    let mut records = Vec::new();
+    for branch in ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema[*key].as_array())
+        .flatten()
+        .chain(std::iter::once(schema))
+    {
+        let branch = resolve(branch);
+        if branch["type"] == "array" {
+            records.push(resolve(&branch["items"]));
+        }
+        for member in branch["properties"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            if member["type"] == "array" {
+                records.push(resolve(&member["items"]));
+            }
+        }
+    }
+    records
+}
+
+/// `fields` thins records out (the seed-4242 run's stateful phase: `GET /api/v2/connections
+/// ?fields=strategy` answered `{"strategy": ...}`, and the document required id and name).
+#[tokio::test]
+async fn records_a_fields_projection_thins_require_no_member() {
+    let api = api().await;
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/directory/import",
+            Some(json!({"connections": [
+                {"id": "con_Db00000000000001", "name": "db", "strategy": "auth0"}
+            ]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let projected = api
+        .get_ok("/api/v2/connections?fields=strategy&include_totals=true")
+        .await;
+    assert_eq!(projected["connections"], json!([{"strategy": "auth0"}]));
+    let doc = document(&api).await;
+    let schemas = &doc["components"]["schemas"];
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            let projects = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["name"] == "fields" && p["in"] == "query");
+            if !projects {
+                continue;
+            }
+            let answer = &operation["responses"]["200"]["content"]["application/json"]["schema"];
+            let records = listed_records(answer, schemas);
+            assert!(
+                !records.is_empty(),
+                "{method} {path}: no records in {answer}"
+            );
+            for record in records {
+                assert!(
+                    record["required"].as_array().is_none_or(Vec::is_empty),
+                    "{method} {path}: {record}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3, "{checked}");
+}
