@@ -91,9 +91,11 @@ impl TransitPublicKey {
         if bytes.len() != KEY_LEN {
             return None;
         }
-        <Kem as hpke::Kem>::PublicKey::from_bytes(&bytes)
-            .ok()
-            .map(TransitPublicKey)
+        let key = <Kem as hpke::Kem>::PublicKey::from_bytes(&bytes).ok()?;
+        // A low-order point (all zeros, ...) gives an all-zero shared secret, which RFC 9180
+        // refuses: found out here, with one trial encapsulation, not when sealing.
+        Kem::encap(&key, None).ok()?;
+        Some(TransitPublicKey(key))
     }
 
     /// The base64url text (no padding).
@@ -244,6 +246,8 @@ mod tests {
         assert!(TransitPublicKey::parse("").is_none());
         assert!(TransitPublicKey::parse("AAAA").is_none());
         assert!(TransitPublicKey::parse(&"A".repeat(100)).is_none());
+        // The all-zero point is of low order: refused.
+        assert!(TransitPublicKey::parse(&"A".repeat(43)).is_none());
         let text = edge.public_key().to_base64url();
         assert_eq!(text.len(), 43);
         assert_eq!(
