@@ -520,6 +520,13 @@ impl RemoteClient {
         match status {
             StatusCode::NOT_MODIFIED => Ok(Poll::Unchanged),
             StatusCode::UNAUTHORIZED => Ok(Poll::Unauthorized),
+            // An older server names the first parameter it does not know ("Additional
+            // properties not allowed: lists"); `lists` comes first in the query.
+            StatusCode::BAD_REQUEST
+                if held.is_some() && String::from_utf8_lossy(&body).contains("lists") =>
+            {
+                Ok(Poll::ListsRefused)
+            }
             StatusCode::BAD_REQUEST if ask_keys => Ok(Poll::KeysRefused),
             StatusCode::BAD_REQUEST if held.is_some() => Ok(Poll::ListsRefused),
             StatusCode::OK => {
