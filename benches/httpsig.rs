@@ -1,11 +1,15 @@
 //! Signed-proxy rules: the cost of verifying an RFC 9421 signature (HMAC-SHA256), and of a
 //! decision with verification against a decision without it (the same rules, the signal given).
 use aws_lc_rs::hmac;
-use base64::Engine;
+use base64::Engine as _;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use http::{HeaderMap, HeaderValue};
+use std::sync::Arc;
+
+use http::Method;
 use netacl_edge::httpsig::{signature_base, verify, SignedRequest, SigningKeys};
-use netacl_eval::{CompiledPolicy, Request};
+use netacl_edge::{AclVerdict, ClientAddrResolver, ConnectionInfo, Enforcer};
+use netacl_eval::{CompiledPolicy, Engine, ManagedIndex, Request};
 use netacl_model::{Limits, RequestScope, RuleSet};
 use serde_json::json;
 use sfv::{Dictionary, ListEntry, Parser};
@@ -14,10 +18,14 @@ const NOW: i64 = 1_764_000_000;
 const KEY: [u8; 32] = [0x42; 32];
 
 fn signed_headers() -> HeaderMap {
+    signed_headers_at(NOW)
+}
+
+fn signed_headers_at(now: i64) -> HeaderMap {
     let member = format!(
         "(\"@method\" \"@authority\" \"@path\" \"@query\");created={};expires={};keyid=\"nak_proxy\"",
-        NOW - 10,
-        NOW + 290
+        now - 10,
+        now + 290
     );
     let dictionary: Dictionary = Parser::new(&format!("sig={member}"))
         .parse_dictionary()
@@ -54,6 +62,11 @@ fn request(headers: &HeaderMap) -> SignedRequest<'_> {
 }
 
 fn policy() -> CompiledPolicy {
+    CompiledPolicy::compile(&rules(true)).expect("compiles")
+}
+
+/// The 50 network rules, with or without the signed-proxy rule.
+fn rules(signed_proxy: bool) -> RuleSet {
     let mut rules = vec![json!({
         "id": "acl_BockUnsigned1111111111", "description": "only the proxy", "active": true,
         "priority": 90,
@@ -68,9 +81,21 @@ fn policy() -> CompiledPolicy {
                      "match": {"ipv4_cidrs": [format!("10.{i}.0.0/16")]}}
         }));
     }
-    let rules =
-        RuleSet::from_json(&serde_json::Value::Array(rules), 1, &Limits::default()).expect("rules");
-    CompiledPolicy::compile(&rules).expect("compiles")
+    if !signed_proxy {
+        rules.remove(0);
+    }
+    RuleSet::from_json(&serde_json::Value::Array(rules), 1, &Limits::default()).expect("rules")
+}
+
+/// An edge's enforcer holding `rules` and the key (attached to the policy, as the rule sources
+/// install them).
+fn enforcer(rules: &RuleSet) -> Enforcer {
+    let enforcer = Enforcer::new(Arc::new(Engine::new()), ClientAddrResolver::default());
+    let keys = Arc::new(SigningKeys::new([("nak_proxy", &KEY[..])]));
+    enforcer
+        .apply_rules_with_keys(rules, &ManagedIndex::empty(), Some(keys))
+        .expect("installs");
+    enforcer
 }
 
 fn bench(c: &mut Criterion) {
@@ -100,7 +125,47 @@ fn bench(c: &mut Criterion) {
             policy.evaluate(black_box(&req))
         })
     });
+    // The edge's whole per-request path (client address, path → scope, hostname, the
+    // signature when a live rule names it, the decision, the counters), at the current time.
+    let now_headers = signed_headers_at(now());
+    let uri: http::Uri = "/authorize?client_id=abc&response_type=code"
+        .parse()
+        .expect("uri");
+    let conn = ConnectionInfo::new("192.0.2.1:50000".parse().expect("peer"));
+    let signed_rules = enforcer(&rules(true));
+    let decision = signed_rules.decide_request(Some(&conn), &Method::GET, &uri, &now_headers);
+    assert_eq!(decision.verdict, AclVerdict::None, "verified: not blocked");
+    let unsigned = signed_rules.decide_request(Some(&conn), &Method::GET, &uri, &HeaderMap::new());
+    assert_eq!(unsigned.verdict, AclVerdict::Block, "unsigned: blocked");
+    group.bench_function("edge_decide_request_verified", |b| {
+        b.iter(|| {
+            signed_rules.decide_request(
+                Some(&conn),
+                &Method::GET,
+                black_box(&uri),
+                black_box(&now_headers),
+            )
+        })
+    });
+    let plain_rules = enforcer(&rules(false));
+    group.bench_function("edge_decide_request_no_signature_rule", |b| {
+        b.iter(|| {
+            plain_rules.decide_request(
+                Some(&conn),
+                &Method::GET,
+                black_box(&uri),
+                black_box(&now_headers),
+            )
+        })
+    });
     group.finish();
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .expect("clock")
 }
 
 criterion_group!(benches, bench);

@@ -189,6 +189,10 @@ impl AdminTransport {
                                     router,
                                     move |mut request: axum::extract::Request| {
                                         request.extensions_mut().insert(peer);
+                                        // The watch sends sealed key material over TLS.
+                                        request
+                                            .extensions_mut()
+                                            .insert(netacl_server::TlsTransport);
                                         request
                                     },
                                 ),

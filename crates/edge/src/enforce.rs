@@ -13,6 +13,7 @@ pub use crate::decision::{AclDecision, AclVerdict};
 use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::geo::{GeoEnricher, GeoInfo, GeoNeeds};
+use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
 
 /// Signals that are known when a connection is accepted, before any request is read.
@@ -250,8 +251,26 @@ impl Enforcer {
         rules: &RuleSet,
         managed: &Arc<ManagedIndex>,
     ) -> Result<(), CompileError> {
+        self.apply_rules_with_keys(rules, managed, None)
+    }
+
+    /// Like [`Enforcer::apply_rules_with_lists`], with the prepared keys `http_message_signature`
+    /// rules are verified with. The keys are attached to the compiled policy, so that rules and
+    /// keys go into service in one swap and every decision reads both from one snapshot. Without
+    /// keys (or for a key id they lack) the signal is always missing.
+    pub fn apply_rules_with_keys(
+        &self,
+        rules: &RuleSet,
+        managed: &Arc<ManagedIndex>,
+        keys: Option<Arc<SigningKeys>>,
+    ) -> Result<(), CompileError> {
         let connection = ConnectionRules::build(rules, managed)?;
-        self.engine.publish_with_lists(rules, managed)?;
+        let mut policy =
+            CompiledPolicy::compile_with_lists(rules, &netacl_model::Limits::default(), managed)?;
+        if let Some(keys) = keys.filter(|k| !k.is_empty()) {
+            policy = policy.with_attachment(keys);
+        }
+        self.engine.install(Arc::new(policy));
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
         Ok(())
@@ -343,6 +362,38 @@ impl Enforcer {
         authority: Option<&str>,
         headers: &HeaderMap,
     ) -> AclDecision {
+        self.decide_with(conn, path, authority, headers, None)
+    }
+
+    /// [`Enforcer::decide`] for a whole request: with its method and query too, so that an
+    /// RFC 9421 signature can be verified when a live rule names `http_message_signature`
+    /// (the policy in service carries the keys; see [`crate::httpsig`]). Nothing about the
+    /// signature is parsed when no live rule names the signal. A signature that does not
+    /// verify only leaves the signal missing: the rules decide.
+    pub fn decide_request(
+        &self,
+        conn: Option<&ConnectionInfo>,
+        method: &http::Method,
+        uri: &http::Uri,
+        headers: &HeaderMap,
+    ) -> AclDecision {
+        self.decide_with(
+            conn,
+            uri.path(),
+            uri.authority().map(|a| a.as_str()),
+            headers,
+            Some((method, uri.query())),
+        )
+    }
+
+    fn decide_with(
+        &self,
+        conn: Option<&ConnectionInfo>,
+        path: &str,
+        authority: Option<&str>,
+        headers: &HeaderMap,
+        signed: Option<(&http::Method, Option<&str>)>,
+    ) -> AclDecision {
         let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
         let client_ip = addrs.and_then(|a| a.client);
         let (scope, verdict) = match (netacl_model::scope_of_path(path), self.enabled) {
@@ -405,6 +456,36 @@ impl Enforcer {
         {
             request = request.with_user_agent(ua);
         }
+        if let Some((method, query)) = signed {
+            if policy.needed_signals().contains(Signal::MessageSignature) {
+                let verified = policy.attachment::<SigningKeys>().and_then(|keys| {
+                    let signed = SignedRequest {
+                        method: method.as_str(),
+                        scheme: if tls.is_some() { "https" } else { "http" },
+                        authority: host_header.unwrap_or(""),
+                        path,
+                        query,
+                        headers,
+                    };
+                    match httpsig::verify(keys, &signed, unix_now()) {
+                        Ok(id) => Some(id),
+                        Err(reason) => {
+                            self.metrics.record_signature(false);
+                            tracing::debug!(
+                                target: "netacl_edge::access",
+                                %reason,
+                                "request signature not verified: the signal is missing"
+                            );
+                            None
+                        }
+                    }
+                });
+                if let Some(id) = verified {
+                    self.metrics.record_signature(true);
+                    request = request.with_message_signature(id);
+                }
+            }
+        }
         let decision = policy.evaluate(&request);
         let verdict = verdict_from_eval(decision.verdict());
         let rule_id = decision.rule().map(|r| policy.rule_id(r).clone());
@@ -432,6 +513,13 @@ impl Enforcer {
             client_ip,
         }
     }
+}
+
+/// Now, in UNIX seconds (0 before 1970: every signature then looks not yet valid).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 fn verdict_from_eval(verdict: Verdict) -> AclVerdict {

@@ -34,9 +34,6 @@
 //! // An unsigned request has no signature to verify.
 //! assert!(verify(&keys, &request, 1_700_000_000).is_err());
 //! ```
-use std::collections::HashMap;
-
-use aws_lc_rs::hmac;
 use http::HeaderMap;
 use percent_encoding::{percent_decode, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use sfv::{BareItem, Dictionary, InnerList, Item, ListEntry, Parser};
@@ -54,38 +51,7 @@ pub const REQUIRED_COMPONENTS: [&str; 3] = ["@method", "@authority", "@path"];
 
 /// The network ACL keys a signature may be made with: id → HMAC key (prepared once, when the
 /// keys change, not per request). `Debug` shows only the ids.
-#[derive(Default)]
-pub struct SigningKeys {
-    keys: HashMap<Box<str>, hmac::Key>,
-}
-
-impl std::fmt::Debug for SigningKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.keys.keys()).finish()
-    }
-}
-
-impl SigningKeys {
-    /// Keys from `(id, material)` pairs.
-    pub fn new<'a>(keys: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Self {
-        Self {
-            keys: keys
-                .into_iter()
-                .map(|(id, material)| (Box::from(id), hmac::Key::new(hmac::HMAC_SHA256, material)))
-                .collect(),
-        }
-    }
-
-    /// Whether there is no key.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// How many keys.
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-}
+pub use netacl_secrets::MacKeys as SigningKeys;
 
 /// The parts of a request a signature may cover, as received.
 #[derive(Debug, Clone, Copy)]
@@ -181,13 +147,15 @@ pub fn verify<'k>(
         ));
     };
     let params = check_parameters(&covered, now)?;
-    let (id, key) = keys
-        .keys
-        .get_key_value(params.keyid.as_str())
-        .ok_or(SignatureError::UnknownKey)?;
+    if !keys.contains(&params.keyid) {
+        return Err(SignatureError::UnknownKey);
+    }
     let base = signature_base(request, &covered)?;
-    hmac::verify(key, base.as_bytes(), &mac).map_err(|_| SignatureError::Mismatch)?;
-    Ok(id)
+    keys.verify(&params.keyid, base.as_bytes(), &mac)
+        .map_err(|err| match err {
+            netacl_secrets::MacError::UnknownKey => SignatureError::UnknownKey,
+            _ => SignatureError::Mismatch,
+        })
 }
 
 /// The signature parameters that decide validity.

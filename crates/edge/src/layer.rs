@@ -175,12 +175,9 @@ where
                 "request without ConnectionInfo: evaluated with no address and no TLS signals"
             );
         }
-        let decision = self.enforcer.decide(
-            conn,
-            request.uri().path(),
-            request.uri().authority().map(|a| a.as_str()),
-            request.headers(),
-        );
+        let decision =
+            self.enforcer
+                .decide_request(conn, request.method(), request.uri(), request.headers());
         if let Some(response) = own_response::<ResB>(&decision) {
             log_decision(
                 &decision,

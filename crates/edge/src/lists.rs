@@ -10,10 +10,11 @@
 use std::sync::Arc;
 
 use netacl_eval::ManagedIndex;
-use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
+use netacl_model::{ManagedList, ManagedListName, ManagedLists, NetworkAcl, RuleSet};
 use tokio::sync::Mutex;
 
 use crate::enforce::Enforcer;
+use crate::httpsig::SigningKeys;
 use crate::source::SourceError;
 
 /// The inputs of an edge's policy, and the enforcer they are installed in. Share it (`Arc`)
@@ -38,6 +39,8 @@ struct Inputs {
     local: ManagedLists,
     /// Compiled from the lists in force.
     index: Arc<ManagedIndex>,
+    /// The prepared network ACL keys that came with the rules (remote source only).
+    keys: Option<Arc<SigningKeys>>,
 }
 
 /// The lists in force: `local` over `remote`.
@@ -65,6 +68,7 @@ impl PolicySources {
                 remote: ManagedLists::new(),
                 local,
                 index,
+                keys: None,
             }),
         }
     }
@@ -79,12 +83,20 @@ impl PolicySources {
         self.state.lock().await.remote.clone()
     }
 
-    /// Installs a new rule set from `origin` (the lists stay as they are).
+    /// Installs a new rule set from `origin` (the lists stay as they are; no network ACL key:
+    /// a rule file carries none).
     pub async fn set_rules(&self, rules: RuleSet, origin: &str) -> Result<(), SourceError> {
         let mut state = self.state.lock().await;
         let (remote, local) = (state.remote.clone(), state.local.clone());
-        self.install(&mut state, Some(Arc::new(rules)), remote, local, origin)
-            .await
+        self.install(
+            &mut state,
+            Some(Arc::new(rules)),
+            remote,
+            local,
+            None,
+            origin,
+        )
+        .await
     }
 
     /// Installs a new rule set and the lists the admin server at `origin` sent with it.
@@ -94,10 +106,30 @@ impl PolicySources {
         remote: ManagedLists,
         origin: &str,
     ) -> Result<(), SourceError> {
+        self.set_remote(rules, Some(remote), None, origin).await
+    }
+
+    /// Installs a rule set from the admin server at `origin`, with the lists it sent (`None`:
+    /// the lists stay) and the network ACL keys it sent (opened, prepared), all in one swap.
+    pub async fn set_remote(
+        &self,
+        rules: RuleSet,
+        remote: Option<ManagedLists>,
+        keys: Option<Arc<SigningKeys>>,
+        origin: &str,
+    ) -> Result<(), SourceError> {
         let mut state = self.state.lock().await;
         let local = state.local.clone();
-        self.install(&mut state, Some(Arc::new(rules)), remote, local, origin)
-            .await
+        let remote = remote.unwrap_or_else(|| state.remote.clone());
+        self.install(
+            &mut state,
+            Some(Arc::new(rules)),
+            remote,
+            local,
+            keys,
+            origin,
+        )
+        .await
     }
 
     /// Puts the reloaded content of one of this edge's list files in force.
@@ -111,7 +143,8 @@ impl PolicySources {
         let remote = state.remote.clone();
         let mut local = state.local.clone();
         local.set(name, Some(list));
-        self.install(&mut state, rules, remote, local, name.as_str())
+        let keys = state.keys.clone();
+        self.install(&mut state, rules, remote, local, keys, name.as_str())
             .await
     }
 
@@ -122,12 +155,14 @@ impl PolicySources {
         rules: Option<Arc<RuleSet>>,
         remote: ManagedLists,
         local: ManagedLists,
+        keys: Option<Arc<SigningKeys>>,
         origin: &str,
     ) -> Result<(), SourceError> {
         let lists = effective(&remote, &local);
         let current = Arc::clone(&state.index);
         let enforcer = Arc::clone(&self.enforcer);
         let installed_rules = rules.clone();
+        let installed_keys = keys.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let index = if lists.same_content(current.lists()) {
                 current
@@ -142,7 +177,7 @@ impl PolicySources {
             };
             match &installed_rules {
                 Some(rules) => enforcer
-                    .apply_rules_with_lists(rules, &index)
+                    .apply_rules_with_keys(rules, &index, installed_keys)
                     .map(|()| index),
                 None => Ok(index),
             }
@@ -158,12 +193,52 @@ impl PolicySources {
             }
             Err(err) => return Err(SourceError::Remote(format!("compiling {origin}: {err}"))),
         };
+        if let Some(rules) = &rules {
+            warn_about_missing_keys(rules, keys.as_deref(), origin);
+        }
         *state = Inputs {
             rules,
             remote,
             local,
             index,
+            keys,
         };
         Ok(())
     }
+}
+
+/// Logs one warning naming the active rules that name a network ACL key this edge holds no
+/// material for (a rule file has none; a remote edge whose client lacks
+/// `read:network_acl_key_material` gets none): for them `http_message_signature` is always
+/// missing, so a `not_match` on it holds for every request.
+fn warn_about_missing_keys(rules: &RuleSet, keys: Option<&SigningKeys>, origin: &str) {
+    let missing: Vec<&str> = rules
+        .message_signature_keys()
+        .into_iter()
+        .map(|id| id.as_str())
+        .filter(|id| !keys.is_some_and(|k| k.contains(id)))
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let naming: Vec<&str> = rules
+        .acls
+        .iter()
+        .filter(|acl| {
+            acl.spec.active
+                && NetworkAcl::message_signature_keys([*acl])
+                    .iter()
+                    .any(|id| missing.contains(&id.as_str()))
+        })
+        .map(|acl| acl.id.as_str())
+        .collect();
+    tracing::warn!(
+        source = origin,
+        version = rules.version,
+        rules = ?naming,
+        keys = ?missing,
+        "live rules name http_message_signature keys this edge holds no material for: the \
+         signal is always missing for them (a rule file carries no key material; an edge \
+         following netacl serve needs a client with read:network_acl_key_material)"
+    );
 }

@@ -179,6 +179,8 @@ pub struct EdgeMetrics {
     handshake_failures: AtomicU64,
     rule_source_errors: AtomicU64,
     policy_version: AtomicU64,
+    signatures_verified: AtomicU64,
+    signatures_refused: AtomicU64,
 }
 
 impl Default for EdgeMetrics {
@@ -217,6 +219,8 @@ impl EdgeMetrics {
             handshake_failures: AtomicU64::new(0),
             rule_source_errors: AtomicU64::new(0),
             policy_version: AtomicU64::new(0),
+            signatures_verified: AtomicU64::new(0),
+            signatures_refused: AtomicU64::new(0),
         }
     }
 
@@ -289,6 +293,17 @@ impl EdgeMetrics {
         .fetch_add(1, Relaxed);
     }
 
+    /// Counts a request signature that was checked (a live rule names
+    /// `http_message_signature`): verified (`true`) or not.
+    pub fn record_signature(&self, verified: bool) {
+        if verified {
+            &self.signatures_verified
+        } else {
+            &self.signatures_refused
+        }
+        .fetch_add(1, Relaxed);
+    }
+
     /// Counts a failed TLS handshake (or a connection that sent no ClientHello).
     pub fn record_handshake_failure(&self) {
         self.handshake_failures.fetch_add(1, Relaxed);
@@ -353,6 +368,15 @@ impl EdgeMetrics {
              netacl_edge_connections_total{{result=\"refused\"}} {}",
             self.connections_accepted.load(Relaxed),
             self.connections_refused.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP netacl_edge_message_signatures_total Requests whose RFC 9421 signature was checked (only while a live rule names http_message_signature), by outcome.\n\
+             # TYPE netacl_edge_message_signatures_total counter\n\
+             netacl_edge_message_signatures_total{{result=\"verified\"}} {}\n\
+             netacl_edge_message_signatures_total{{result=\"not_verified\"}} {}",
+            self.signatures_verified.load(Relaxed),
+            self.signatures_refused.load(Relaxed)
         );
         let _ = writeln!(
             out,

@@ -31,8 +31,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
+use crate::httpsig::SigningKeys;
 use crate::lists::PolicySources;
 use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
+use netacl_secrets::transit::TransitKeyPair;
+use netacl_secrets::SecretContext;
 
 /// Largest rule-set document accepted (file or remote), 512 MiB.
 pub const MAX_RULES_BYTES: usize = 512 << 20;
@@ -258,15 +261,76 @@ struct RemoteClient {
     base: String,
     config: RemoteRules,
     audience: String,
+    /// This process's key pair: the server seals network ACL key material to its public half.
+    transit: TransitKeyPair,
 }
 
 enum Poll {
-    /// A new rule set, and the server's managed lists when it sent them.
-    Changed(RuleSet, Option<ManagedLists>),
+    /// A new rule set, the server's managed lists when it sent them, and the network ACL keys.
+    Changed(RuleSet, Option<ManagedLists>, KeysAnswer),
     Unchanged,
     Unauthorized,
     /// The server refused the `lists` parameter (a server older than this edge).
     ListsRefused,
+    /// The server refused the `keys` parameter (a server older than this edge).
+    KeysRefused,
+}
+
+/// What a watch answer says about network ACL key material.
+enum KeysAnswer {
+    /// Not asked, or the answer has nothing about keys.
+    None,
+    /// The server withheld it (`scope`: the client lacks `read:network_acl_key_material`;
+    /// `transport`: plain HTTP off loopback).
+    Withheld(String),
+    /// The keys live rules name, opened with this process's key pair.
+    Keys(Arc<SigningKeys>),
+}
+
+/// The `network_acl_keys` of a watch answer, opened: `(id, sealed)` pairs, each bound to the
+/// answer's tenant and the key id. A key that does not open is left out (its signal will be
+/// missing) and logged by id.
+fn open_keys(
+    json: &serde_json::Value,
+    transit: &TransitKeyPair,
+    origin: &str,
+) -> Result<KeysAnswer, SourceError> {
+    if let Some(reason) = json.get("network_acl_keys_withheld") {
+        return Ok(KeysAnswer::Withheld(
+            reason.as_str().unwrap_or("unknown").to_owned(),
+        ));
+    }
+    let Some(entries) = json.get("network_acl_keys") else {
+        return Ok(KeysAnswer::None);
+    };
+    let invalid =
+        |reason: String| SourceError::Remote(format!("{origin}: network_acl_keys: {reason}"));
+    let tenant = json
+        .get("tenant")
+        .and_then(|t| t.as_str())
+        .ok_or_else(|| invalid("answer without tenant".into()))?;
+    let entries = entries
+        .as_array()
+        .ok_or_else(|| invalid("not an array".into()))?;
+    let mut opened = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let (Some(id), Some(sealed)) = (
+            entry.get("id").and_then(|v| v.as_str()),
+            entry.get("sealed").and_then(|v| v.as_str()),
+        ) else {
+            return Err(invalid(format!("[{i}]: expected id and sealed")));
+        };
+        let context = SecretContext::new(tenant, "network_acl_key", id);
+        match transit.open(&context, sealed) {
+            Ok(material) => opened.push((id.to_owned(), material)),
+            Err(err) => {
+                tracing::error!(key_id = id, error = %err, source = origin, "network ACL key material does not open: requests signed with this key will count as unsigned");
+            }
+        }
+    }
+    Ok(KeysAnswer::Keys(Arc::new(SigningKeys::new(
+        opened.iter().map(|(id, m)| (id.as_str(), m.expose())),
+    ))))
 }
 
 /// `NAME:DIGEST,...` of the lists held.
@@ -356,6 +420,7 @@ impl RemoteClient {
             client,
             config,
             audience,
+            transit: TransitKeyPair::generate(),
         })
     }
 
@@ -428,6 +493,7 @@ impl RemoteClient {
         token: &str,
         since: Option<u64>,
         held: Option<&ManagedLists>,
+        ask_keys: bool,
     ) -> Result<Poll, SourceError> {
         let timeout_ms = self.config.poll_timeout.as_millis();
         let mut uri = match since {
@@ -437,6 +503,10 @@ impl RemoteClient {
         if let Some(held) = held {
             uri.push_str("&lists=");
             uri.push_str(&held_param(held));
+        }
+        if ask_keys {
+            uri.push_str("&keys=");
+            uri.push_str(&self.transit.public_key().to_base64url());
         }
         let request = Request::builder()
             .method(Method::GET)
@@ -450,6 +520,14 @@ impl RemoteClient {
         match status {
             StatusCode::NOT_MODIFIED => Ok(Poll::Unchanged),
             StatusCode::UNAUTHORIZED => Ok(Poll::Unauthorized),
+            // An older server names the first parameter it does not know ("Additional
+            // properties not allowed: lists"); `lists` comes first in the query.
+            StatusCode::BAD_REQUEST
+                if held.is_some() && String::from_utf8_lossy(&body).contains("lists") =>
+            {
+                Ok(Poll::ListsRefused)
+            }
+            StatusCode::BAD_REQUEST if ask_keys => Ok(Poll::KeysRefused),
             StatusCode::BAD_REQUEST if held.is_some() => Ok(Poll::ListsRefused),
             StatusCode::OK => {
                 let origin = format!("{}/_netacl/v1/network-acls/watch", self.base);
@@ -471,9 +549,14 @@ impl RemoteClient {
                     (Some(lists), Some(held)) => Some(parse_lists(lists, held, &origin)?),
                     _ => None,
                 };
+                let keys = if ask_keys {
+                    open_keys(&json, &self.transit, &origin)?
+                } else {
+                    KeysAnswer::None
+                };
                 let rules = RuleSet::from_json(acls, version, &Limits::default())
                     .map_err(|source| SourceError::Invalid { origin, source })?;
-                Ok(Poll::Changed(rules, lists))
+                Ok(Poll::Changed(rules, lists, keys))
             }
             other => Err(SourceError::Remote(format!(
                 "{}: watch answered {other}",
@@ -517,6 +600,8 @@ pub fn spawn_remote_source_with(
         // The server's lists as last sent (what the next poll says the edge holds); `None` once
         // the server refused the parameter.
         let mut held: Option<ManagedLists> = Some(ManagedLists::new());
+        // Whether to ask for network ACL key material (until a server refuses the parameter).
+        let mut ask_keys = true;
         loop {
             let result = async {
                 let fresh = token
@@ -526,7 +611,7 @@ pub fn spawn_remote_source_with(
                     token = Some(remote.fetch_token().await?);
                 }
                 let value = token.as_ref().map(|t| t.value.clone()).unwrap_or_default();
-                remote.poll(&value, since, held.as_ref()).await
+                remote.poll(&value, since, held.as_ref(), ask_keys).await
             }
             .await;
             match result {
@@ -535,22 +620,32 @@ pub fn spawn_remote_source_with(
                     held = None;
                     continue;
                 }
-                Ok(Poll::Changed(rules, lists)) => {
+                Ok(Poll::KeysRefused) => {
+                    tracing::warn!(source = %remote.base, "the admin server does not send network ACL key material (an older version); rules naming http_message_signature will see no signature");
+                    ask_keys = false;
+                    continue;
+                }
+                Ok(Poll::Changed(rules, lists, keys)) => {
                     let version = rules.version;
                     let count = rules.acls.len();
                     since = Some(version);
                     let origin = remote.base.clone();
-                    let outcome = match lists {
-                        Some(lists) => {
-                            // Held from now on even if the rules do not install, so that the
-                            // server does not answer the next poll at once for them.
-                            held = Some(lists.clone());
-                            inputs
-                                .set_rules_and_remote_lists(rules, lists, &origin)
-                                .await
+                    if let Some(lists) = &lists {
+                        // Held from now on even if the rules do not install, so that the
+                        // server does not answer the next poll at once for them.
+                        held = Some(lists.clone());
+                    }
+                    let keys = match keys {
+                        KeysAnswer::Keys(keys) => Some(keys),
+                        KeysAnswer::Withheld(reason) => {
+                            if !rules.message_signature_keys().is_empty() {
+                                tracing::warn!(source = %remote.base, reason, "the admin server withheld network ACL key material (reason scope: this edge's client lacks read:network_acl_key_material; transport: plain HTTP off loopback)");
+                            }
+                            None
                         }
-                        None => inputs.set_rules(rules, &origin).await,
+                        KeysAnswer::None => None,
                     };
+                    let outcome = inputs.set_remote(rules, lists, keys, &origin).await;
                     match outcome {
                         Ok(()) => {
                             installed.send_replace(Some(version));

@@ -669,6 +669,7 @@ impl CompiledPolicy {
             needed,
             indexed: needed,
             anchored,
+            attachment: None,
             stats: PolicyStats {
                 version: rules.version,
                 rules: rules.acls.len(),

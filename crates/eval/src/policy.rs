@@ -1,5 +1,6 @@
 //! The compiled policy and its decisions.
 
+use std::any::Any;
 use std::fmt;
 use std::hint::select_unpredictable;
 use std::net::IpAddr;
@@ -430,6 +431,8 @@ pub struct CompiledPolicy {
     /// probed up front; the others are probed when a candidate needs them.
     pub(crate) anchored: [u16; REQUEST_SCOPES],
     pub(crate) stats: PolicyStats,
+    /// Data an embedder swaps together with the rules (see [`CompiledPolicy::with_attachment`]).
+    pub(crate) attachment: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 /// Inline capacity for the postings a request hits.
@@ -625,6 +628,20 @@ impl CompiledPolicy {
     /// The managed lists the policy was compiled against.
     pub fn managed_index(&self) -> &Arc<ManagedIndex> {
         &self.managed
+    }
+
+    /// The policy with `value` attached: data that must change exactly when the rules change
+    /// (the edge's prepared `http_message_signature` keys), so that whoever loads the policy
+    /// gets both from one snapshot, never new rules with old data or the reverse. Replaces an
+    /// earlier attachment. The evaluator never looks at it.
+    pub fn with_attachment(mut self, value: Arc<dyn Any + Send + Sync>) -> Self {
+        self.attachment = Some(value);
+        self
+    }
+
+    /// The attachment, if there is one of type `T`.
+    pub fn attachment<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.attachment.as_deref()?.downcast_ref::<T>()
     }
 
     /// What the policy holds.

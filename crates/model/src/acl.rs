@@ -184,7 +184,36 @@ pub struct RuleSet {
     pub acls: Vec<NetworkAcl>,
 }
 
+impl NetworkAcl {
+    /// The network ACL key ids the **active** records of `acls` name in
+    /// `http_message_signature` (in `match` or `not_match`), sorted, each once.
+    pub fn message_signature_keys<'a>(
+        acls: impl IntoIterator<Item = &'a NetworkAcl>,
+    ) -> Vec<&'a crate::NetworkAclKeyId> {
+        let mut ids: Vec<&crate::NetworkAclKeyId> = acls
+            .into_iter()
+            .filter(|acl| acl.spec.active)
+            .flat_map(|acl| {
+                let rule = &acl.spec.rule;
+                rule.match_criteria().into_iter().chain(rule.not_match())
+            })
+            .filter_map(|criteria| criteria.http_message_signature())
+            .flatten()
+            .collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup_by(|a, b| a.as_str() == b.as_str());
+        ids
+    }
+}
+
 impl RuleSet {
+    /// The network ACL key ids the **active** rules name in `http_message_signature` (in
+    /// `match` or `not_match`), sorted, each once: the keys an edge needs to verify signatures
+    /// for this rule set.
+    pub fn message_signature_keys(&self) -> Vec<&crate::NetworkAclKeyId> {
+        NetworkAcl::message_signature_keys(&self.acls)
+    }
+
     /// Validates a rule file: a JSON array of stored records, or the list endpoint's
     /// `{"network_acls": [...]}` envelope. Errors name the record's index and id.
     pub fn from_json(

@@ -37,18 +37,25 @@
 //! # }
 //! ```
 //!
+//! In transit ([`transit`]): network ACL key material goes to a remote edge sealed with HPKE
+//! (RFC 9180) to a key pair the edge made for its process, bound to the same kind of
+//! [`SecretContext`]. In memory, where it is used: [`MacKeys`], HMAC-SHA256 keys prepared once.
+//!
 //! Errors name the file and what is wrong with it; they never quote the contents of a key file,
 //! a sealed value or a secret.
 #![deny(missing_docs)]
 
 mod file;
+mod mac;
 mod seal;
+pub mod transit;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use zeroize::Zeroizing;
 
+pub use mac::{MacError, MacKeys};
 pub use seal::{is_sealed, SealedSecret, SecretContext};
 
 /// The name of the key file generated inside the data directory when `--secrets-key-file` is

@@ -45,6 +45,19 @@ impl<'a> SecretContext<'a> {
         }
         out
     }
+
+    /// The associated data of a value sealed in transit ([`crate::transit`]): another domain
+    /// tag, then each field length-prefixed.
+    pub(crate) fn transit_aad(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(32 + self.tenant.len() + self.purpose.len() + self.record_id.len());
+        out.extend_from_slice(b"netacl-secrets transit-v1\0");
+        for field in [self.tenant, self.purpose, self.record_id] {
+            out.extend_from_slice(&(field.len() as u64).to_be_bytes());
+            out.extend_from_slice(field.as_bytes());
+        }
+        out
+    }
 }
 
 /// A sealed secret as stored: `sealed-v1:<kek id>:<base64url(nonce ‖ ciphertext ‖ tag)>`.

@@ -14,14 +14,19 @@ use netacl_model::{
 };
 use serde_json::{json, Value};
 
+use crate::auth::Principal;
 use crate::body::read_write_body;
 use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
 use crate::error::{json_response, ApiError, JSON_UTF8};
 use crate::guard::{Authorized, ReadNetworkAcls};
 use crate::policy::Policy;
 use crate::query::Query;
-use crate::tenant::AclSnapshot;
-use crate::AppState;
+use crate::tenant::{AclSnapshot, KEY_TRANSIT_PURPOSE};
+use crate::{AppState, TlsTransport, KEY_MATERIAL_SCOPE};
+use axum::extract::ConnectInfo;
+use netacl_secrets::transit::TransitPublicKey;
+use netacl_secrets::SecretContext;
+use std::net::SocketAddr;
 
 /// `POST /_netacl/v1/dry-run`: `{"request": {...}, "network_acls": [...]?, "managed_lists":
 /// {NAME: [...]}?}` → `{"version", "source", "outcome"}`. Lists given replace, for this dry run,
@@ -223,16 +228,93 @@ fn lists_in_force(snapshot: &AclSnapshot) -> Vec<(ManagedListName, String)> {
         .collect()
 }
 
+/// The `network_acl_keys` member of a watch answer (as a one-member JSON object): the keys the
+/// snapshot's active rules name, each sealed to `edge_key` (HPKE, bound to the tenant and the
+/// key id), when the caller holds [`KEY_MATERIAL_SCOPE`] and the request came over TLS or from
+/// a loopback address; otherwise `network_acl_keys_withheld` says why (`scope`, `transport`).
+fn sealed_keys(
+    state: &AppState,
+    parts: &http::request::Parts,
+    snapshot: &AclSnapshot,
+    edge_key: &TransitPublicKey,
+) -> Result<Vec<u8>, ApiError> {
+    let holds_scope = parts
+        .extensions
+        .get::<Principal>()
+        .is_some_and(|p| p.has_scope(KEY_MATERIAL_SCOPE));
+    let tls = parts.extensions.get::<TlsTransport>().is_some();
+    let loopback = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .is_some_and(|ConnectInfo(peer)| canonical_loopback(peer.ip()));
+    let withheld = if !holds_scope {
+        Some("scope")
+    } else if !(tls || loopback) {
+        tracing::warn!(
+            "network ACL key material withheld from a watch over plain HTTP from off loopback \
+             (serve the admin API over TLS for remote edges)"
+        );
+        Some("transport")
+    } else {
+        None
+    };
+    if let Some(reason) = withheld {
+        return Ok(json!({"network_acl_keys_withheld": reason})
+            .to_string()
+            .into_bytes());
+    }
+    let tenant = state.inner.tenant.id.as_str();
+    let mut keys = Vec::new();
+    for key in snapshot
+        .keys
+        .named_by(snapshot.ordered.iter().map(|s| &s.acl))
+    {
+        let id = key.record.id.as_str();
+        let context = SecretContext::new(tenant, KEY_TRANSIT_PURPOSE, id);
+        let sealed = edge_key
+            .seal(&context, key.material.expose())
+            .map_err(|err| {
+                tracing::error!(error = %err, key_id = id, "cannot seal a network ACL key to an edge");
+                ApiError::internal()
+            })?;
+        keys.push(json!({"id": id, "sealed": sealed}));
+    }
+    Ok(json!({"tenant": tenant, "network_acl_keys": keys})
+        .to_string()
+        .into_bytes())
+}
+
+fn canonical_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+    }
+}
+
 /// `GET /_netacl/v1/network-acls/watch?since=V&timeout_ms=N`: 200 with the whole set as soon as
 /// its version differs from `since`, or 304 after `timeout_ms` without a change.
 pub(crate) async fn watch(
     _: Authorized<ReadNetworkAcls>,
     State(state): State<AppState>,
+    parts: http::request::Parts,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let query = Query::parse(raw.as_deref(), &["since", "timeout_ms", "lists"])?;
+    let query = Query::parse(raw.as_deref(), &["since", "timeout_ms", "lists", "keys"])?;
     let since = query.integer("since", 0, u64::MAX)?;
     let held = query.string("lists").map(held_lists).transpose()?;
+    let edge_key = query
+        .string("keys")
+        .map(|text| {
+            TransitPublicKey::parse(text).ok_or_else(|| {
+                ApiError::invalid_query(
+                    "Expected an X25519 public key in base64url (43 characters)".to_owned(),
+                    Some("keys"),
+                )
+            })
+        })
+        .transpose()?;
     let timeout_ms = query
         .integer("timeout_ms", 0, MAX_WATCH_TIMEOUT_MS)?
         .unwrap_or(DEFAULT_WATCH_TIMEOUT_MS);
@@ -287,6 +369,11 @@ pub(crate) async fn watch(
             .collect();
         body.extend_from_slice(b",\"managed_lists\":");
         body.extend_from_slice(Value::Array(lists).to_string().as_bytes());
+    }
+    if let Some(edge_key) = &edge_key {
+        let field = sealed_keys(&state, &parts, &snapshot, edge_key)?;
+        body.push(b',');
+        body.extend_from_slice(&field[1..field.len() - 1]);
     }
     body.push(b'}');
     let mut response = (StatusCode::OK, body).into_response();

@@ -118,6 +118,15 @@ pub use signing_keys::{
 pub use sync::{StoreFollower, CLIENT_REFRESH_INTERVAL, DEFAULT_SYNC_INTERVAL};
 pub use tenant::LoadError;
 
+/// Marks a request that arrived over TLS (a request extension). Whoever serves the router over
+/// TLS inserts it (`netacl serve` does); the watch sends network ACL key material, sealed to the
+/// edge, only to requests that carry it or come from a loopback address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsTransport;
+
+/// The scope that lets a watch caller receive network ACL key material (sealed to it).
+pub const KEY_MATERIAL_SCOPE: &str = "read:network_acl_key_material";
+
 /// Shared by every handler.
 #[derive(Clone)]
 pub(crate) struct AppState {

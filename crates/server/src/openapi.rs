@@ -80,7 +80,8 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
                         "delete:network_acls": "Delete network ACLs",
                         "create:network_acl_keys": "Create network ACL keys",
                         "read:network_acl_keys": "Read network ACL keys",
-                        "delete:network_acl_keys": "Delete network ACL keys"
+                        "delete:network_acl_keys": "Delete network ACL keys",
+                        "read:network_acl_key_material": "Receive network ACL key material with the watch, sealed to the edge (netacl)"
                     }
                 }}}
             },

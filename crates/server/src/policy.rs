@@ -32,6 +32,25 @@ impl Policy {
         )?)))
     }
 
+    /// [`Policy::compile`], with the prepared HMAC keys of the network ACL keys its active
+    /// rules name attached to the compiled policy (`netacl_secrets::MacKeys`), so that an edge
+    /// sharing the engine gets rules and keys from one snapshot. Nothing is attached when no
+    /// active rule names `http_message_signature`.
+    pub(crate) fn compile_with_keys(
+        rules: &RuleSet,
+        limits: &Limits,
+        managed: &Arc<ManagedIndex>,
+        keys: &crate::tenant::KeysState,
+    ) -> Result<Policy, CompileFailure> {
+        let policy = CompiledPolicy::compile_with_lists(rules, limits, managed)?;
+        let named = keys.mac_keys_for(rules);
+        Ok(Policy(Arc::new(if named.is_empty() {
+            policy
+        } else {
+            policy.with_attachment(Arc::new(named))
+        })))
+    }
+
     /// The managed lists it was compiled against.
     pub(crate) fn managed_index(&self) -> &Arc<ManagedIndex> {
         self.0.managed_index()

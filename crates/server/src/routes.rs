@@ -83,6 +83,11 @@ const WATCH: &[(&str, &str, &str)] = &[
         "string",
         "The managed lists the caller holds, NAME:DIGEST,... (may be empty): the answer then carries managed_lists, with items only where the digest differs, and a list change also ends the wait.",
     ),
+    (
+        "keys",
+        "string",
+        "The caller's X25519 public key (base64url, 43 characters): the answer then carries network_acl_keys, the material of the keys live rules name sealed to it with HPKE, or network_acl_keys_withheld (scope or transport) when the caller lacks read:network_acl_key_material or the request came over plain HTTP from off loopback.",
+    ),
 ];
 
 const MEMBERS_QUERY: &[(&str, &str, &str)] = &[

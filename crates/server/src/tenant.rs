@@ -181,10 +181,16 @@ fn stored_entries(
 /// The purpose network ACL key material is sealed under (bound into the sealed value).
 const KEY_PURPOSE: &str = "network_acl_key";
 
-/// One network ACL key in force: its record. The material stays sealed in the store (it is
-/// opened once at load, to prove that it opens with this server's key-encryption key).
+/// The purpose network ACL key material is sealed under in transit to an edge.
+pub(crate) const KEY_TRANSIT_PURPOSE: &str = "network_acl_key";
+
+/// One network ACL key in force: its record and its material, opened once at load (or kept
+/// from the create request). The material stays in memory, wiped when dropped, for two uses
+/// only: the prepared HMAC keys the in-process edge verifies with, and sealing to a remote
+/// edge (the watch, see `internal::watch`). It is never serialised.
 pub(crate) struct LiveKey {
     pub(crate) record: NetworkAclKey,
+    pub(crate) material: KeyMaterial,
 }
 
 /// The network ACL keys of a tenant at one version, newest first.
@@ -211,6 +217,25 @@ impl KeysState {
     pub(crate) fn get(&self, id: &NetworkAclKeyId) -> Option<&Arc<LiveKey>> {
         self.keys.iter().find(|k| &k.record.id == id)
     }
+
+    /// The keys the active rules of `rules` name (the only ones an edge needs), with their
+    /// material.
+    pub(crate) fn named_by<'a>(
+        &'a self,
+        acls: impl IntoIterator<Item = &'a NetworkAcl>,
+    ) -> impl Iterator<Item = &'a Arc<LiveKey>> + 'a {
+        NetworkAcl::message_signature_keys(acls)
+            .into_iter()
+            .filter_map(|id| self.get(id))
+    }
+
+    /// The HMAC keys prepared for the keys the active rules of `rules` name.
+    pub(crate) fn mac_keys_for(&self, rules: &RuleSet) -> netacl_secrets::MacKeys {
+        netacl_secrets::MacKeys::new(
+            self.named_by(&rules.acls)
+                .map(|k| (k.record.id.as_str(), k.material.expose())),
+        )
+    }
 }
 
 /// Opens the stored keys with the key-encryption key; a key that does not open (another KEK,
@@ -228,10 +253,13 @@ fn open_keys(
         let opened = kek
             .open(&context, &key.sealed_material)
             .map_err(|err| LoadError::Secrets(format!("network ACL key {id}: {err}")))?;
-        KeyMaterial::from_bytes(opened.expose().to_vec()).ok_or_else(|| {
+        let material = KeyMaterial::from_bytes(opened.expose().to_vec()).ok_or_else(|| {
             LoadError::Secrets(format!("network ACL key {id}: material of a wrong length"))
         })?;
-        keys.push(Arc::new(LiveKey { record: key.record }));
+        keys.push(Arc::new(LiveKey {
+            record: key.record,
+            material,
+        }));
     }
     Ok(KeysState::new(keys))
 }
@@ -394,7 +422,7 @@ impl TenantRuntime {
             rules,
             managed_lists,
         } = store.tenant_policy(&id, &[]).await?;
-        let keys = open_keys(&kek, &id, store.network_acl_keys(&id).await?)?;
+        let keys = Arc::new(open_keys(&kek, &id, store.network_acl_keys(&id).await?)?);
         let version = rules.version;
         let stored = stored_entries(managed_lists, None)?;
         let mut files: [Option<ListEntry>; 5] = Default::default();
@@ -407,9 +435,10 @@ impl TenantRuntime {
                 updated_at_ms: now,
             });
         }
+        let compile_keys = Arc::clone(&keys);
         let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
             let lists = ListsState::build(stored, files);
-            let policy = Policy::compile(&rules, &limits, &lists.index);
+            let policy = Policy::compile_with_keys(&rules, &limits, &lists.index, &compile_keys);
             (policy, rules, lists)
         })
         .await
@@ -428,7 +457,7 @@ impl TenantRuntime {
                 version,
                 ordered,
                 Arc::new(lists),
-                Arc::new(keys),
+                keys,
             ))),
             engine,
             write_lock: Mutex::new(()),
@@ -492,19 +521,21 @@ impl TenantRuntime {
             rules,
             managed_lists,
         } = self.store.tenant_policy(&self.id, &known).await?;
-        let keys = open_keys(
+        let keys = Arc::new(open_keys(
             &self.kek,
             &self.id,
             self.store.network_acl_keys(&self.id).await?,
-        )?;
+        )?);
         let version = rules.version;
         let stored = stored_entries(managed_lists, Some(&current.lists))?;
         let files = current.lists.files.clone();
         let limits = self.limits;
         let previous = Arc::clone(&current.lists);
+        let compile_keys = Arc::clone(&keys);
         let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
             let lists = previous.rebuilt(stored, files);
-            (Policy::compile(&rules, &limits, &lists.index), rules, lists)
+            let policy = Policy::compile_with_keys(&rules, &limits, &lists.index, &compile_keys);
+            (policy, rules, lists)
         })
         .await
         .map_err(|err| LoadError::Compile(err.to_string()))?;
@@ -515,12 +546,8 @@ impl TenantRuntime {
         *self
             .snapshot
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(AclSnapshot::new(
-            version,
-            ordered,
-            Arc::new(lists),
-            Arc::new(keys),
-        ));
+            .unwrap_or_else(PoisonError::into_inner) =
+            Arc::new(AclSnapshot::new(version, ordered, Arc::new(lists), keys));
         self.installed.send_replace(Arc::new(rules));
         Ok(version)
     }
@@ -611,8 +638,7 @@ impl TenantRuntime {
                     record: record.clone(),
                     sealed_material: sealed.as_str().to_owned(),
                 };
-                drop(material);
-                keys.push(Arc::new(LiveKey { record }));
+                keys.push(Arc::new(LiveKey { record, material }));
                 (None, Write::CreateKey(Box::new(stored)))
             }
             Change::DeleteKey(id) => {
@@ -633,21 +659,19 @@ impl TenantRuntime {
             version: next_version,
             acls: records.iter().map(|s| s.acl.clone()).collect(),
         };
+        let keys = Arc::new(KeysState::new(keys));
+        let compile_keys = Arc::clone(&keys);
         let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
             let lists = previous.rebuilt(stored, files);
-            (Policy::compile(&rules, &limits, &lists.index), rules, lists)
+            let policy = Policy::compile_with_keys(&rules, &limits, &lists.index, &compile_keys);
+            (policy, rules, lists)
         })
         .await
         .map_err(|err| {
             tracing::error!(error = %err, "compile task failed");
             ApiError::internal()
         })?;
-        let next = AclSnapshot::new(
-            next_version,
-            records,
-            Arc::new(lists),
-            Arc::new(KeysState::new(keys)),
-        );
+        let next = AclSnapshot::new(next_version, records, Arc::new(lists), keys);
         let policy = policy.map_err(|err| {
             ApiError::invalid_body(format!(
                 "Payload validation error: 'The rule set cannot be compiled: {err}'."

@@ -264,6 +264,8 @@ pub const ADDED_SCOPES: &[&str] = &[
     "create:network_acl_keys",
     "read:network_acl_keys",
     "delete:network_acl_keys",
+    // netacl's own: receive network ACL key material (sealed to the edge) with the watch.
+    "read:network_acl_key_material",
 ];
 
 /// A stored client's scopes, with [`ADDED_SCOPES`] when it holds every scope of
