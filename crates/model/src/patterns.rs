@@ -75,6 +75,16 @@ pub const ORGANIZATION_NAME_NOT: &str = "^org_";
 /// the server reading them).
 pub const REQUEST_PATH: &str = "^(?:[^%\\\\?#]|%[0-9A-Fa-f]{2})*(?:[?#][\\s\\S]*)?$";
 
+/// Network ACL key material (`value` of a key create body): standard base64 of 32 to 64
+/// bytes, `=` padding optional (a one-byte end takes zero to two), the unused bits of the last
+/// character zero (what
+/// [`NetworkAclKeySpec`](crate::NetworkAclKeySpec) decodes): 10 groups of four and two bytes,
+/// 11 to 20 groups and up to two bytes, or 21 groups and up to one byte.
+pub const NETWORK_ACL_KEY_VALUE: &str = "^(?:[A-Za-z0-9+/]{40}[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=?\
+    |[A-Za-z0-9+/]{44}(?:[A-Za-z0-9+/]{4}){0,9}\
+    (?:[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=?|[A-Za-z0-9+/][AQgw]={0,2})?\
+    |[A-Za-z0-9+/]{84}(?:[A-Za-z0-9+/][AQgw]={0,2})?)$";
+
 /// A connection id: `con_` and 16 ASCII letters or digits.
 pub const CONNECTION_ID: &str = "^con_[A-Za-z0-9]{16}$";
 
@@ -483,6 +493,28 @@ mod tests {
 
         /// The dry run's `path` pattern is what `normalize_path` takes; of what it lets
         /// through, `scope_of_path` refuses only ambiguous paths (declared apart).
+        #[test]
+        fn network_acl_key_value_pattern_is_the_decoder(
+            bytes in proptest::collection::vec(any::<u8>(), 0..72),
+            padded in any::<bool>(),
+            edits in edits(),
+        ) {
+            use base64::Engine as _;
+            let encoded = if padded {
+                base64::engine::general_purpose::STANDARD.encode(&bytes)
+            } else {
+                base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes)
+            };
+            for text in [encoded.clone(), mutated(encoded, edits)] {
+                let body = serde_json::json!({"name": "k", "alg": "hmac-sha256", "value": text});
+                prop_assert_eq!(
+                    re(NETWORK_ACL_KEY_VALUE).is_match(&text),
+                    crate::NetworkAclKeySpec::from_json(&body).is_ok(),
+                    "{:?}", text
+                );
+            }
+        }
+
         #[test]
         fn request_path_pattern_is_the_normal_form(
             text in prop_oneof![

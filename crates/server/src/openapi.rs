@@ -269,6 +269,8 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
             json!({"type": "string", "pattern": format!("^,*(?:{pair}(?:,+{pair})*)?,*$"),
                    "description": "NAME:DIGEST pairs, comma-separated."})
         }
+        // 32 bytes of base64url without padding; a low-order point is declared apart.
+        "keys" => json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"}),
         _ => json!({"type": kind}),
     }
 }
@@ -375,6 +377,12 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
         "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
             json!([unknown_key()])
         }
+        "netacl_watch" => json!([refusal(
+            "^Query validation error: 'Expected an X25519 public key in base64url \\(43 \
+             characters\\)' on property keys\\.$",
+            "A low-order X25519 point (all zeros, ...) gives an all-zero shared secret, which \
+             RFC 9180 refuses."
+        )]),
         "post_organizations" => json!([
             refusal(
                 "^Payload validation error: 'Connection [\\s\\S]+ does not exist' on property \
@@ -758,7 +766,17 @@ fn success_schema(operation_id: &str) -> Value {
                     "source": {"enum": ["api", "file"]},
                     "version": {"type": "integer", "minimum": 0},
                     "digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-                    "items": {"type": "array", "items": {"type": "string"}}}}}
+                    "items": {"type": "array", "items": {"type": "string"}}}}},
+            "tenant": {"type": "string",
+                "description": "With the keys query parameter: the tenant the sealed keys are bound to."},
+            "network_acl_keys": {"type": "array",
+                "description": "With the keys query parameter: the material of the keys live rules name, sealed to the caller's key with HPKE.",
+                "items": {"type": "object", "additionalProperties": false,
+                    "required": ["id", "sealed"], "properties": {
+                    "id": {"type": "string"},
+                    "sealed": {"type": "string", "pattern": "^hpke-v1:[A-Za-z0-9_-]+$"}}}},
+            "network_acl_keys_withheld": {"enum": ["scope", "transport"],
+                "description": "With the keys query parameter: why no material was sent."}
         }}),
         "netacl_dry_run" => json!({"type": "object", "additionalProperties": false,
         "required": ["version", "source", "outcome"], "properties": {
