@@ -157,7 +157,7 @@ pub(crate) mod openapi {
                     "name": {"type": "string", "minLength": 1, "maxLength": 255,
                              "description": "A label, unique within the tenant (409 otherwise)."},
                     "alg": {"enum": ["hmac-sha256"]},
-                    "value": {"type": "string", "format": "byte", "writeOnly": true,
+                    "value": {"type": "string", "writeOnly": true,
                               "pattern": netacl_model::patterns::NETWORK_ACL_KEY_VALUE,
                               "description": "The key material, standard base64 (padding optional) of 32 to 64 bytes. Never returned."}
                 }}),
