@@ -89,7 +89,21 @@ pub(crate) async fn create(
     drop(value);
     let mut bits = [0u8; 16];
     rand::thread_rng().fill_bytes(&mut bits);
-    let now = Timestamp::now();
+    let tenant = &state.inner.tenant;
+    // Newest first must hold for keys created one after another within a millisecond: a new
+    // key is stamped at least a millisecond after the newest one.
+    let newest = tenant
+        .snapshot()
+        .keys
+        .newest_first()
+        .next()
+        .map(|key| key.record.created_at.unix_millis());
+    let now = match newest {
+        Some(newest) if newest >= Timestamp::now().unix_millis() => {
+            Timestamp::from_unix_millis(newest + 1)
+        }
+        _ => Timestamp::now(),
+    };
     let record = NetworkAclKey {
         id: NetworkAclKeyId::from_random(u128::from_le_bytes(bits)),
         name: spec.name,
@@ -97,7 +111,6 @@ pub(crate) async fn create(
         created_at: now,
         updated_at: now,
     };
-    let tenant = &state.inner.tenant;
     tenant
         .apply(Change::CreateKey(Box::new((record.clone(), spec.material))))
         .await?;
