@@ -75,7 +75,7 @@ pub use organizations::{
 };
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
 pub use sqlite::SqliteStore;
-pub use tenant::{Tenant, TenantId, TenantRecord};
+pub use tenant::{Tenant, TenantCredentials, TenantId, TenantRecord};
 
 /// Tenants: the owner of every other record.
 #[async_trait]
@@ -88,7 +88,7 @@ pub trait TenantStore: Send + Sync {
     async fn tenant(&self, tenant: &TenantId) -> Result<Option<Tenant>, StoreError>;
 
     /// Creates a tenant served on `domains` (canonical host names, at least one; the first one
-    /// is its issuer's). One transaction: [`StoreError::TenantExists`] when the id is taken,
+    /// is its issuer's) with its first signing key and its bootstrap client. One transaction: [`StoreError::TenantExists`] when the id is taken,
     /// [`StoreError::DomainTaken`] when a domain belongs to another tenant (a unique constraint
     /// of the database, so of two writers racing for a domain exactly one wins); nothing is
     /// written then. Bumps the tenants generation.
@@ -96,6 +96,7 @@ pub trait TenantStore: Send + Sync {
         &self,
         tenant: &TenantId,
         domains: &[String],
+        credentials: &TenantCredentials,
         created_at_ms: i64,
     ) -> Result<TenantRecord, StoreError>;
 

@@ -63,6 +63,16 @@ pub struct TenantRecord {
     pub created_at_ms: i64,
 }
 
+/// What a tenant is created with, in the transaction that creates it: its first signing key
+/// (current, sealed by the caller) and its bootstrap client.
+#[derive(Debug, Clone)]
+pub struct TenantCredentials {
+    /// The signing key.
+    pub signing_key: crate::StoredSigningKey,
+    /// The bootstrap client.
+    pub client: crate::StoredClient,
+}
+
 /// Every table holding a tenant's records, in an order deleting them one after the other
 /// respects the foreign keys (referencing tables first; `tenants` last). A tenant's deletion
 /// empties each of them of its rows; a test checks that every table with a `tenant_id` column is

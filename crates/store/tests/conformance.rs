@@ -1808,6 +1808,18 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
     );
 }
 
+fn credentials() -> netacl_store::TenantCredentials {
+    netacl_store::TenantCredentials {
+        signing_key: StoredSigningKey::new("kid-0", "sealed key", NOW_MS),
+        client: StoredClient {
+            client_id: "bootstrap".into(),
+            secret_hash: "hash".into(),
+            scopes: vec!["read:network_acls".into()],
+            created_at_ms: NOW_MS,
+        },
+    }
+}
+
 fn domains(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
 }
@@ -1895,13 +1907,18 @@ async fn tenants_are_created_listed_and_deleted_with_everything_they_own(backend
         TenantId::new("beta").expect("id"),
     );
     let created = store
-        .create_tenant(&acme, &domains(&["acme.test", "www.acme.test"]), NOW_MS)
+        .create_tenant(
+            &acme,
+            &domains(&["acme.test", "www.acme.test"]),
+            &credentials(),
+            NOW_MS,
+        )
         .await
         .expect("acme");
     assert_eq!(created.domain, "acme.test");
     assert_eq!(created.domains, domains(&["acme.test", "www.acme.test"]));
     store
-        .create_tenant(&beta, &domains(&["beta.test"]), NOW_MS + 1)
+        .create_tenant(&beta, &domains(&["beta.test"]), &credentials(), NOW_MS + 1)
         .await
         .expect("beta");
     let second = (backend.reopen)().await;
@@ -1976,13 +1993,13 @@ async fn tenants_are_created_listed_and_deleted_with_everything_they_own(backend
 
     // The same id and domain again: a fresh tenant, nothing of the old one.
     let again = store
-        .create_tenant(&acme, &domains(&["acme.test"]), NOW_MS + 2)
+        .create_tenant(&acme, &domains(&["acme.test"]), &credentials(), NOW_MS + 2)
         .await
         .expect("re-create");
     assert_eq!(again.domains, domains(&["acme.test"]));
     assert_eq!(
         holdings(&store, &acme).await,
-        json!({"acls": 0, "lists": 0, "acl_keys": 0, "signing_keys": 0, "clients": 0,
+        json!({"acls": 0, "lists": 0, "acl_keys": 0, "signing_keys": 1, "clients": 1,
                "connections": 0, "members": null, "sessions": null, "organizations": 0,
                "branding": {}})
     );
@@ -2002,7 +2019,7 @@ async fn refused_tenant_creations_write_nothing(backend: Backend) {
     with_tenant(&store).await;
     let acme = TenantId::new("acme").expect("id");
     store
-        .create_tenant(&acme, &domains(&["acme.test"]), NOW_MS)
+        .create_tenant(&acme, &domains(&["acme.test"]), &credentials(), NOW_MS)
         .await
         .expect("acme");
     let generation = store.tenants_generation().await.expect("generation");
@@ -2010,21 +2027,26 @@ async fn refused_tenant_creations_write_nothing(backend: Backend) {
     // A domain of another tenant, even as the second of the list.
     for taken in [&["acme.test"][..], &["fresh.test", "acme.test"][..]] {
         assert!(matches!(
-            store.create_tenant(&other, &domains(taken), NOW_MS).await,
+            store.create_tenant(&other, &domains(taken), &credentials(), NOW_MS).await,
             Err(StoreError::DomainTaken(ref d)) if d == "acme.test"
         ));
     }
     // The same domain twice in one list.
     assert!(matches!(
         store
-            .create_tenant(&other, &domains(&["dup.test", "dup.test"]), NOW_MS)
+            .create_tenant(
+                &other,
+                &domains(&["dup.test", "dup.test"]),
+                &credentials(),
+                NOW_MS
+            )
             .await,
         Err(StoreError::DomainTaken(_))
     ));
     // An id that exists.
     assert!(matches!(
         store
-            .create_tenant(&acme, &domains(&["new.test"]), NOW_MS)
+            .create_tenant(&acme, &domains(&["new.test"]), &credentials(), NOW_MS)
             .await,
         Err(StoreError::TenantExists(_))
     ));
@@ -2038,6 +2060,7 @@ async fn refused_tenant_creations_write_nothing(backend: Backend) {
         .create_tenant(
             &other,
             &domains(&["fresh.test", "new.test", "dup.test"]),
+            &credentials(),
             NOW_MS,
         )
         .await
@@ -2056,8 +2079,10 @@ async fn tenants_racing_for_one_domain_have_one_winner(backend: Backend) {
             TenantId::new(&format!("one-{round}")).expect("id"),
             TenantId::new(&format!("two-{round}")).expect("id"),
         );
-        let a = tokio::spawn(async move { s1.create_tenant(&t1, &d1, NOW_MS).await });
-        let b = tokio::spawn(async move { s2.create_tenant(&t2, &d2, NOW_MS).await });
+        let a =
+            tokio::spawn(async move { s1.create_tenant(&t1, &d1, &credentials(), NOW_MS).await });
+        let b =
+            tokio::spawn(async move { s2.create_tenant(&t2, &d2, &credentials(), NOW_MS).await });
         let results = [a.await.expect("join"), b.await.expect("join")];
         let winners = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(winners, 1, "round {round}: {results:?}");
@@ -2310,13 +2335,13 @@ async fn postgres_tenant_changes_are_announced() {
     assert_eq!(next(&mut listener).await, ChangeNotice::Connected);
     let acme = TenantId::new("acme").expect("id");
     store
-        .create_tenant(&acme, &domains(&["acme.test"]), NOW_MS)
+        .create_tenant(&acme, &domains(&["acme.test"]), &credentials(), NOW_MS)
         .await
         .expect("create");
     assert_eq!(next(&mut listener).await, ChangeNotice::TenantsChanged);
     let other = TenantId::new("other").expect("id");
     assert!(store
-        .create_tenant(&other, &domains(&["acme.test"]), NOW_MS)
+        .create_tenant(&other, &domains(&["acme.test"]), &credentials(), NOW_MS)
         .await
         .is_err());
     store.delete_tenant(&acme).await.expect("delete");

@@ -3,7 +3,7 @@ use tokio_postgres::GenericClient;
 
 use super::{from_version, now_ms, read_snapshot, to_version, unique_violation, PostgresStore};
 use crate::tenant::TENANT_TABLES;
-use crate::{StoreError, Tenant, TenantId, TenantRecord, TenantStore};
+use crate::{StoreError, Tenant, TenantCredentials, TenantId, TenantRecord, TenantStore};
 
 /// The payload of a tenant created or deleted, on [`super::CHANGES_CHANNEL`].
 pub(super) const TENANTS_PAYLOAD: &str = "tenants";
@@ -77,8 +77,11 @@ impl TenantStore for PostgresStore {
         &self,
         tenant: &TenantId,
         domains: &[String],
+        credentials: &TenantCredentials,
         created_at_ms: i64,
     ) -> Result<TenantRecord, StoreError> {
+        let scopes = serde_json::to_string(&credentials.client.scopes)
+            .map_err(|err| StoreError::Unavailable(err.to_string()))?;
         let Some(first) = domains.first() else {
             return Err(StoreError::NotFound("a domain for the tenant".into()));
         };
@@ -105,6 +108,20 @@ impl TenantStore for PostgresStore {
                     _ => StoreError::from(err),
                 })?;
             }
+            super::credentials::insert_key(&tx, tenant, &credentials.signing_key).await?;
+            let client = &credentials.client;
+            tx.execute(
+                "INSERT INTO clients (tenant_id, client_id, secret_hash, scopes, created_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &tenant.as_str(),
+                    &client.client_id,
+                    &client.secret_hash,
+                    &scopes,
+                    &client.created_at_ms,
+                ],
+            )
+            .await?;
             bump_generation(&*tx).await?;
             tx.commit().await?;
             Ok(TenantRecord {

@@ -3,7 +3,7 @@ use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::{now_ms, to_version, SqliteStore};
 use crate::tenant::TENANT_TABLES;
-use crate::{StoreError, Tenant, TenantId, TenantRecord, TenantStore};
+use crate::{StoreError, Tenant, TenantCredentials, TenantId, TenantRecord, TenantStore};
 
 #[async_trait]
 impl TenantStore for SqliteStore {
@@ -50,11 +50,15 @@ impl TenantStore for SqliteStore {
         &self,
         tenant: &TenantId,
         domains: &[String],
+        credentials: &TenantCredentials,
         created_at_ms: i64,
     ) -> Result<TenantRecord, StoreError> {
-        let (tenant, domains) = (tenant.clone(), domains.to_vec());
-        self.write(move |conn, _| Self::create_tenant_in(conn, &tenant, &domains, created_at_ms))
-            .await
+        let (tenant, domains, credentials) =
+            (tenant.clone(), domains.to_vec(), credentials.clone());
+        self.write(move |conn, _| {
+            Self::create_tenant_in(conn, &tenant, &domains, &credentials, created_at_ms)
+        })
+        .await
     }
 
     async fn tenant_record(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, StoreError> {
@@ -212,8 +216,11 @@ impl SqliteStore {
         conn: &mut rusqlite::Connection,
         tenant: &TenantId,
         domains: &[String],
+        credentials: &TenantCredentials,
         created_at_ms: i64,
     ) -> Result<TenantRecord, StoreError> {
+        let scopes = serde_json::to_string(&credentials.client.scopes)
+            .map_err(|err| StoreError::Unavailable(err.to_string()))?;
         let Some(first) = domains.first() else {
             return Err(StoreError::NotFound("a domain for the tenant".into()));
         };
@@ -243,6 +250,19 @@ impl SqliteStore {
                 return Err(StoreError::DomainTaken(domain.clone()));
             }
         }
+        super::credentials::insert_key(&tx, tenant, &credentials.signing_key)?;
+        let client = &credentials.client;
+        tx.execute(
+            "INSERT INTO clients (tenant_id, client_id, secret_hash, scopes, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                tenant.as_str(),
+                client.client_id,
+                client.secret_hash,
+                scopes,
+                client.created_at_ms
+            ],
+        )?;
         bump_generation(&tx)?;
         tx.commit()?;
         Ok(TenantRecord {
