@@ -95,6 +95,7 @@ mod organization_schemas;
 mod organizations;
 mod paging;
 mod policy;
+pub mod provisioning;
 mod query;
 mod routes;
 mod service;

@@ -126,7 +126,7 @@ fn now_ms() -> i64 {
 }
 
 /// A new stored row for `key`: sealed, with its certificate.
-fn sealed_row(
+pub(crate) fn sealed_row(
     tenant: &TenantId,
     kek: &Kek,
     key: &SigningKey,
@@ -151,7 +151,11 @@ fn sealed_row(
 }
 
 /// Opens a stored row's key.
-fn open_row(tenant: &TenantId, kek: &Kek, row: &StoredSigningKey) -> Result<SigningKey, KeysError> {
+pub(crate) fn open_row(
+    tenant: &TenantId,
+    kek: &Kek,
+    row: &StoredSigningKey,
+) -> Result<SigningKey, KeysError> {
     let secret = kek
         .open(&context(tenant, &row.kid), &row.private_key)
         .map_err(|source| KeysError::Sealed {
