@@ -62,6 +62,12 @@ pub struct Args {
     /// when another key is current; nothing when it is current already). Stored sealed.
     #[arg(long, env = "NETACL_SIGNING_KEY_FILE", value_name = "PEM")]
     signing_key_file: Option<PathBuf>,
+    /// The operator token guarding the operator API (`/_netacl/v1/tenants`): a file holding
+    /// one token of at least 32 characters, mode 0600 (a file readable by group or others is
+    /// refused). Default: DATA_DIR/operator-token, generated (256 random bits, base64url) on
+    /// first start when absent. A file given here must exist.
+    #[arg(long, env = "NETACL_OPERATOR_TOKEN_FILE", value_name = "PATH")]
+    operator_token_file: Option<PathBuf>,
     /// With --database-url: how often the node checks the database for other nodes' changes,
     /// in milliseconds (the longest a lost notification can delay convergence).
     #[arg(long, env = "NETACL_SYNC_INTERVAL_MS", default_value_t = 500,
@@ -110,6 +116,63 @@ fn load_secrets_key(args: &Args) -> anyhow::Result<Arc<netacl_secrets::Kek>> {
     let kek = netacl_secrets::Kek::resolve(args.secrets_key_file.as_deref(), data_dir)
         .context("cannot load the key-encryption key (--secrets-key-file)")?;
     Ok(Arc::new(kek))
+}
+
+/// Name of the operator token file in the data directory.
+const OPERATOR_TOKEN_FILE: &str = "operator-token";
+
+/// The operator token of `--operator-token-file`, or the data directory's (generated with mode
+/// 0600 on first start). A file readable by group or others is refused; the token is never
+/// printed.
+fn load_operator_token(
+    args: &Args,
+) -> anyhow::Result<(netacl_server::OperatorToken, std::path::PathBuf)> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let (path, generate) = match &args.operator_token_file {
+        Some(path) => (path.clone(), false),
+        None => (args.data_dir.join(OPERATOR_TOKEN_FILE), true),
+    };
+    if generate && !path.exists() {
+        std::fs::create_dir_all(&args.data_dir).with_context(|| {
+            format!(
+                "cannot create the data directory {}",
+                args.data_dir.display()
+            )
+        })?;
+        let token = netacl_server::OperatorToken::generate();
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot create the operator token file {}", path.display()))?;
+        writeln!(file, "{}", token.expose())
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        return Ok((token, path));
+    }
+    let metadata = std::fs::metadata(&path)
+        .with_context(|| format!("cannot read the operator token file {}", path.display()))?;
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        anyhow::bail!(
+            "the operator token file {} has mode {mode:o}: it must be readable by its owner only \
+             (chmod 600)",
+            path.display()
+        );
+    }
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read the operator token file {}", path.display()))?,
+    );
+    let token = netacl_server::OperatorToken::new(text.trim().to_owned()).with_context(|| {
+        format!(
+            "the operator token file {} must hold one token of at least 32 characters",
+            path.display()
+        )
+    })?;
+    Ok((token, path))
 }
 
 /// Largest `--signing-key-file` read (an 8192-bit PKCS#1 key is about 6.5 KB of PEM).
@@ -178,13 +241,15 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         crate::managed_list_args::load_all(&args.managed_list, max_list_entries)
             .map_err(anyhow::Error::msg)?;
     let secrets_key = load_secrets_key(&args)?;
+    let (operator_token, operator_token_path) = load_operator_token(&args)?;
     let mut config = ServerConfig::new(tenant_domain.clone())
         .with_secrets_key(secrets_key)
         .with_rate_limit(rate_limit)
         .with_body_limit(args.body_limit)
         .with_token_lifetime_secs(args.token_lifetime)
         .with_limits(args.limits.limits())
-        .with_managed_list_files(file_lists);
+        .with_managed_list_files(file_lists)
+        .with_operator_token(operator_token);
     if let Some(path) = &args.signing_key_file {
         config = config.with_signing_key(load_signing_key(path)?);
     }
@@ -274,6 +339,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         println!("netacl admin API also listening on http://{plain} (plain HTTP)");
     }
     let base_url = transport.base_url(local, &tenant_domain);
+    println!(
+        "{} tenant(s) served; operator API /_netacl/v1/tenants, token in {}",
+        service.tenants().borrow().tenants.len(),
+        operator_token_path.display()
+    );
     if report.signing_key_created {
         println!(
             "created the tenant's RS256 signing key (kid {})",

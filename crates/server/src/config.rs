@@ -42,6 +42,9 @@ pub struct ServerConfig {
     /// An RSA key the operator brings (`--signing-key-file`): made the tenant's current signing
     /// key at start (the first key, or a rotation; nothing when it is current already).
     pub signing_key: Option<Arc<SigningKey>>,
+    /// The operator token guarding `/_netacl/v1/tenants` (`--operator-token-file`). `None`: the
+    /// operator API refuses every request (401).
+    pub operator_token: Option<crate::operator::OperatorToken>,
 }
 
 impl ServerConfig {
@@ -56,12 +59,19 @@ impl ServerConfig {
             managed_list_files: ManagedLists::new(),
             secrets_key: None,
             signing_key: None,
+            operator_token: None,
         }
     }
 
     /// With the key-encryption key of secrets at rest.
     pub fn with_secrets_key(mut self, kek: Arc<Kek>) -> Self {
         self.secrets_key = Some(kek);
+        self
+    }
+
+    /// With the operator token of `/_netacl/v1/tenants`.
+    pub fn with_operator_token(mut self, token: crate::operator::OperatorToken) -> Self {
+        self.operator_token = Some(token);
         self
     }
 

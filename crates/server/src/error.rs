@@ -36,6 +36,12 @@ impl ApiError {
         }
     }
 
+    /// With a `WWW-Authenticate` header (a 401 of the operator API).
+    pub(crate) fn with_www_authenticate(mut self, value: &'static str) -> Self {
+        self.www_authenticate = Some(HeaderValue::from_static(value));
+        self
+    }
+
     /// 400 `invalid_body` with the model's property-path message.
     pub fn invalid_body(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, Some("invalid_body"), message)

@@ -90,6 +90,7 @@ mod internal;
 mod managed_lists;
 mod network_acls;
 mod openapi;
+mod operator;
 mod organization_connections;
 mod organization_schemas;
 mod organizations;
@@ -113,6 +114,7 @@ pub use config::{
     ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
 };
 pub use error::ApiError;
+pub use operator::OperatorToken;
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
 pub use signing_keys::{
     KeysError, KEY_REFRESH_INTERVAL, SIGNING_KEY_PURPOSE, UNKNOWN_KID_RELOAD_INTERVAL,

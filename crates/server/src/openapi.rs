@@ -90,6 +90,7 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
     });
     crate::tenant_schemas::extend_document(&mut document);
     crate::organization_schemas::extend_document(&mut document);
+    crate::operator::extend_document(&mut document);
     if let Some(schemas) = document
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)

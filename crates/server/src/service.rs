@@ -244,7 +244,7 @@ impl AdminService {
                 crate::guard::limit_token_requests,
             ));
         let jwks = Router::new().route("/.well-known/jwks.json", get(jwks));
-        routes::router()
+        let tenants = routes::router()
             .merge(extra)
             .merge(token)
             .merge(jwks)
@@ -252,7 +252,10 @@ impl AdminService {
             .layer(axum::middleware::from_fn_with_state(
                 Arc::clone(&self.registry),
                 crate::tenancy::select_tenant,
-            ))
+            ));
+        // The operator API is above tenants: served whatever the host.
+        crate::operator::router(Arc::clone(&self.registry))
+            .merge(tenants)
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                 crate::error::panic_response,
             ))

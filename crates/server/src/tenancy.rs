@@ -218,12 +218,18 @@ impl Registry {
         self.directory.subscribe()
     }
 
-    #[allow(dead_code)] // the operator API's
+    pub(crate) fn operator_token(&self) -> Option<&crate::operator::OperatorToken> {
+        self.base.operator_token.as_ref()
+    }
+
+    pub(crate) fn body_limit(&self) -> usize {
+        self.base.body_limit
+    }
+
     pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
-    #[allow(dead_code)] // the operator API's
     pub(crate) fn kek(&self) -> &Arc<Kek> {
         &self.kek
     }
@@ -442,6 +448,7 @@ pub(crate) async fn load_tenant(
     config.tenant_domain = record.domain.clone();
     config.managed_list_files = ManagedLists::new();
     config.signing_key = None;
+    config.operator_token = None;
     let authority_config = AuthorityConfig::new(record.domain.clone())
         .with_token_lifetime_secs(config.token_lifetime_secs);
     let (prepared, authority) = SigningKeys::prepare(

@@ -93,6 +93,24 @@ impl Server {
     pub fn token(&self) -> String {
         token_at(self.addr, &self.domain)
     }
+
+    /// A token for the bootstrap client, asked with `Host: host`.
+    pub fn token_at_host(&self, host: &str) -> String {
+        let body = serde_json::json!({
+            "grant_type": "client_credentials",
+            "client_id": CLIENT_ID,
+            "client_secret": CLIENT_SECRET,
+            "audience": format!("https://{}/api/v2/", self.domain),
+        });
+        let mut stream = TcpStream::connect(self.addr).expect("connect");
+        let answer =
+            exchange(&mut stream, host, "POST", "/oauth/token", None, Some(&body)).expect("token");
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        answer.json()["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_owned()
+    }
 }
 
 impl Drop for Server {

@@ -1,0 +1,435 @@
+//! The operator API, `/_netacl/v1/tenants`: the tenants of the deployment, above tenants (served
+//! whatever the host), guarded by the operator token (`--operator-token-file`), which is not a
+//! tenant token: tenant tokens are refused here, and the operator token is refused by the tenant
+//! API (it is no JWT).
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use http::{HeaderMap, StatusCode};
+use netacl_store::TenantId;
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+
+use crate::error::{json_response, ApiError};
+use crate::provisioning::{self, tenant_json, ProvisionError};
+use crate::query::Query;
+use crate::tenancy::Registry;
+
+/// The operator token: at least 256 random bits, base64url. Compared in constant time; never
+/// logged (`Debug` is redacted).
+#[derive(Clone)]
+pub struct OperatorToken(zeroize::Zeroizing<String>);
+
+impl OperatorToken {
+    /// Wraps a token read from the operator token file. `None` when shorter than 32 characters.
+    pub fn new(token: String) -> Option<Self> {
+        (token.len() >= 32).then(|| Self(zeroize::Zeroizing::new(token)))
+    }
+
+    /// A fresh token: 256 random bits, base64url without padding (43 characters).
+    pub fn generate() -> Self {
+        use base64::Engine;
+        use rand::RngCore;
+        let mut bytes = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        Self(zeroize::Zeroizing::new(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
+        ))
+    }
+
+    /// The token's text (to write it to its file).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    fn matches(&self, presented: &[u8]) -> bool {
+        self.0.as_bytes().ct_eq(presented).into()
+    }
+}
+
+impl std::fmt::Debug for OperatorToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OperatorToken(<redacted>)")
+    }
+}
+
+/// Largest page of `GET /_netacl/v1/tenants`.
+const MAX_TAKE: u32 = 100;
+/// Default page.
+const DEFAULT_TAKE: u32 = 50;
+
+/// The operator routes, with their guard.
+pub(crate) fn router(registry: Arc<Registry>) -> Router {
+    use axum::routing::get;
+    Router::new()
+        .route("/_netacl/v1/tenants", get(list).post(create))
+        .route("/_netacl/v1/tenants/{id}", get(show).delete(delete))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&registry),
+            guard,
+        ))
+        .with_state(registry)
+}
+
+fn unauthorized() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        Some("invalid_operator_token"),
+        "The operator token is missing or wrong.",
+    )
+    .with_www_authenticate("Bearer realm=\"netacl operator\"")
+}
+
+async fn guard(State(registry): State<Arc<Registry>>, request: Request, next: Next) -> Response {
+    let Some(expected) = registry.operator_token() else {
+        return unauthorized().into_response();
+    };
+    let mut values = request
+        .headers()
+        .get_all(http::header::AUTHORIZATION)
+        .iter();
+    let presented = match (values.next(), values.next()) {
+        (Some(value), None) => value.as_bytes(),
+        _ => return unauthorized().into_response(),
+    };
+    let token = match presented.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => &presented[7..],
+        _ => return unauthorized().into_response(),
+    };
+    if !expected.matches(token) {
+        return unauthorized().into_response();
+    }
+    next.run(request).await
+}
+
+fn provision_error(err: ProvisionError) -> ApiError {
+    match err {
+        ProvisionError::InvalidId | ProvisionError::DomainCount => {
+            ApiError::invalid_body(format!("Payload validation error: {err}."))
+        }
+        ProvisionError::InvalidDomain { .. } => {
+            ApiError::invalid_body(format!("Payload validation error: {err}."))
+        }
+        ProvisionError::TenantExists(_) => {
+            ApiError::new(StatusCode::CONFLICT, Some("tenant_exists"), err.to_string())
+        }
+        ProvisionError::DomainTaken(_) => {
+            ApiError::new(StatusCode::CONFLICT, Some("domain_taken"), err.to_string())
+        }
+        ProvisionError::NotFound(_) => no_such_tenant(),
+        ProvisionError::DefaultTenant => ApiError::new(
+            StatusCode::CONFLICT,
+            Some("default_tenant"),
+            "The default tenant cannot be deleted.",
+        ),
+        ProvisionError::Store(netacl_store::StoreError::Unavailable(reason)) => {
+            tracing::warn!(%reason, "tenant operation: the database is unavailable");
+            ApiError::unavailable()
+        }
+        other => {
+            tracing::error!(error = %other, "tenant operation failed");
+            ApiError::internal()
+        }
+    }
+}
+
+fn no_such_tenant() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        Some("inexistent_tenant"),
+        "The tenant does not exist.",
+    )
+}
+
+/// `GET /_netacl/v1/tenants?from=&take=`: tenants by id; `next` is the `from` of the next page.
+async fn list(State(registry): State<Arc<Registry>>, RawQuery(raw): RawQuery) -> Response {
+    match list_inner(&registry, raw.as_deref()).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn list_inner(registry: &Registry, raw: Option<&str>) -> Result<Response, ApiError> {
+    let query = Query::parse(raw, &["from", "take"])?;
+    let take = query
+        .integer("take", 1, u64::from(MAX_TAKE))?
+        .map_or(DEFAULT_TAKE, |t| t as u32);
+    let from =
+        match query.string("from") {
+            None => None,
+            Some(text) => Some(TenantId::new(text).ok_or_else(|| {
+                ApiError::invalid_query("Not a cursor of this list", Some("from"))
+            })?),
+        };
+    let mut records = registry
+        .store()
+        .list_tenants(from.as_ref(), take + 1)
+        .await
+        .map_err(|err| provision_error(err.into()))?;
+    let next = if records.len() > take as usize {
+        records.truncate(take as usize);
+        records.last().map(|r| r.id.to_string())
+    } else {
+        None
+    };
+    let tenants: Vec<Value> = records.iter().map(tenant_json).collect();
+    let mut body = json!({ "tenants": tenants });
+    if let Some(next) = next {
+        body["next"] = next.into();
+    }
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+/// `POST /_netacl/v1/tenants` `{"tenant", "domains"}` → 201 with the bootstrap client's secret.
+async fn create(
+    State(registry): State<Arc<Registry>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match create_inner(&registry, raw.as_deref(), &headers, body).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn create_inner(
+    registry: &Registry,
+    raw: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    Query::parse(raw, &[])?;
+    let value = crate::body::read_json_body(headers, body, registry.body_limit(), None).await?;
+    let Value::Object(object) = &value else {
+        return Err(ApiError::invalid_body(
+            "Payload validation error: 'Expected type object but found type ".to_owned()
+                + json_type(&value)
+                + "'.",
+        ));
+    };
+    if let Some(unknown) = object.keys().find(|k| *k != "tenant" && *k != "domains") {
+        return Err(ApiError::invalid_body(format!(
+            "Payload validation error: 'Additional properties not allowed: {unknown}'."
+        )));
+    }
+    let id = match object.get("tenant") {
+        Some(Value::String(id)) => id.clone(),
+        Some(other) => {
+            return Err(ApiError::invalid_body(format!(
+                "Payload validation error: 'Expected type string but found type {}' on property tenant.",
+                json_type(other)
+            )))
+        }
+        None => {
+            return Err(ApiError::invalid_body(
+                "Payload validation error: 'Missing required property: tenant'.",
+            ))
+        }
+    };
+    let domains = match object.get("domains") {
+        Some(Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(domain) => out.push(domain.clone()),
+                    other => {
+                        return Err(ApiError::invalid_body(format!(
+                            "Payload validation error: 'Expected type string but found type {}' on property domains[{index}].",
+                            json_type(other)
+                        )))
+                    }
+                }
+            }
+            out
+        }
+        Some(other) => {
+            return Err(ApiError::invalid_body(format!(
+                "Payload validation error: 'Expected type array but found type {}' on property domains.",
+                json_type(other)
+            )))
+        }
+        None => {
+            return Err(ApiError::invalid_body(
+                "Payload validation error: 'Missing required property: domains'.",
+            ))
+        }
+    };
+    let created = provisioning::create_tenant(registry.store(), registry.kek(), &id, &domains)
+        .await
+        .map_err(provision_error)?;
+    if let Err(err) = registry.add(&created.record).await {
+        // Stored, but this node could not load it: the poll tries again.
+        tracing::error!(tenant = %created.record.id, error = %err, "cannot serve the new tenant yet");
+    }
+    let mut response = json_response(StatusCode::CREATED, &created.to_json());
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `GET /_netacl/v1/tenants/{id}` (no secret).
+async fn show(State(registry): State<Arc<Registry>>, Path(id): Path<String>) -> Response {
+    let Some(id) = TenantId::new(&id) else {
+        return no_such_tenant().into_response();
+    };
+    match registry.store().tenant_record(&id).await {
+        Ok(Some(record)) => json_response(StatusCode::OK, &tenant_json(&record)),
+        Ok(None) => no_such_tenant().into_response(),
+        Err(err) => provision_error(err.into()).into_response(),
+    }
+}
+
+/// `DELETE /_netacl/v1/tenants/{id}` → 204: the tenant and everything it owns; this node stops
+/// serving it at once.
+async fn delete(State(registry): State<Arc<Registry>>, Path(id): Path<String>) -> Response {
+    match provisioning::delete_tenant(registry.store(), &id).await {
+        Ok(()) => {
+            if let Some(id) = TenantId::new(&id) {
+                registry.remove(&id).await;
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(err) => provision_error(err).into_response(),
+    }
+}
+
+/// The operator operations in the OpenAPI document (security: the operator token).
+pub(crate) fn extend_document(document: &mut Value) {
+    let error = |description: &str| {
+        json!({"description": description, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/Error"}}}})
+    };
+    let unauthorized = json!({
+        "description": "The operator token is missing or wrong.",
+        "headers": {"WWW-Authenticate": {"required": true, "schema": {"type": "string", "pattern": "^Bearer"}}},
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    });
+    let tenant_ref = json!({"$ref": "#/components/schemas/netacl_tenant"});
+    let id_parameter = json!({"name": "id", "in": "path", "required": true,
+        "schema": {"type": "string"}});
+    let security = json!([{"operatorToken": []}]);
+    let paths = json!({
+        "/_netacl/v1/tenants": {
+            "get": {
+                "operationId": "netacl_list_tenants",
+                "summary": "List the tenants (operator API, served whatever the host)",
+                "security": security,
+                "parameters": [
+                    {"name": "from", "in": "query", "required": false,
+                     "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}},
+                    {"name": "take", "in": "query", "required": false,
+                     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_TAKE}}
+                ],
+                "responses": {
+                    "200": {"description": "One page of tenants, by id", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["tenants"], "additionalProperties": false,
+                        "properties": {"tenants": {"type": "array", "items": tenant_ref},
+                                       "next": {"type": "string"}}}}}},
+                    "400": error("Bad query parameter"),
+                    "401": unauthorized,
+                    "503": error("The database is unavailable")
+                }
+            },
+            "post": {
+                "operationId": "netacl_create_tenant",
+                "summary": "Create a tenant: signing key and bootstrap client (its secret shown once)",
+                "security": security,
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["tenant", "domains"], "additionalProperties": false,
+                    "properties": {
+                        "tenant": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                        "domains": {"type": "array", "minItems": 1, "maxItems": provisioning::MAX_TENANT_DOMAINS,
+                                    "items": {"type": "string", "minLength": 1, "maxLength": 253}}
+                    }}}}},
+                "responses": {
+                    "201": {"description": "The tenant, with the bootstrap client's secret", "content": {"application/json": {"schema": {
+                        "allOf": [tenant_ref, {"type": "object", "required": ["client_id", "client_secret"],
+                            "properties": {"client_id": {"type": "string"}, "client_secret": {"type": "string"}}}]}}}},
+                    "400": error("Invalid id or domains (with the property path)"),
+                    "401": unauthorized,
+                    "409": error("The id or a domain is taken"),
+                    "413": error("Body too large"),
+                    "415": error("Not JSON"),
+                    "503": error("The database is unavailable")
+                }
+            }
+        },
+        "/_netacl/v1/tenants/{id}": {
+            "get": {
+                "operationId": "netacl_get_tenant",
+                "summary": "One tenant (no secret)",
+                "security": security,
+                "parameters": [id_parameter],
+                "responses": {
+                    "200": {"description": "The tenant", "content": {"application/json": {"schema": tenant_ref}}},
+                    "401": unauthorized,
+                    "404": error("No such tenant"),
+                    "503": error("The database is unavailable")
+                }
+            },
+            "delete": {
+                "operationId": "netacl_delete_tenant",
+                "summary": "Delete a tenant and everything it owns (the default tenant: 409)",
+                "security": security,
+                "parameters": [id_parameter],
+                "responses": {
+                    "204": {"description": "Deleted; its hosts answer 421 from now on"},
+                    "401": unauthorized,
+                    "404": error("No such tenant"),
+                    "409": error("The default tenant cannot be deleted"),
+                    "503": error("The database is unavailable")
+                }
+            }
+        }
+    });
+    if let (Some(target), Value::Object(add)) = (
+        document.get_mut("paths").and_then(Value::as_object_mut),
+        paths,
+    ) {
+        target.extend(add);
+    }
+    if let Some(schemes) = document
+        .pointer_mut("/components/securitySchemes")
+        .and_then(Value::as_object_mut)
+    {
+        schemes.insert(
+            "operatorToken".into(),
+            json!({"type": "http", "scheme": "bearer",
+                   "description": "The operator token (--operator-token-file), not a tenant token"}),
+        );
+    }
+    if let Some(schemas) = document
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        schemas.insert(
+            "netacl_tenant".into(),
+            json!({"type": "object", "required": ["tenant", "domains", "issuer", "audience", "created_at"],
+                   "properties": {
+                       "tenant": {"type": "string"},
+                       "domains": {"type": "array", "items": {"type": "string"}},
+                       "issuer": {"type": "string"},
+                       "audience": {"type": "string"},
+                       "created_at": {"type": "string", "format": "date-time"}
+                   }}),
+        );
+    }
+}
