@@ -33,6 +33,10 @@
 //!
 //! # Shape
 //!
+//! - Every tenant of the store is served, selected by the request's host (`tenancy`): a
+//!   middleware, outermost after the panic guard, resolves the host to the tenant's state and
+//!   puts it in the request's extensions; handlers take it from there. `/_netacl/v1/tenants` (the
+//!   operator API, its own token) is above tenants.
 //! - One route table (`routes`) builds both the router and the OpenAPI document.
 //! - A guard in front of every authenticated route verifies the bearer token, applies the
 //!   per-client rate limit (per peer address without a valid token: IPv4 by address, IPv6 by

@@ -92,8 +92,10 @@ pub enum StartError {
     Task(String),
 }
 
-/// The running admin service of one tenant: build it with [`AdminService::start`], serve
-/// [`AdminService::router`].
+/// The running admin service: the default tenant (the one [`ServerConfig::tenant_domain`]
+/// names, which the single-tenant accessors below refer to) and every other tenant of the store,
+/// selected by host (see `Many tenants` in the README). Build it with [`AdminService::start`],
+/// serve [`AdminService::router`].
 #[derive(Clone)]
 pub struct AdminService {
     state: AppState,
