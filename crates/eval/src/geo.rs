@@ -42,7 +42,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use crate::hash::short_key_caseless;
-use crate::range::{RangeTable, NONE};
+use crate::range::RangeTable;
 use crate::request::{v4_bits, Request};
 
 /// What the databases say about an address: the values the geo/ASN signals take. A field is
@@ -67,6 +67,16 @@ impl GeoAnswer {
             country,
             subdivision: subdivision.and_then(|s| short_key_caseless(s.as_bytes())),
             asn,
+        }
+    }
+
+    /// Each value of `self`, or `other`'s where `self` has none: the answer of an address from
+    /// a location database (`self`) and an ASN database (`other`).
+    pub fn or(self, other: GeoAnswer) -> GeoAnswer {
+        GeoAnswer {
+            country: self.country.or(other.country),
+            subdivision: self.subdivision.or(other.subdivision),
+            asn: self.asn.or(other.asn),
         }
     }
 
@@ -126,6 +136,31 @@ impl GeoValues {
         }
     }
 
+    /// The values of explicit lists: countries (two ASCII letters, any case; others are
+    /// ignored), subdivisions (`US-NY`, any case) and ASNs. For embedders and tests that
+    /// compile intervals for values of their own; a policy's are [`CompiledPolicy::geo_values`](crate::CompiledPolicy::geo_values).
+    pub fn listing<'s>(
+        countries: impl IntoIterator<Item = [u8; 2]>,
+        subdivisions: impl IntoIterator<Item = &'s str>,
+        asns: impl IntoIterator<Item = u32>,
+    ) -> Self {
+        GeoValues::new(
+            countries
+                .into_iter()
+                .filter_map(|c| GeoAnswer::new(Some(c), None, None).country),
+            subdivisions
+                .into_iter()
+                .filter_map(|s| short_key_caseless(s.as_bytes())),
+            asns,
+        )
+    }
+
+    /// `answer` with only the values this lists (what [`GeoIntervals::answer`] gives for an
+    /// address whose databases' answer is `answer`).
+    pub fn restrict(&self, answer: GeoAnswer) -> GeoAnswer {
+        answer.restricted_to(self)
+    }
+
     /// Whether no rule lists a country, a subdivision or an ASN (no interval is needed).
     pub fn is_empty(&self) -> bool {
         self.countries.is_empty() && self.subdivisions.is_empty() && self.asns.is_empty()
@@ -164,6 +199,7 @@ pub struct GeoIntervalsBuilder {
     values: GeoValues,
     v4: Vec<(u32, u32, GeoAnswer)>,
     v6: Vec<(u128, u128, GeoAnswer)>,
+    aliases: Vec<(u128, u8)>,
     networks: usize,
 }
 
@@ -174,7 +210,22 @@ impl GeoIntervalsBuilder {
             values,
             v4: Vec::new(),
             v6: Vec::new(),
+            aliases: Vec::new(),
             networks: 0,
+        }
+    }
+
+    /// The IPv6 network `first/prefix_len` (`prefix_len` at most 96) answers as the IPv4
+    /// table: an address in it is answered for the IPv4 address of the 32 bits after the
+    /// prefix (the IPv4 aliases of MaxMind IPv6 databases: `::/96`, `2001::/32` (Teredo),
+    /// `2002::/16` (6to4)), instead of a copy of every IPv4 range. Ranges added to the IPv6
+    /// table inside an alias are never consulted. An invalid prefix is ignored.
+    pub fn alias_v4(&mut self, first: u128, prefix_len: u8) {
+        if prefix_len <= 96 && self.aliases.len() < 8 {
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(prefix_len))
+                .unwrap_or(0);
+            self.aliases.push((first & mask, prefix_len));
         }
     }
 
@@ -221,6 +272,7 @@ impl GeoIntervalsBuilder {
         GeoIntervals {
             v4,
             v6,
+            aliases: self.aliases,
             answers,
             stats: GeoIntervalStats {
                 networks: self.networks,
@@ -274,6 +326,8 @@ pub struct GeoIntervalStats {
 pub struct GeoIntervals {
     v4: RangeTable<u32>,
     v6: RangeTable<u128>,
+    /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
+    aliases: Vec<(u128, u8)>,
     answers: Vec<GeoAnswer>,
     stats: GeoIntervalStats,
 }
@@ -302,36 +356,43 @@ impl GeoIntervals {
     /// values: what a decision uses when the request carries no geo/ASN value.
     #[inline]
     pub fn answer(&self, ip: IpAddr) -> &GeoAnswer {
-        let index = match crate::request::canonical_ip(ip) {
-            IpAddr::V4(a) => self.v4.innermost(v4_bits(a)).0,
-            IpAddr::V6(a) => self.v6.innermost(u128::from(a)).0,
-        };
-        if index == NONE {
-            &MISSING
-        } else {
-            &self.answers[index as usize]
+        self.answer_canonical(crate::request::canonical_ip(ip))
+    }
+
+    /// Where an address is looked up: the IPv4 table, or (outside the IPv4 aliases) the IPv6.
+    #[inline(always)]
+    fn key(&self, ip: IpAddr) -> Result<u32, u128> {
+        match ip {
+            IpAddr::V4(a) => Ok(v4_bits(a)),
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                for &(first, len) in &self.aliases {
+                    if (a ^ first).checked_shr(128 - u32::from(len)).unwrap_or(0) == 0 {
+                        return Ok((a >> (96 - u32::from(len))) as u32);
+                    }
+                }
+                Err(a)
+            }
         }
     }
 
     /// Starts loading what [`answer`](Self::answer) reads for `ip` (already canonical).
     #[inline(always)]
     pub(crate) fn prefetch(&self, ip: IpAddr) {
-        match ip {
-            IpAddr::V4(a) => self.v4.prefetch(v4_bits(a)),
-            IpAddr::V6(a) => self.v6.prefetch(u128::from(a)),
+        match self.key(ip) {
+            Ok(a) => self.v4.prefetch(a),
+            Err(a) => self.v6.prefetch(a),
         }
     }
 
     /// The answer for a request's canonical client address.
     #[inline(always)]
     pub(crate) fn answer_canonical(&self, ip: IpAddr) -> &GeoAnswer {
-        let index = match ip {
-            IpAddr::V4(a) => self.v4.innermost(v4_bits(a)).0,
-            IpAddr::V6(a) => self.v6.innermost(u128::from(a)).0,
+        let index = match self.key(ip) {
+            Ok(a) => self.v4.innermost(a).0,
+            Err(a) => self.v6.innermost(a).0,
         };
-        // Without a branch on whether the address is in a kept network.
-        let slot = self.answers.get(index as usize);
-        slot.unwrap_or(&MISSING)
+        self.answers.get(index as usize).unwrap_or(&MISSING)
     }
 }
 

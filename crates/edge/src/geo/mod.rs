@@ -79,7 +79,10 @@
 //! avoids that.
 
 mod cache;
+mod intervals;
 mod record;
+
+pub use intervals::{CompiledIntervals, IntervalError};
 
 pub use record::SubdivisionCode;
 
