@@ -315,3 +315,240 @@ fn random_addresses_over_a_real_size_database_answer_as_lookups() {
     }
     assert!(hits > 30_000, "only {hits} addresses carry a listed value");
 }
+
+mod through_the_enforcer {
+    //! The enriched policy in the enforcer: reloads, refused files, races with rule changes.
+
+    use std::net::SocketAddr;
+    use std::path::Path;
+    use std::sync::{Arc, Barrier};
+
+    use mmdb_writer::{IpVersion, Value, Writer};
+    use netacl_edge::geo::GeoEnricher;
+    use netacl_edge::{
+        AclVerdict, ClientAddrResolver, ConnectionInfo, Enforcer, ForwardedHeader, TrustedProxies,
+    };
+    use netacl_eval::Engine;
+    use netacl_model::{AclId, Limits, RuleSet};
+    use serde_json::json;
+
+    /// An ASN database where 192.0.2.0/24 and 2001:db8::/32 belong to `asn` (none when 0).
+    fn asn_database(asn: u32) -> Vec<u8> {
+        let mut writer = Writer::builder("NetACL-Test-ASN")
+            .ip_version(IpVersion::V6)
+            .description(&[("en", "netacl reload test")])
+            .build();
+        if asn != 0 {
+            for net in ["192.0.2.0/24", "2001:db8::/32"] {
+                writer
+                    .insert_value(
+                        net.parse::<mmdb_writer::ipnet::IpNet>().unwrap(),
+                        Value::map([("autonomous_system_number", Value::U32(asn))]),
+                    )
+                    .unwrap();
+            }
+        }
+        writer.to_bytes().unwrap()
+    }
+
+    /// Replaces `path` as `geoipupdate` does: a new file renamed over the old.
+    fn install(path: &Path, bytes: &[u8]) {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
+    }
+
+    /// Version `version`: block the ASN `asn` (`match`) for every scope; and a redirect for
+    /// every request NOT from AS 64999 (`not_match`), after it.
+    fn rules(version: u64, asn: u32) -> RuleSet {
+        let record = |n: u128, priority: u64, rule: serde_json::Value| {
+            json!({"id": AclId::from_random(n).to_string(), "description": "r", "active": true,
+                   "priority": priority, "rule": rule,
+                   "created_at": "2026-01-01T00:00:00.000Z",
+                   "updated_at": "2026-01-01T00:00:00.000Z"})
+        };
+        RuleSet::from_json(
+            &json!([
+                record(
+                    1,
+                    1,
+                    json!({"action": {"block": true}, "scope": "tenant",
+                                    "match": {"asns": [asn]}})
+                ),
+                record(
+                    2,
+                    2,
+                    json!({"action": {"redirect": true,
+                                               "redirect_uri": "https://example.com/"},
+                                    "scope": "tenant", "not_match": {"asns": [64999]}})
+                ),
+            ]),
+            version,
+            &Limits::default(),
+        )
+        .unwrap()
+    }
+
+    fn enforcer(path: &Path) -> Enforcer {
+        let geo = GeoEnricher::open(None, Some(path)).unwrap();
+        Enforcer::new(
+            Arc::new(Engine::new()),
+            ClientAddrResolver::new(TrustedProxies::none(), ForwardedHeader::XForwardedFor),
+        )
+        .with_geo(Arc::new(geo))
+    }
+
+    fn verdict(enforcer: &Enforcer, client: &str) -> AclVerdict {
+        let peer = SocketAddr::new(client.parse().unwrap(), 4000);
+        enforcer
+            .decide(
+                Some(&ConnectionInfo::new(peer)),
+                "/authorize",
+                None,
+                &http::HeaderMap::new(),
+            )
+            .verdict
+    }
+
+    #[test]
+    fn policies_carry_intervals_and_reloads_rebuild_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("asn.mmdb");
+        install(&path, &asn_database(64500));
+        let enforcer = enforcer(&path);
+        enforcer.apply_rules(&rules(1, 64500)).unwrap();
+        let live = enforcer.engine().policy();
+        let geo = live.geo().expect("intervals compiled with the rules");
+        assert_eq!(*geo.values(), live.geo_values());
+        assert_eq!(verdict(&enforcer, "192.0.2.7"), AclVerdict::Block);
+        assert_eq!(verdict(&enforcer, "2001:db8::7"), AclVerdict::Block);
+        assert_eq!(verdict(&enforcer, "::ffff:192.0.2.7"), AclVerdict::Block);
+        // Absent from the database: the `match` fails, the `not_match` holds.
+        assert_eq!(verdict(&enforcer, "198.51.100.1"), AclVerdict::Redirect);
+
+        // A rule change that lists the same values reuses the intervals.
+        enforcer.apply_rules(&rules(2, 64500)).unwrap();
+        let again = enforcer.engine().policy();
+        assert!(Arc::ptr_eq(again.geo().unwrap(), geo));
+
+        // The database moves the network to another AS: the reload rebuilds the intervals.
+        install(&path, &asn_database(64501));
+        assert_eq!(enforcer.reload_geo().unwrap(), 1);
+        let reloaded = enforcer.engine().policy();
+        assert_eq!(reloaded.version(), 2);
+        assert!(!Arc::ptr_eq(reloaded.geo().unwrap(), geo));
+        assert_eq!(verdict(&enforcer, "192.0.2.7"), AclVerdict::Redirect);
+
+        // Nothing changed on disk: nothing is rebuilt.
+        assert_eq!(enforcer.reload_geo().unwrap(), 0);
+        assert!(Arc::ptr_eq(&enforcer.engine().policy(), &reloaded));
+    }
+
+    #[test]
+    fn a_file_that_fails_to_load_is_refused_and_the_enriched_policy_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("asn.mmdb");
+        install(&path, &asn_database(64500));
+        let enforcer = enforcer(&path);
+        enforcer.apply_rules(&rules(1, 64500)).unwrap();
+        let before = enforcer.engine().policy();
+        let mut broken = asn_database(64501);
+        broken.truncate(broken.len() / 2);
+        install(&path, &broken);
+        assert!(enforcer.reload_geo().is_err());
+        assert!(Arc::ptr_eq(&enforcer.engine().policy(), &before));
+        assert_eq!(verdict(&enforcer, "192.0.2.7"), AclVerdict::Block);
+        // The next good file is taken.
+        install(&path, &asn_database(64501));
+        assert_eq!(enforcer.reload_geo().unwrap(), 1);
+        assert_eq!(verdict(&enforcer, "192.0.2.7"), AclVerdict::Redirect);
+    }
+
+    #[test]
+    fn an_empty_database_makes_every_geo_value_missing_in_match_and_not_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("asn.mmdb");
+        install(&path, &asn_database(0));
+        let enforcer = enforcer(&path);
+        enforcer.apply_rules(&rules(1, 64500)).unwrap();
+        assert_eq!(enforcer.engine().policy().geo().unwrap().stats().ranges, 0);
+        for client in ["192.0.2.7", "2001:db8::1", "10.0.0.1"] {
+            // `match` on the ASN fails, `not_match` holds: the redirect.
+            assert_eq!(verdict(&enforcer, client), AclVerdict::Redirect, "{client}");
+        }
+    }
+
+    #[test]
+    fn a_reload_racing_rule_changes_yields_one_consistent_snapshot() {
+        const ROUNDS: u64 = 60;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("asn.mmdb");
+        let databases = [asn_database(64500), asn_database(64501)];
+        install(&path, &databases[0]);
+        let enforcer = Arc::new(enforcer(&path));
+        enforcer.apply_rules(&rules(1, 64500)).unwrap();
+        let barrier = Arc::new(Barrier::new(3));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+        let rule_changes = {
+            let (enforcer, barrier) = (Arc::clone(&enforcer), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                for version in 2..2 + ROUNDS {
+                    let asn = if version % 2 == 0 { 64501 } else { 64500 };
+                    enforcer.apply_rules(&rules(version, asn)).unwrap();
+                }
+            })
+        };
+        let reloads = {
+            let (enforcer, barrier, path) =
+                (Arc::clone(&enforcer), Arc::clone(&barrier), path.clone());
+            let databases = databases.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                for round in 0..ROUNDS {
+                    install(&path, &databases[(round % 2) as usize]);
+                    enforcer.reload_geo().unwrap();
+                }
+                // The last file: 64501 (ROUNDS is even, the last round wrote index 1).
+            })
+        };
+        let reader = {
+            let (enforcer, barrier, done) = (
+                Arc::clone(&enforcer),
+                Arc::clone(&barrier),
+                Arc::clone(&done),
+            );
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut seen = 0u64;
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    let live = enforcer.engine().policy();
+                    // Never new rules with intervals compiled for other values.
+                    let geo = live.geo().expect("every installed policy is enriched");
+                    assert_eq!(
+                        *geo.values(),
+                        live.geo_values(),
+                        "version {}",
+                        live.version()
+                    );
+                    seen += 1;
+                }
+                seen
+            })
+        };
+        rule_changes.join().unwrap();
+        reloads.join().unwrap();
+        done.store(true, std::sync::atomic::Ordering::Release);
+        assert!(reader.join().unwrap() > 0);
+        // The end state: the last rules (version ROUNDS + 1, odd: block 64500) with the last
+        // database (192.0.2.0/24 in AS 64501): not blocked, redirected.
+        let live = enforcer.engine().policy();
+        assert_eq!(live.version(), ROUNDS + 1);
+        assert_eq!(verdict(&enforcer, "192.0.2.7"), AclVerdict::Redirect);
+        assert_eq!(
+            enforcer.geo().unwrap().databases()[0].database_type,
+            "NetACL-Test-ASN"
+        );
+    }
+}

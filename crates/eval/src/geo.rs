@@ -270,6 +270,7 @@ impl GeoIntervalsBuilder {
         let v6 = RangeTable::build(v6);
         let bytes = v4.bytes() + v6.bytes() + answers.capacity() * std::mem::size_of::<GeoAnswer>();
         GeoIntervals {
+            values: self.values,
             v4,
             v6,
             aliases: self.aliases,
@@ -324,6 +325,8 @@ pub struct GeoIntervalStats {
 /// [`CompiledPolicy::with_geo`](crate::CompiledPolicy::with_geo).
 #[derive(Debug, Clone)]
 pub struct GeoIntervals {
+    /// The values kept.
+    values: GeoValues,
     v4: RangeTable<u32>,
     v6: RangeTable<u128>,
     /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
@@ -347,6 +350,11 @@ impl Default for GeoIntervals {
 }
 
 impl GeoIntervals {
+    /// The values the intervals were compiled for (the others are answered as missing).
+    pub fn values(&self) -> &GeoValues {
+        &self.values
+    }
+
     /// What the intervals hold.
     pub fn stats(&self) -> GeoIntervalStats {
         self.stats
