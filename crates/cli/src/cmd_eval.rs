@@ -52,6 +52,14 @@ pub struct Args {
         value_parser = crate::managed_list_args::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
+    /// A GeoIP2/GeoLite2 City (or Country) database: request lines with a client address and
+    /// no country, subdivision or ASN of their own take them from it (compiled into the policy,
+    /// as the edge does). Lines carrying any of the three keep theirs.
+    #[arg(long, value_name = "PATH")]
+    geoip_city: Option<PathBuf>,
+    /// A GeoLite2/GeoIP2 ASN database (see --geoip-city).
+    #[arg(long, value_name = "PATH")]
+    geoip_asn: Option<PathBuf>,
 }
 
 /// The record index a rule-set validation path starts with (`[3].rule...`,
@@ -127,6 +135,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     drop(rules);
+    let policy = match crate::geoip_args::enrich(
+        policy,
+        args.geoip_city.as_deref(),
+        args.geoip_asn.as_deref(),
+    ) {
+        Ok(policy) => policy,
+        Err(err) => {
+            eprintln!("netacl eval: {err:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     for rule in policy.stats().rules_naming_empty_lists {
         let what = if rule.configured {
             "is empty"

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_enrich;
+mod bench_threads;
 mod cmd_bench;
 mod cmd_directory;
 mod cmd_edge;
@@ -13,6 +15,7 @@ mod cmd_fingerprint;
 mod cmd_secrets_key;
 mod cmd_serve;
 mod cmd_tenant;
+mod geoip_args;
 mod limits_args;
 mod managed_list_args;
 mod tls;

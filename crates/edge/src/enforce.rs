@@ -5,14 +5,17 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use http::HeaderMap;
-use netacl_eval::{CompileError, CompiledPolicy, Engine, ManagedIndex, Request, Verdict};
+use netacl_eval::{
+    CompileError, CompiledPolicy, Engine, GeoIntervals, ManagedIndex, Request, Verdict,
+};
 use netacl_model::{AclId, RequestScope, RuleScope, RuleSet, Signal};
 
 pub use crate::decision::{AclDecision, AclVerdict};
 
 use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
-use crate::geo::{GeoEnricher, GeoInfo, GeoNeeds};
+use crate::enrich::GeoState;
+use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds};
 use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
 
@@ -147,6 +150,32 @@ impl ConnectionRules {
             policies,
         })
     }
+
+    /// The same rules with `geo` attached to each policy (the intervals of the full policy:
+    /// its listed values include theirs).
+    fn with_geo(&self, geo: Option<&Arc<GeoIntervals>>) -> Self {
+        let Some(geo) = geo else {
+            return Self {
+                version: self.version,
+                policies: self.policies.clone(),
+            };
+        };
+        let mut built: Vec<(*const CompiledPolicy, Arc<CompiledPolicy>)> = Vec::new();
+        let policies = self.policies.each_ref().map(|p| {
+            p.as_ref().map(|p| {
+                if let Some((_, done)) = built.iter().find(|(k, _)| *k == Arc::as_ptr(p)) {
+                    return Arc::clone(done);
+                }
+                let enriched = Arc::new(CompiledPolicy::clone(p).with_geo(Arc::clone(geo)));
+                built.push((Arc::as_ptr(p), Arc::clone(&enriched)));
+                enriched
+            })
+        });
+        Self {
+            version: self.version,
+            policies,
+        }
+    }
 }
 
 /// The outcome of the connection-level check.
@@ -169,7 +198,7 @@ pub enum ConnectionVerdict {
 pub struct Enforcer {
     engine: Arc<Engine>,
     addrs: ClientAddrResolver,
-    geo: Option<Arc<GeoEnricher>>,
+    geo: Option<GeoState>,
     metrics: Arc<EdgeMetrics>,
     connection_rules: ArcSwap<ConnectionRules>,
     enabled: bool,
@@ -198,11 +227,82 @@ impl Enforcer {
         }
     }
 
-    /// Enriches requests with country, subdivision and ASN from `geo` (looked up only when a
-    /// live rule names one of those signals).
+    /// Enriches requests with country, subdivision and ASN from `geo`: every policy this
+    /// enforcer installs carries the intervals compiled from the databases for the values its
+    /// rules list (see [`GeoEnricher::intervals`]), rebuilt when rules change and when
+    /// [`reload_geo`](Self::reload_geo) swaps in a database; a decision reads them from the
+    /// policy snapshot it loads, with no database access. Call before installing rules.
     pub fn with_geo(mut self, geo: Arc<GeoEnricher>) -> Self {
-        self.geo = Some(geo);
+        self.geo = Some(GeoState::new(geo));
         self
+    }
+
+    /// The enricher, if any.
+    pub fn geo(&self) -> Option<&Arc<GeoEnricher>> {
+        self.geo.as_ref().map(|g| &g.enricher)
+    }
+
+    /// Reloads the databases whose files changed ([`GeoEnricher::reload_changed`]) and, when
+    /// one was swapped in, puts the policy in service back with intervals compiled from the
+    /// new databases (one swap; a rule change made meanwhile is never undone). A file that
+    /// fails to load is refused: the databases and the enriched policy in service stay.
+    ///
+    /// # Errors
+    ///
+    /// The first [`GeoError`] met (the other databases are still reloaded).
+    pub fn reload_geo(&self) -> Result<usize, GeoError> {
+        let Some(state) = &self.geo else {
+            return Ok(0);
+        };
+        let reloaded = state.enricher.reload_changed();
+        if !matches!(reloaded, Ok(0)) {
+            self.reenrich();
+        }
+        reloaded
+    }
+
+    /// [`reload_geo`](Self::reload_geo) every `interval` on a blocking thread, in a tokio task
+    /// that ends when the enforcer is dropped or the handle aborted. Must be called from within
+    /// a tokio runtime.
+    pub fn spawn_geo_watcher(
+        self: &Arc<Self>,
+        interval: std::time::Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticker =
+                tokio::time::interval(interval.max(std::time::Duration::from_millis(10)));
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                let Some(enforcer) = weak.upgrade() else {
+                    return;
+                };
+                // Loading and compiling read whole files: keep it off the async workers.
+                let outcome = tokio::task::spawn_blocking(move || enforcer.reload_geo()).await;
+                if let Err(join_error) = outcome {
+                    tracing::error!(target: "netacl_edge::geo", "geo watcher: {join_error}");
+                }
+            }
+        })
+    }
+
+    /// Re-enriches the policy in service (and the connection rules) from the databases in
+    /// service, under the rebuild lock.
+    fn reenrich(&self) {
+        let Some(state) = &self.geo else {
+            return;
+        };
+        let mut rebuild = state.lock();
+        let live = self.engine.policy();
+        if let Some(enriched) = rebuild.reenrich(&live) {
+            if self.engine.replace(&live, Arc::clone(&enriched)) {
+                let connection = self.connection_rules.load_full();
+                self.connection_rules
+                    .store(Arc::new(connection.with_geo(enriched.geo())));
+            }
+        }
     }
 
     /// Keeps the counters in `metrics` (to share them with a metrics endpoint).
@@ -264,12 +364,18 @@ impl Enforcer {
         managed: &Arc<ManagedIndex>,
         keys: Option<Arc<SigningKeys>>,
     ) -> Result<(), CompileError> {
+        // Rule changes and database reloads rebuild one at a time (see `enrich.rs`).
+        let mut rebuild = self.geo.as_ref().map(GeoState::lock);
         let connection = ConnectionRules::build(rules, managed)?;
         let mut policy =
             CompiledPolicy::compile_with_lists(rules, &netacl_model::Limits::default(), managed)?;
         if let Some(keys) = keys.filter(|k| !k.is_empty()) {
             policy = policy.with_attachment(keys);
         }
+        if let Some(rebuild) = &mut rebuild {
+            policy = rebuild.enrich(policy);
+        }
+        let connection = connection.with_geo(policy.geo());
         self.engine.install(Arc::new(policy));
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
@@ -279,9 +385,22 @@ impl Enforcer {
     /// For an engine fed by someone else (`netacl serve` running the edge in process): tells the
     /// enforcer which rule set the engine now holds, so that connection-level refusal and the
     /// per-rule counters follow it. Does not touch the engine.
+    ///
+    /// With GeoIP databases, the policy in service is put back with its geo intervals (one
+    /// compare-and-swap: a policy published meanwhile is left alone, and enriched when it is
+    /// observed). Until then, decisions look the client address up in the databases directly.
     pub fn observe_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
-        let live = self.engine.policy();
+        let mut rebuild = self.geo.as_ref().map(GeoState::lock);
+        let mut live = self.engine.policy();
         let connection = ConnectionRules::build(rules, live.managed_index())?;
+        if let Some(rebuild) = &mut rebuild {
+            if let Some(enriched) = rebuild.reenrich(&live) {
+                if self.engine.replace(&live, Arc::clone(&enriched)) {
+                    live = enriched;
+                }
+            }
+        }
+        let connection = connection.with_geo(live.geo());
         self.connection_rules.store(Arc::new(connection));
         self.metrics.install_rules(rules);
         Ok(())
@@ -333,10 +452,15 @@ impl Enforcer {
         verdict
     }
 
+    /// The geo/ASN values of `ip` for a policy WITHOUT compiled intervals (a rebuild that
+    /// failed, or a policy published by someone else and not yet observed): looked up in the
+    /// databases directly, without the per-address cache. A policy with intervals needs
+    /// nothing here: the evaluator answers from them.
     fn lookup_geo(&self, policy: &CompiledPolicy, ip: IpAddr, known: bool) -> GeoInfo {
-        let (Some(geo), true) = (&self.geo, known) else {
+        let (Some(state), true, None) = (&self.geo, known, policy.geo()) else {
             return GeoInfo::default();
         };
+        let geo = &state.enricher;
         let needed = policy.needed_signals();
         let needs = GeoNeeds {
             country: needed.contains(Signal::Country),
@@ -346,7 +470,7 @@ impl Enforcer {
         if needs == GeoNeeds::default() {
             return GeoInfo::default();
         }
-        geo.lookup(ip, needs)
+        geo.lookup_direct(ip, needs)
     }
 
     /// Decides about one request: `path` is the request target's path, `headers` its headers.
@@ -417,8 +541,9 @@ impl Enforcer {
                 client_ip,
             };
         }
-        // One load: the same snapshot serves the enrichment, the decision and the ids.
-        let policy = self.engine.policy();
+        // One load: the same snapshot serves the enrichment, the decision and the ids (a guard:
+        // no reference count written, nothing shared between cores).
+        let policy = self.engine.snapshot();
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {

@@ -121,6 +121,7 @@ mod client_addr;
 mod connection;
 mod decision;
 mod enforce;
+mod enrich;
 pub mod fingerprint;
 pub mod geo;
 pub mod httpsig;

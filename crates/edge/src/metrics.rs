@@ -32,6 +32,73 @@ fn scope_slot(scope: RequestScope) -> usize {
     }
 }
 
+/// Counters written per request, striped: one stripe per thread slot (threads take slots in
+/// turn, modulo the number of stripes, the available parallelism), each stripe at least a cache
+/// line away from the next, so that threads deciding at once on different cores do not write
+/// the same cache line. A read sums the stripes.
+#[derive(Debug)]
+struct Stripes {
+    /// Cells per stripe: the counters rounded up to a cache line, plus a line of padding.
+    per: usize,
+    cells: Box<[AtomicU64]>,
+}
+
+/// Cells in a cache line.
+const LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
+
+fn stripe_count() -> usize {
+    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *COUNT.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, 16)
+    })
+}
+
+/// This thread's stripe slot (assigned once per thread, in turn).
+fn stripe_slot() -> usize {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, Relaxed) as usize;
+    }
+    SLOT.with(|slot| *slot) % stripe_count()
+}
+
+impl Stripes {
+    fn new(counters: usize) -> Self {
+        let per = counters.div_ceil(LINE) * LINE + LINE;
+        Stripes {
+            per,
+            cells: (0..per * stripe_count())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn add(&self, counter: usize) {
+        if let Some(cell) = self.cells.get(stripe_slot() * self.per + counter) {
+            cell.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn sum(&self, counter: usize) -> u64 {
+        (0..self.cells.len() / self.per.max(1))
+            .filter_map(|stripe| self.cells.get(stripe * self.per + counter))
+            .fold(0u64, |sum, cell| sum.saturating_add(cell.load(Relaxed)))
+    }
+}
+
+/// Per-rule counters in a [`RuleTable`]'s stripes, after the per-scope request counters: the
+/// requests decided per scope, then monitored matches, then refused connections.
+const PER_RULE: usize = SCOPES + 2;
+const MONITORED: usize = SCOPES;
+const REFUSED: usize = SCOPES + 1;
+
+fn rule_cell(rule: usize, counter: usize) -> usize {
+    SCOPES + rule * PER_RULE + counter
+}
+
 const REQUEST_SCOPES: [RequestScope; SCOPES] = [
     RequestScope::Management,
     RequestScope::Authentication,
@@ -43,12 +110,6 @@ struct RuleEntry {
     id: AclId,
     scope: RuleScope,
     action: &'static str,
-    /// Requests this rule decided, by request scope.
-    decided: [AtomicU64; SCOPES],
-    /// Requests in which this rule matched in monitoring mode.
-    monitored: AtomicU64,
-    /// Connections this rule refused before the TLS handshake.
-    refused: AtomicU64,
     /// Totals carried over from earlier versions.
     base_evaluated: u64,
     base_matched: u64,
@@ -62,8 +123,9 @@ pub struct RuleTable {
     /// Active rules in evaluation order.
     rules: Vec<RuleEntry>,
     by_id: HashMap<AclId, usize>,
-    /// Requests evaluated against this version, by request scope.
-    requests: [AtomicU64; SCOPES],
+    /// Requests evaluated against this version by request scope, then per rule the requests it
+    /// decided by request scope, its monitored matches and its refused connections (striped).
+    counts: Stripes,
 }
 
 impl RuleTable {
@@ -72,7 +134,7 @@ impl RuleTable {
             version: 0,
             rules: Vec::new(),
             by_id: HashMap::new(),
-            requests: Default::default(),
+            counts: Stripes::new(SCOPES),
         }
     }
 
@@ -90,9 +152,6 @@ impl RuleTable {
                     id: acl.id.clone(),
                     scope: acl.spec.rule.scope(),
                     action: acl.spec.rule.action().name(),
-                    decided: Default::default(),
-                    monitored: AtomicU64::new(0),
-                    refused: AtomicU64::new(0),
                     base_evaluated,
                     base_matched,
                     base_refused,
@@ -104,11 +163,12 @@ impl RuleTable {
             .enumerate()
             .map(|(i, e)| (e.id.clone(), i))
             .collect();
+        let counts = Stripes::new(SCOPES + entries.len() * PER_RULE);
         Self {
             version: rules.version,
             rules: entries,
             by_id,
-            requests: Default::default(),
+            counts,
         }
     }
 
@@ -118,12 +178,13 @@ impl RuleTable {
     }
 
     fn snapshot(&self) -> Vec<RuleStat> {
-        let requests: [u64; SCOPES] = std::array::from_fn(|s| self.requests[s].load(Relaxed));
+        let requests: [u64; SCOPES] = std::array::from_fn(|s| self.counts.sum(s));
         // Requests of each scope still undecided when reaching the current rule.
         let mut remaining = requests;
         let mut out = Vec::with_capacity(self.rules.len());
-        for rule in &self.rules {
-            let decided: [u64; SCOPES] = std::array::from_fn(|s| rule.decided[s].load(Relaxed));
+        for (index, rule) in self.rules.iter().enumerate() {
+            let decided: [u64; SCOPES] =
+                std::array::from_fn(|s| self.counts.sum(rule_cell(index, s)));
             let mut evaluated = 0u64;
             for (slot, scope) in REQUEST_SCOPES.iter().enumerate() {
                 if rule.scope.covers(*scope) {
@@ -134,14 +195,17 @@ impl RuleTable {
             let matched = decided
                 .iter()
                 .sum::<u64>()
-                .saturating_add(rule.monitored.load(Relaxed));
+                .saturating_add(self.counts.sum(rule_cell(index, MONITORED)));
             out.push(RuleStat {
                 rule_id: rule.id.clone(),
                 action: rule.action,
                 scope: rule.scope,
                 evaluated: evaluated.saturating_add(rule.base_evaluated),
                 matched: matched.saturating_add(rule.base_matched),
-                connections_refused: rule.refused.load(Relaxed).saturating_add(rule.base_refused),
+                connections_refused: self
+                    .counts
+                    .sum(rule_cell(index, REFUSED))
+                    .saturating_add(rule.base_refused),
             });
         }
         out
@@ -172,16 +236,19 @@ pub struct RuleStat {
 #[derive(Debug)]
 pub struct EdgeMetrics {
     table: ArcSwap<RuleTable>,
-    verdicts: [AtomicU64; 5],
-    unattributed: AtomicU64,
-    connections_accepted: AtomicU64,
-    connections_refused: AtomicU64,
+    /// Per-request counters (striped): the verdicts, then [`UNATTRIBUTED`], the connections
+    /// accepted and refused, the signatures verified and refused.
+    counts: Stripes,
     handshake_failures: AtomicU64,
     rule_source_errors: AtomicU64,
     policy_version: AtomicU64,
-    signatures_verified: AtomicU64,
-    signatures_refused: AtomicU64,
 }
+
+const UNATTRIBUTED: usize = 5;
+const CONNECTIONS_ACCEPTED: usize = 6;
+const CONNECTIONS_REFUSED: usize = 7;
+const SIGNATURES_VERIFIED: usize = 8;
+const SIGNATURES_REFUSED: usize = 9;
 
 impl Default for EdgeMetrics {
     fn default() -> Self {
@@ -212,15 +279,10 @@ impl EdgeMetrics {
     pub fn new() -> Self {
         Self {
             table: ArcSwap::from_pointee(RuleTable::empty()),
-            verdicts: Default::default(),
-            unattributed: AtomicU64::new(0),
-            connections_accepted: AtomicU64::new(0),
-            connections_refused: AtomicU64::new(0),
+            counts: Stripes::new(SIGNATURES_REFUSED + 1),
             handshake_failures: AtomicU64::new(0),
             rule_source_errors: AtomicU64::new(0),
             policy_version: AtomicU64::new(0),
-            signatures_verified: AtomicU64::new(0),
-            signatures_refused: AtomicU64::new(0),
         }
     }
 
@@ -250,7 +312,7 @@ impl EdgeMetrics {
         rule: Option<&AclId>,
         monitored: &[AclId],
     ) {
-        self.verdicts[verdict_slot(verdict)].fetch_add(1, Relaxed);
+        self.counts.add(verdict_slot(verdict));
         if verdict == AclVerdict::InvalidPath {
             // Refused before any rule: no scope, nothing evaluated.
             return;
@@ -258,17 +320,17 @@ impl EdgeMetrics {
         let table = self.table.load();
         if table.version != version {
             // The table for this version is not installed (yet): count the request only.
-            self.unattributed.fetch_add(1, Relaxed);
+            self.counts.add(UNATTRIBUTED);
             return;
         }
         let slot = scope_slot(scope);
-        table.requests[slot].fetch_add(1, Relaxed);
+        table.counts.add(slot);
         if let Some(i) = rule.and_then(|id| table.by_id.get(id)) {
-            table.rules[*i].decided[slot].fetch_add(1, Relaxed);
+            table.counts.add(rule_cell(*i, slot));
         }
         for id in monitored {
             if let Some(i) = table.by_id.get(id) {
-                table.rules[*i].monitored.fetch_add(1, Relaxed);
+                table.counts.add(rule_cell(*i, MONITORED));
             }
         }
     }
@@ -278,30 +340,28 @@ impl EdgeMetrics {
         let table = self.table.load();
         if table.version == version {
             if let Some(i) = table.by_id.get(rule) {
-                table.rules[*i].refused.fetch_add(1, Relaxed);
+                table.counts.add(rule_cell(*i, REFUSED));
             }
         }
     }
 
     /// Counts an accepted (`true`) or refused connection.
     pub fn record_connection(&self, accepted: bool) {
-        if accepted {
-            &self.connections_accepted
+        self.counts.add(if accepted {
+            CONNECTIONS_ACCEPTED
         } else {
-            &self.connections_refused
-        }
-        .fetch_add(1, Relaxed);
+            CONNECTIONS_REFUSED
+        });
     }
 
     /// Counts a request signature that was checked (a live rule names
     /// `http_message_signature`): verified (`true`) or not.
     pub fn record_signature(&self, verified: bool) {
-        if verified {
-            &self.signatures_verified
+        self.counts.add(if verified {
+            SIGNATURES_VERIFIED
         } else {
-            &self.signatures_refused
-        }
-        .fetch_add(1, Relaxed);
+            SIGNATURES_REFUSED
+        });
     }
 
     /// Counts a failed TLS handshake (or a connection that sent no ClientHello).
@@ -316,12 +376,12 @@ impl EdgeMetrics {
 
     /// Requests decided with `verdict` so far.
     pub fn verdict_count(&self, verdict: AclVerdict) -> u64 {
-        self.verdicts[verdict_slot(verdict)].load(Relaxed)
+        self.counts.sum(verdict_slot(verdict))
     }
 
     /// Connections refused before the TLS handshake (or before any request on plain HTTP).
     pub fn connections_refused(&self) -> u64 {
-        self.connections_refused.load(Relaxed)
+        self.counts.sum(CONNECTIONS_REFUSED)
     }
 
     /// Per-rule totals of the installed version, in evaluation order.
@@ -358,7 +418,7 @@ impl EdgeMetrics {
              counter table was not installed yet.\n\
              # TYPE netacl_edge_requests_unattributed_total counter\n\
              netacl_edge_requests_unattributed_total {}",
-            self.unattributed.load(Relaxed)
+            self.counts.sum(UNATTRIBUTED)
         );
         let _ = writeln!(
             out,
@@ -366,8 +426,8 @@ impl EdgeMetrics {
              # TYPE netacl_edge_connections_total counter\n\
              netacl_edge_connections_total{{result=\"accepted\"}} {}\n\
              netacl_edge_connections_total{{result=\"refused\"}} {}",
-            self.connections_accepted.load(Relaxed),
-            self.connections_refused.load(Relaxed)
+            self.counts.sum(CONNECTIONS_ACCEPTED),
+            self.counts.sum(CONNECTIONS_REFUSED)
         );
         let _ = writeln!(
             out,
@@ -375,8 +435,8 @@ impl EdgeMetrics {
              # TYPE netacl_edge_message_signatures_total counter\n\
              netacl_edge_message_signatures_total{{result=\"verified\"}} {}\n\
              netacl_edge_message_signatures_total{{result=\"not_verified\"}} {}",
-            self.signatures_verified.load(Relaxed),
-            self.signatures_refused.load(Relaxed)
+            self.counts.sum(SIGNATURES_VERIFIED),
+            self.counts.sum(SIGNATURES_REFUSED)
         );
         let _ = writeln!(
             out,

@@ -313,11 +313,6 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             config.geoip_city.as_deref(),
             config.geoip_asn.as_deref(),
         )?);
-        let watcher = geo.spawn_watcher(config.geoip_reload_interval);
-        tasks.spawn(async move {
-            let _ = watcher.await;
-            Ok(())
-        });
         enforcer = enforcer.with_geo(geo);
     }
     if !config.acl_enabled {
@@ -325,6 +320,14 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
     }
     let enforcer = Arc::new(enforcer);
+    if enforcer.geo().is_some() {
+        // Reloads rebuild the enriched policy: the enforcer watches the files.
+        let watcher = enforcer.spawn_geo_watcher(config.geoip_reload_interval);
+        tasks.spawn(async move {
+            let _ = watcher.await;
+            Ok(())
+        });
+    }
     let mut sources = None;
 
     match &config.rules {

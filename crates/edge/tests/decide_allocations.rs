@@ -1,6 +1,7 @@
 //! `Enforcer::decide` allocates nothing for the common request: no decision, or a decision by
 //! one rule (block, allow, redirect), with no monitoring-mode rule matching, the path already
-//! normal, the client address from a trusted proxy's header, geo and ASN from the databases.
+//! normal, the client address from a trusted proxy's header, geo and ASN from the intervals
+//! compiled from the databases into the policy.
 //!
 //! Its own test binary: `allocation-counter` replaces the global allocator of the binary that
 //! links it (counting per thread), which no other test should run under.
@@ -89,6 +90,9 @@ fn enforcer(header: ForwardedHeader) -> Enforcer {
         ClientAddrResolver::new(TrustedProxies::parse(["10.0.0.0/8"]).expect("cidr"), header);
     let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver).with_geo(Arc::new(geo));
     enforcer.apply_rules(&rules).expect("compiles");
+    // The enriched path: geo and ASN come from intervals compiled into the policy, not from
+    // the databases.
+    assert!(enforcer.engine().policy().geo().is_some());
     enforcer
 }
 

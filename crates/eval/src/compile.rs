@@ -8,6 +8,7 @@ use netacl_model::{
     Action, Criteria, Limits, ManagedListName, NetworkAcl, RequestScope, RuleScope, RuleSet, Signal,
 };
 
+use crate::geo::GeoValues;
 use crate::hash::{ja3_key, random_seed, short_key_caseless, ByteMap, CountryTable, FixedMap};
 use crate::managed::{ManagedIndex, MASKS};
 use crate::policy::{
@@ -634,6 +635,11 @@ impl CompiledPolicy {
         };
         let g = &mut grouper;
         let c = collected;
+        let geo_values = Arc::new(GeoValues::new(
+            c.country.iter().map(|e| e.0),
+            c.subdivision.iter().map(|e| e.0),
+            c.asn.iter().map(|e| e.0),
+        ));
         let indexes = Indexes {
             client_v4: ranges(g.group(c.client_v4)),
             client_v6: ranges(g.group(c.client_v6)),
@@ -670,6 +676,8 @@ impl CompiledPolicy {
             indexed: needed,
             anchored,
             attachment: None,
+            geo_values,
+            geo: None,
             stats: PolicyStats {
                 version: rules.version,
                 rules: rules.acls.len(),

@@ -60,6 +60,21 @@ impl Engine {
         self.current.store(policy);
     }
 
+    /// Puts `new` in service if `current` is still the policy in service (compare and swap);
+    /// `false` when another publication came first (nothing changed). For a policy derived
+    /// from the one in service (the same rules with new geo intervals) that must not undo a
+    /// publication made meanwhile.
+    pub fn replace(&self, current: &Arc<CompiledPolicy>, new: Arc<CompiledPolicy>) -> bool {
+        let previous = self.current.compare_and_swap(current, new);
+        Arc::ptr_eq(&previous, current)
+    }
+
+    /// The policy in service, borrowed for one decision: no reference count is touched (an
+    /// `arc-swap` guard), so threads deciding at once share no written cache line.
+    pub fn snapshot(&self) -> Guard<Arc<CompiledPolicy>> {
+        self.current.load()
+    }
+
     /// The policy in service.
     pub fn policy(&self) -> Arc<CompiledPolicy> {
         self.current.load_full()

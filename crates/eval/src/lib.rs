@@ -153,6 +153,7 @@
 
 mod compile;
 mod engine;
+mod geo;
 mod hash;
 mod managed;
 mod memo;
@@ -168,6 +169,7 @@ mod useragent;
 
 pub use compile::CompileError;
 pub use engine::{Engine, Evaluation};
+pub use geo::{GeoAnswer, GeoIntervalStats, GeoIntervals, GeoIntervalsBuilder, GeoValues};
 pub use managed::{ManagedIndex, ManagedListStats};
 pub use policy::{
     signal_name, CompiledPolicy, Decision, EmptyListRule, IndexKind, IndexStats, ManagedListUse,

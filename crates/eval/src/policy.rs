@@ -12,6 +12,7 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
+use crate::geo::{uses_compiled, GeoAnswer, GeoIntervals, GeoValues};
 use crate::hash::{ja3_key, short_key_caseless, ByteMap, CountryTable, FixedMap};
 use crate::managed::{ManagedIndex, MASKS};
 use crate::postings::{Postings, NO_RULE, REQUEST_SCOPES};
@@ -238,6 +239,10 @@ impl FromIterator<Signal> for SignalSet {
     }
 }
 
+/// The signals compiled geo intervals answer.
+const GEO_SIGNALS: u16 =
+    (1 << Signal::Asn as u16) | (1 << Signal::Country as u16) | (1 << Signal::Subdivision as u16);
+
 #[inline]
 pub(crate) fn bit(signal: Signal) -> u16 {
     1 << (signal as u16)
@@ -433,6 +438,10 @@ pub struct CompiledPolicy {
     pub(crate) stats: PolicyStats,
     /// Data an embedder swaps together with the rules (see [`CompiledPolicy::with_attachment`]).
     pub(crate) attachment: Option<Arc<dyn Any + Send + Sync>>,
+    /// The countries, subdivisions and ASNs the active rules list.
+    pub(crate) geo_values: Arc<GeoValues>,
+    /// Geo/ASN answers per client address, compiled from databases (see [`GeoIntervals`]).
+    pub(crate) geo: Option<Arc<GeoIntervals>>,
 }
 
 /// Inline capacity for the postings a request hits.
@@ -639,6 +648,29 @@ impl CompiledPolicy {
         self
     }
 
+    /// The policy with geo/ASN answers compiled from databases for its listed values
+    /// ([`GeoIntervals`], built for [`geo_values`](Self::geo_values) or a superset of them):
+    /// a request that carries no country, subdivision or ASN of its own then takes them from
+    /// the intervals, by its client address (a request with no client address has none). A
+    /// request that carries any of the three is evaluated with the values it carries, the
+    /// compiled ones ignored (explicit values win, all three together). Replaces earlier
+    /// intervals; rules and intervals are then one value, swapped together.
+    pub fn with_geo(mut self, geo: Arc<GeoIntervals>) -> Self {
+        self.geo = Some(geo);
+        self
+    }
+
+    /// The compiled geo/ASN intervals, if any.
+    pub fn geo(&self) -> Option<&Arc<GeoIntervals>> {
+        self.geo.as_ref()
+    }
+
+    /// The countries, subdivisions and ASNs the active rules list: what
+    /// [`GeoIntervalsBuilder`](crate::GeoIntervalsBuilder) keeps from a database.
+    pub fn geo_values(&self) -> GeoValues {
+        GeoValues::clone(&self.geo_values)
+    }
+
     /// The attachment, if there is one of type `T`.
     pub fn attachment<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.attachment.as_deref()?.downcast_ref::<T>()
@@ -726,6 +758,20 @@ impl CompiledPolicy {
         if self.indexed.contains(Signal::Managed) {
             self.managed.prefetch(request);
         }
+        if let Some(geo) = &self.geo {
+            if self.indexed.0 & GEO_SIGNALS != 0 {
+                if let Some(ip) = uses_compiled(request) {
+                    geo.prefetch(ip);
+                }
+            }
+        }
+    }
+
+    /// The compiled answer for the request, when it takes its geo/ASN values from intervals.
+    #[inline(always)]
+    fn compiled_geo(&self, request: &Request<'_>) -> Option<&GeoAnswer> {
+        let geo = self.geo.as_deref()?;
+        Some(geo.answer_canonical(uses_compiled(request)?))
     }
 
     #[inline(always)]
@@ -753,29 +799,6 @@ impl CompiledPolicy {
             hits.range[s as usize] = (from as u32, refs.len() as u32);
         };
         let wants = |s: Signal| signals & bit(s) != 0;
-        if wants(Signal::Asn) {
-            let from = refs.len();
-            if let (Some(map), Some(asn)) = (&ix.asn, request.asn()) {
-                refs.push_found(map.find(asn));
-            }
-            mark(Signal::Asn, refs, from);
-        }
-        if wants(Signal::Country) {
-            let from = refs.len();
-            if let (Some(map), Some(code)) = (&ix.country, request.country_code()) {
-                refs.push_found(map.find(code));
-            }
-            mark(Signal::Country, refs, from);
-        }
-        if wants(Signal::Subdivision) {
-            let from = refs.len();
-            if let (Some(map), Some(code)) = (&ix.subdivision, request.subdivision()) {
-                if let Some(key) = short_key_caseless(code.as_bytes()) {
-                    refs.push_found(map.find(key));
-                }
-            }
-            mark(Signal::Subdivision, refs, from);
-        }
         if wants(Signal::Ja3) {
             let from = refs.len();
             if let (Some(map), Some(ja3)) = (&ix.ja3, request.ja3()) {
@@ -812,6 +835,44 @@ impl CompiledPolicy {
                 }
             }
             mark(Signal::MessageSignature, refs, from);
+        }
+        // Country, subdivision and ASN: the request's own values, or (when it carries none and
+        // the policy has compiled intervals) the answer for its client address, looked up once.
+        if signals & GEO_SIGNALS != 0 {
+            let compiled = self.compiled_geo(request);
+            let (asn, country) = match compiled {
+                Some(answer) => (answer.asn(), answer.country()),
+                None => (request.asn(), request.country_code()),
+            };
+            if wants(Signal::Asn) {
+                let from = refs.len();
+                if let (Some(map), Some(asn)) = (&ix.asn, asn) {
+                    refs.push_found(map.find(asn));
+                }
+                mark(Signal::Asn, refs, from);
+            }
+            if wants(Signal::Country) {
+                let from = refs.len();
+                if let (Some(map), Some(code)) = (&ix.country, country) {
+                    refs.push_found(map.find(code));
+                }
+                mark(Signal::Country, refs, from);
+            }
+            if wants(Signal::Subdivision) {
+                let from = refs.len();
+                if let Some(map) = &ix.subdivision {
+                    let key = match compiled {
+                        Some(answer) => answer.subdivision_key(),
+                        None => request
+                            .subdivision()
+                            .and_then(|code| short_key_caseless(code.as_bytes())),
+                    };
+                    if let Some(key) = key {
+                        refs.push_found(map.find(key));
+                    }
+                }
+                mark(Signal::Subdivision, refs, from);
+            }
         }
         // The addresses last: their index blocks were prefetched when the evaluation began
         // (see `prefetch_addresses`), and the probes above ran while they arrived.

@@ -79,7 +79,10 @@
 //! avoids that.
 
 mod cache;
+mod intervals;
 mod record;
+
+pub use intervals::{CompiledIntervals, IntervalError};
 
 pub use record::SubdivisionCode;
 
@@ -386,6 +389,16 @@ impl GeoEnricher {
     /// Looks up `ip`, reading only the databases and fields `needs` asks for. Never fails:
     /// anything not found is `None` (see [`GeoInfo`]); database errors are counted.
     pub fn lookup(&self, ip: IpAddr, needs: GeoNeeds) -> GeoInfo {
+        self.lookup_with(ip, needs, true)
+    }
+
+    /// [`lookup`](Self::lookup) without the per-address answer cache (the per-record location
+    /// cache still serves): what the edge uses for a policy that has no compiled intervals.
+    pub fn lookup_direct(&self, ip: IpAddr, needs: GeoNeeds) -> GeoInfo {
+        self.lookup_with(ip, needs, false)
+    }
+
+    fn lookup_with(&self, ip: IpAddr, needs: GeoNeeds, cached: bool) -> GeoInfo {
         let mut info = GeoInfo::default();
         if needs.is_empty() {
             return info;
@@ -401,11 +414,14 @@ impl GeoEnricher {
         // Read the generation before the databases: an answer computed from a database swapped
         // in meanwhile is then filed under the old generation and never served.
         let generation = self.inner.generation.load(Ordering::Acquire);
-        let mut entry = self
-            .inner
-            .answers
-            .get(address, v6, generation)
-            .unwrap_or_default();
+        let mut entry = if cached {
+            self.inner
+                .answers
+                .get(address, v6, generation)
+                .unwrap_or_default()
+        } else {
+            Default::default()
+        };
         let mut learned = false;
         if needs.location() && !entry.location_known {
             if let Some(slot) = &self.inner.location {
@@ -423,7 +439,7 @@ impl GeoEnricher {
             entry.asn_known = true;
             learned = true;
         }
-        if learned {
+        if learned && cached {
             self.inner.answers.put(address, v6, generation, entry);
         }
         let location = entry.location;

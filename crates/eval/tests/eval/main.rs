@@ -5,5 +5,6 @@ mod cases;
 mod compiled;
 mod differential;
 mod engine;
+mod geo_intervals;
 mod request_lines;
 mod support;

@@ -1,0 +1,418 @@
+//! Geo and ASN answers compiled into address intervals.
+//!
+//! For a given pair of databases, the country, first subdivision and ASN of a client address
+//! are a property of the address: the networks that carry a value some rule lists form address
+//! intervals. [`GeoIntervals`] holds them (adjacent networks with the same answer merged) in the
+//! interval tables the evaluator uses for the client address, so that a decision answers its
+//! geo/ASN conditions with one more address lookup (prefetched together with the client-address
+//! lookup when the evaluation begins) instead of a walk through the databases' search trees.
+//!
+//! This crate does not read databases: whoever does (`netacl-edge`'s `geo` module, for
+//! MaxMind files) walks their networks once, keeps those whose values
+//! [`GeoValues::keeps`] says a rule lists, and feeds them to a [`GeoIntervalsBuilder`]. The
+//! result is attached to a policy with [`CompiledPolicy::with_geo`](crate::CompiledPolicy::with_geo):
+//! rules and intervals then go into service in one swap.
+//!
+//! ```
+//! use netacl_eval::{CompiledPolicy, GeoAnswer, GeoIntervalsBuilder, Request, Verdict};
+//! use netacl_model::{Limits, RequestScope, RuleSet};
+//!
+//! let rules = serde_json::json!([{
+//!     "id": "acl_1111111111111111111111", "description": "no FR", "active": true,
+//!     "priority": 1, "rule": {"action": {"block": true}, "scope": "tenant",
+//!         "match": {"geo_country_codes": ["FR"]}},
+//!     "created_at": "2026-07-30T11:42:25.354Z", "updated_at": "2026-07-30T11:42:25.354Z"
+//! }]);
+//! let rules = RuleSet::from_json(&rules, 1, &Limits::default()).unwrap();
+//! let policy = CompiledPolicy::compile(&rules).unwrap();
+//!
+//! // What a database says: 192.0.2.0/24 is in France.
+//! let mut builder = GeoIntervalsBuilder::new(policy.geo_values());
+//! builder.add_v4(0xc000_0200, 0xc000_02ff, GeoAnswer::new(Some(*b"FR"), None, Some(64500)));
+//! let policy = policy.with_geo(std::sync::Arc::new(builder.build()));
+//!
+//! let from = |ip: &str| Request::new(RequestScope::Authentication).with_client_ip(ip.parse().unwrap());
+//! assert_eq!(policy.evaluate(&from("192.0.2.9")).verdict(), Verdict::Block);
+//! assert_eq!(policy.evaluate(&from("198.51.100.1")).verdict(), Verdict::None);
+//! // Values carried by the request win over the compiled ones.
+//! assert_eq!(policy.evaluate(&from("192.0.2.9").with_country("US")).verdict(), Verdict::None);
+//! ```
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::IpAddr;
+
+use crate::hash::short_key_caseless;
+use crate::range::RangeTable;
+use crate::request::{v4_bits, Request};
+
+/// What the databases say about an address: the values the geo/ASN signals take. A field is
+/// `None` when the address is absent from the database, no database gives it, or the record
+/// lacks it (a missing value, as in the semantics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct GeoAnswer {
+    country: Option<[u8; 2]>,
+    /// The subdivision (`US-NY`) as the key the subdivision index uses.
+    subdivision: Option<u64>,
+    asn: Option<u32>,
+}
+
+impl GeoAnswer {
+    /// An answer. A country that is not two ASCII letters and a subdivision longer than seven
+    /// bytes are dropped (missing), as [`Request::with_country`] and rule validation would.
+    pub fn new(country: Option<[u8; 2]>, subdivision: Option<&str>, asn: Option<u32>) -> Self {
+        let country = country
+            .filter(|c| c.iter().all(u8::is_ascii_alphabetic))
+            .map(|c| c.map(|b| b.to_ascii_uppercase()));
+        GeoAnswer {
+            country,
+            subdivision: subdivision.and_then(|s| short_key_caseless(s.as_bytes())),
+            asn,
+        }
+    }
+
+    /// Each value of `self`, or `other`'s where `self` has none: the answer of an address from
+    /// a location database (`self`) and an ASN database (`other`).
+    pub fn or(self, other: GeoAnswer) -> GeoAnswer {
+        GeoAnswer {
+            country: self.country.or(other.country),
+            subdivision: self.subdivision.or(other.subdivision),
+            asn: self.asn.or(other.asn),
+        }
+    }
+
+    /// The answer with only the values `values` lists (the others are as good as missing: a
+    /// value no rule lists matches no `match` and satisfies every `not_match`).
+    fn restricted_to(self, values: &GeoValues) -> Self {
+        GeoAnswer {
+            country: self.country.filter(|c| values.countries.contains(c)),
+            subdivision: self.subdivision.filter(|s| values.subdivisions.contains(s)),
+            asn: self.asn.filter(|a| values.asns.contains(a)),
+        }
+    }
+
+    fn is_empty(self) -> bool {
+        self.country.is_none() && self.subdivision.is_none() && self.asn.is_none()
+    }
+
+    /// The country, if any.
+    #[inline]
+    pub(crate) fn country(&self) -> Option<[u8; 2]> {
+        self.country
+    }
+
+    /// The subdivision's index key, if any.
+    #[inline]
+    pub(crate) fn subdivision_key(&self) -> Option<u64> {
+        self.subdivision
+    }
+
+    /// The ASN, if any.
+    #[inline]
+    pub(crate) fn asn(&self) -> Option<u32> {
+        self.asn
+    }
+}
+
+/// The countries, subdivisions and ASNs a policy's active rules list (in `match` or
+/// `not_match`): the only values worth compiling into intervals. Two policies listing the same
+/// values can share one [`GeoIntervals`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GeoValues {
+    countries: BTreeSet<[u8; 2]>,
+    subdivisions: BTreeSet<u64>,
+    asns: BTreeSet<u32>,
+}
+
+impl GeoValues {
+    pub(crate) fn new(
+        countries: impl IntoIterator<Item = [u8; 2]>,
+        subdivisions: impl IntoIterator<Item = u64>,
+        asns: impl IntoIterator<Item = u32>,
+    ) -> Self {
+        GeoValues {
+            countries: countries.into_iter().collect(),
+            subdivisions: subdivisions.into_iter().collect(),
+            asns: asns.into_iter().collect(),
+        }
+    }
+
+    /// The values of explicit lists: countries (two ASCII letters, any case; others are
+    /// ignored), subdivisions (`US-NY`, any case) and ASNs. For embedders and tests that
+    /// compile intervals for values of their own; a policy's are [`CompiledPolicy::geo_values`](crate::CompiledPolicy::geo_values).
+    pub fn listing<'s>(
+        countries: impl IntoIterator<Item = [u8; 2]>,
+        subdivisions: impl IntoIterator<Item = &'s str>,
+        asns: impl IntoIterator<Item = u32>,
+    ) -> Self {
+        GeoValues::new(
+            countries
+                .into_iter()
+                .filter_map(|c| GeoAnswer::new(Some(c), None, None).country),
+            subdivisions
+                .into_iter()
+                .filter_map(|s| short_key_caseless(s.as_bytes())),
+            asns,
+        )
+    }
+
+    /// `answer` with only the values this lists (what [`GeoIntervals::answer`] gives for an
+    /// address whose databases' answer is `answer`).
+    pub fn restrict(&self, answer: GeoAnswer) -> GeoAnswer {
+        answer.restricted_to(self)
+    }
+
+    /// Whether no rule lists a country, a subdivision or an ASN (no interval is needed).
+    pub fn is_empty(&self) -> bool {
+        self.countries.is_empty() && self.subdivisions.is_empty() && self.asns.is_empty()
+    }
+
+    /// Whether a rule lists a country or a subdivision (a location database is worth reading).
+    pub fn wants_location(&self) -> bool {
+        !(self.countries.is_empty() && self.subdivisions.is_empty())
+    }
+
+    /// Whether a rule lists a subdivision.
+    pub fn wants_subdivision(&self) -> bool {
+        !self.subdivisions.is_empty()
+    }
+
+    /// Whether a rule lists an ASN (an ASN database is worth reading).
+    pub fn wants_asn(&self) -> bool {
+        !self.asns.is_empty()
+    }
+
+    /// Whether a network carrying `answer` must be kept: it carries a value some rule lists.
+    pub fn keeps(&self, answer: &GeoAnswer) -> bool {
+        !answer.restricted_to(self).is_empty()
+    }
+}
+
+/// Collects the networks of one or two databases and compiles them into [`GeoIntervals`].
+///
+/// Feed it every network whose answer a rule may care about ([`GeoValues::keeps`]; the others
+/// are dropped anyway), with the values of both databases combined per address: the builder
+/// does not overlay two databases, the caller gives each address range its whole answer.
+/// Ranges must not overlap (the networks of one database's search tree never do); of
+/// overlapping ranges the first added is kept.
+#[derive(Debug)]
+pub struct GeoIntervalsBuilder {
+    values: GeoValues,
+    v4: Vec<(u32, u32, GeoAnswer)>,
+    v6: Vec<(u128, u128, GeoAnswer)>,
+    aliases: Vec<(u128, u8)>,
+    networks: usize,
+}
+
+impl GeoIntervalsBuilder {
+    /// A builder keeping the values `values` lists (a policy's [`geo_values`](crate::CompiledPolicy::geo_values)).
+    pub fn new(values: GeoValues) -> Self {
+        GeoIntervalsBuilder {
+            values,
+            v4: Vec::new(),
+            v6: Vec::new(),
+            aliases: Vec::new(),
+            networks: 0,
+        }
+    }
+
+    /// The IPv6 network `first/prefix_len` (`prefix_len` at most 96) answers as the IPv4
+    /// table: an address in it is answered for the IPv4 address of the 32 bits after the
+    /// prefix (the IPv4 aliases of MaxMind IPv6 databases: `::/96`, `2001::/32` (Teredo),
+    /// `2002::/16` (6to4)), instead of a copy of every IPv4 range. Ranges added to the IPv6
+    /// table inside an alias are never consulted. An invalid prefix is ignored.
+    pub fn alias_v4(&mut self, first: u128, prefix_len: u8) {
+        if prefix_len <= 96 && self.aliases.len() < 8 {
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(prefix_len))
+                .unwrap_or(0);
+            self.aliases.push((first & mask, prefix_len));
+        }
+    }
+
+    /// The values the builder keeps.
+    pub fn values(&self) -> &GeoValues {
+        &self.values
+    }
+
+    /// The IPv4 addresses `first..=last` answer `answer`.
+    pub fn add_v4(&mut self, first: u32, last: u32, answer: GeoAnswer) {
+        let answer = answer.restricted_to(&self.values);
+        if first <= last && !answer.is_empty() {
+            self.networks += 1;
+            self.v4.push((first, last, answer));
+        }
+    }
+
+    /// The IPv6 addresses `first..=last` answer `answer` (IPv4-mapped addresses, `::ffff:0:0/96`,
+    /// are looked up as IPv4 and never reach this table).
+    pub fn add_v6(&mut self, first: u128, last: u128, answer: GeoAnswer) {
+        let answer = answer.restricted_to(&self.values);
+        if first <= last && !answer.is_empty() {
+            self.networks += 1;
+            self.v6.push((first, last, answer));
+        }
+    }
+
+    /// Sorts, merges adjacent ranges with the same answer and builds the tables.
+    pub fn build(self) -> GeoIntervals {
+        let mut answers: Vec<GeoAnswer> = Vec::new();
+        let mut ids: HashMap<GeoAnswer, u32> = HashMap::new();
+        let mut id_of = |answer: GeoAnswer| -> u32 {
+            *ids.entry(answer).or_insert_with(|| {
+                answers.push(answer);
+                (answers.len() - 1) as u32
+            })
+        };
+        let v4 = merge(self.v4, &mut id_of);
+        let v6 = merge(self.v6, &mut id_of);
+        let intervals = v4.len() + v6.len();
+        let v4 = RangeTable::build(v4);
+        let v6 = RangeTable::build(v6);
+        let bytes = v4.bytes() + v6.bytes() + answers.capacity() * std::mem::size_of::<GeoAnswer>();
+        GeoIntervals {
+            values: self.values,
+            v4,
+            v6,
+            aliases: self.aliases,
+            answers,
+            stats: GeoIntervalStats {
+                networks: self.networks,
+                ranges: intervals,
+                distinct_answers: ids.len(),
+                bytes,
+            },
+        }
+    }
+}
+
+/// Sorts the ranges, drops any overlapping an earlier one, merges adjacent ranges with the
+/// same answer, and numbers the answers.
+fn merge<A: crate::range::Address>(
+    mut ranges: Vec<(A, A, GeoAnswer)>,
+    id_of: &mut impl FnMut(GeoAnswer) -> u32,
+) -> Vec<(A, A, u32)> {
+    ranges.sort_by_key(|r| r.0);
+    let mut out: Vec<(A, A, GeoAnswer)> = Vec::with_capacity(ranges.len());
+    for (first, last, answer) in ranges {
+        match out.last_mut() {
+            Some(previous) if first <= previous.1 => {} // overlaps: keep the earlier
+            Some(previous) if previous.2 == answer && previous.1.successor() == Some(first) => {
+                previous.1 = last;
+            }
+            _ => out.push((first, last, answer)),
+        }
+    }
+    out.into_iter()
+        .map(|(first, last, answer)| (first, last, id_of(answer)))
+        .collect()
+}
+
+/// What a [`GeoIntervals`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct GeoIntervalStats {
+    /// Networks kept (carrying a listed value), before merging.
+    pub networks: usize,
+    /// Address ranges after merging adjacent networks with the same answer.
+    pub ranges: usize,
+    /// Distinct answers.
+    pub distinct_answers: usize,
+    /// Approximate heap bytes.
+    pub bytes: usize,
+}
+
+/// The geo/ASN answers of the client addresses, compiled from databases for the values a
+/// policy lists (the module documentation of `geo.rs` in the crate docs). Immutable; attach it to a policy with
+/// [`CompiledPolicy::with_geo`](crate::CompiledPolicy::with_geo).
+#[derive(Debug, Clone)]
+pub struct GeoIntervals {
+    /// The values kept.
+    values: GeoValues,
+    v4: RangeTable<u32>,
+    v6: RangeTable<u128>,
+    /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
+    aliases: Vec<(u128, u8)>,
+    answers: Vec<GeoAnswer>,
+    stats: GeoIntervalStats,
+}
+
+/// The answer of an address absent from every kept network: every value missing.
+static MISSING: GeoAnswer = GeoAnswer {
+    country: None,
+    subdivision: None,
+    asn: None,
+};
+
+impl Default for GeoIntervals {
+    /// No network: every address's values are missing (an empty database).
+    fn default() -> Self {
+        GeoIntervalsBuilder::new(GeoValues::default()).build()
+    }
+}
+
+impl GeoIntervals {
+    /// The values the intervals were compiled for (the others are answered as missing).
+    pub fn values(&self) -> &GeoValues {
+        &self.values
+    }
+
+    /// What the intervals hold.
+    pub fn stats(&self) -> GeoIntervalStats {
+        self.stats
+    }
+
+    /// The compiled answer for `ip` (IPv4-mapped IPv6 as IPv4), restricted to the listed
+    /// values: what a decision uses when the request carries no geo/ASN value.
+    #[inline]
+    pub fn answer(&self, ip: IpAddr) -> &GeoAnswer {
+        self.answer_canonical(crate::request::canonical_ip(ip))
+    }
+
+    /// Where an address is looked up: the IPv4 table, or (outside the IPv4 aliases) the IPv6.
+    #[inline(always)]
+    fn key(&self, ip: IpAddr) -> Result<u32, u128> {
+        match ip {
+            IpAddr::V4(a) => Ok(v4_bits(a)),
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                for &(first, len) in &self.aliases {
+                    if (a ^ first).checked_shr(128 - u32::from(len)).unwrap_or(0) == 0 {
+                        return Ok((a >> (96 - u32::from(len))) as u32);
+                    }
+                }
+                Err(a)
+            }
+        }
+    }
+
+    /// Starts loading what [`answer`](Self::answer) reads for `ip` (already canonical).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, ip: IpAddr) {
+        match self.key(ip) {
+            Ok(a) => self.v4.prefetch(a),
+            Err(a) => self.v6.prefetch(a),
+        }
+    }
+
+    /// The answer for a request's canonical client address.
+    #[inline(always)]
+    pub(crate) fn answer_canonical(&self, ip: IpAddr) -> &GeoAnswer {
+        let index = match self.key(ip) {
+            Ok(a) => self.v4.innermost(a).0,
+            Err(a) => self.v6.innermost(a).0,
+        };
+        self.answers.get(index as usize).unwrap_or(&MISSING)
+    }
+}
+
+/// Whether `request` is to take its geo/ASN values from compiled intervals: it carries none of
+/// them itself (values given explicitly win, all three together) and has a client address.
+#[inline(always)]
+pub(crate) fn uses_compiled(request: &Request<'_>) -> Option<IpAddr> {
+    if request.asn().is_some()
+        || request.country_code().is_some()
+        || request.subdivision().is_some()
+    {
+        return None;
+    }
+    request.client_ip()
+}
