@@ -253,3 +253,93 @@ fn managed_lists_come_from_files_and_a_bad_line_is_exit_2() {
     let output = eval(&rules, &["--managed-list", "auth0.botnet=/dev/null"], "");
     assert!(!output.status.success());
 }
+
+/// `--geoip-city`/`--geoip-asn` with MaxMind's reference databases: a line with an address and no
+/// geo values takes them from the databases (compiled into the policy); a line carrying any geo
+/// value keeps its own; an address absent from the database has no country (so `match` does not
+/// match and `not_match` does not exclude). Expected answers from the databases' JSON sources:
+/// 81.2.69.144/124 is GB in GeoIP2-City-Test, 1.0.0.0/24 is AS 15169 in GeoLite2-ASN-Test.
+#[test]
+fn geoip_databases_enrich_lines_without_geo_values() {
+    let maxmind = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference-data/maxmind");
+    let city = maxmind.join("GeoIP2-City-Test.mmdb");
+    let asn = maxmind.join("GeoLite2-ASN-Test.mmdb");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = write_rules(
+        &dir,
+        &json!([
+            {"id": "acl_1111111111111111111111", "description": "block GB", "active": true,
+             "priority": 10,
+             "rule": {"action": {"block": true}, "scope": "tenant",
+                      "match": {"geo_country_codes": ["GB"]}}},
+            {"id": "acl_2222222222222222222222", "description": "redirect AS 15169",
+             "active": true, "priority": 20,
+             "rule": {"action": {"redirect": true, "redirect_uri": "https://example.com/r"},
+                      "scope": "tenant", "match": {"asns": [15169]}}},
+            {"id": "acl_3333333333333333333333", "description": "log outside GB", "active": true,
+             "priority": 30,
+             "rule": {"action": {"log": true}, "scope": "tenant",
+                      "match": {"ipv4_cidrs": ["0.0.0.0/0"]},
+                      "not_match": {"geo_country_codes": ["GB"]}}}
+        ]),
+    );
+    let requests = [
+        r#"{"client_ip": "81.2.69.150"}"#,
+        r#"{"client_ip": "81.2.69.150", "country": "FR"}"#,
+        r#"{"client_ip": "1.0.0.7"}"#,
+        r#"{"client_ip": "1.0.0.7", "asn": 64500}"#,
+        r#"{"client_ip": "203.0.113.9"}"#,
+    ]
+    .join("\n");
+    let geo = [
+        "--geoip-city",
+        city.to_str().expect("utf-8 path"),
+        "--geoip-asn",
+        asn.to_str().expect("utf-8 path"),
+    ];
+    let output = eval(&rules, &geo, &requests);
+    assert!(output.status.success(), "{output:?}");
+    let got = lines(&output);
+    let summary: Vec<(String, Value, Value)> = got
+        .iter()
+        .map(|d| {
+            (
+                d["action"].to_string(),
+                d["rule_id"].clone(),
+                d["monitored"].clone(),
+            )
+        })
+        .collect();
+    let three = json!(["acl_3333333333333333333333"]);
+    assert_eq!(
+        summary,
+        vec![
+            (
+                "\"block\"".into(),
+                json!("acl_1111111111111111111111"),
+                json!([])
+            ),
+            ("\"none\"".into(), Value::Null, three.clone()),
+            (
+                "\"redirect\"".into(),
+                json!("acl_2222222222222222222222"),
+                three.clone()
+            ),
+            ("\"none\"".into(), Value::Null, three.clone()),
+            ("\"none\"".into(), Value::Null, three.clone()),
+        ],
+        "{got:?}"
+    );
+    // Without the databases the same lines carry no geo value: nothing is GB or AS 15169.
+    let plain = lines(&eval(&rules, &[], &requests));
+    assert!(plain.iter().all(|d| d["action"] == "none"), "{plain:?}");
+    // A database that does not load is an error, not a silent run without enrichment.
+    let broken = maxmind.join("MaxMind-DB-test-broken-search-tree-24.mmdb");
+    let output = eval(
+        &rules,
+        &["--geoip-city", broken.to_str().expect("utf-8 path")],
+        &requests,
+    );
+    assert!(!output.status.success(), "{output:?}");
+}
