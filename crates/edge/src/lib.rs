@@ -129,7 +129,9 @@ mod lists;
 mod metrics;
 mod origin;
 mod proxy;
+mod sni;
 mod source;
+mod tenants;
 
 pub use client_addr::{
     canonical_ip, forwarded_client, ClientAddrResolver, ForwardedHeader, RequestAddrs,
@@ -138,7 +140,7 @@ pub use client_addr::{
 pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
-pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY};
+pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY};
 pub use lists::PolicySources;
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 /// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
@@ -147,7 +149,12 @@ pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
+pub use sni::SniCertificates;
 pub use source::{
     spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
     RemoteRules, SourceError, MAX_RULES_BYTES,
+};
+pub use tenants::{
+    tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,
+    TenantRouter, TenantRules, OTHER_TENANTS,
 };

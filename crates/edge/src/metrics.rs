@@ -172,7 +172,7 @@ pub struct RuleStat {
 #[derive(Debug)]
 pub struct EdgeMetrics {
     table: ArcSwap<RuleTable>,
-    verdicts: [AtomicU64; 5],
+    verdicts: [AtomicU64; 6],
     unattributed: AtomicU64,
     connections_accepted: AtomicU64,
     connections_refused: AtomicU64,
@@ -196,15 +196,17 @@ fn verdict_slot(verdict: AclVerdict) -> usize {
         AclVerdict::Block => 2,
         AclVerdict::Redirect => 3,
         AclVerdict::InvalidPath => 4,
+        AclVerdict::Misdirected => 5,
     }
 }
 
-const VERDICTS: [AclVerdict; 5] = [
+const VERDICTS: [AclVerdict; 6] = [
     AclVerdict::None,
     AclVerdict::Allow,
     AclVerdict::Block,
     AclVerdict::Redirect,
     AclVerdict::InvalidPath,
+    AclVerdict::Misdirected,
 ];
 
 impl EdgeMetrics {
@@ -251,7 +253,7 @@ impl EdgeMetrics {
         monitored: &[AclId],
     ) {
         self.verdicts[verdict_slot(verdict)].fetch_add(1, Relaxed);
-        if verdict == AclVerdict::InvalidPath {
+        if matches!(verdict, AclVerdict::InvalidPath | AclVerdict::Misdirected) {
             // Refused before any rule: no scope, nothing evaluated.
             return;
         }
