@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd_bench;
+mod cmd_bench_tenants;
 mod cmd_directory;
 mod cmd_edge;
 mod cmd_eval;

@@ -456,45 +456,53 @@ impl Enforcer {
             .get(http::header::HOST)
             .and_then(|v| v.to_str().ok());
         // Multi-tenant mode: the tenant first, before any other work.
-        let tenant: Option<Arc<TenantPolicy>> = match (&self.tenants, self.enabled) {
-            (Some(router), true) => {
-                let hosts = RequestHosts {
+        if let (Some(router), true) = (&self.tenants, self.enabled) {
+            let hosts = RequestHosts {
+                tls,
+                host_header,
+                authority,
+            };
+            let own = |host: &str| {
+                self.certificates
+                    .as_ref()
+                    .is_some_and(|c| c.has_own_certificate(host))
+            };
+            let decided = router.with_request_tenant(hosts, own, |tenant| {
+                let decision = self.decide_for(
+                    Some(tenant),
+                    addrs,
+                    client_ip,
                     tls,
-                    host_header,
-                    authority,
-                };
-                let own = |host: &str| {
-                    self.certificates
-                        .as_ref()
-                        .is_some_and(|c| c.has_own_certificate(host))
-                };
-                match router.select_request(hosts, own) {
-                    Some(tenant) => Some(tenant),
-                    None => {
-                        router.record_misdirected();
-                        self.metrics.record(
-                            0,
-                            RequestScope::default(),
-                            AclVerdict::Misdirected,
-                            None,
-                            &[],
-                        );
-                        return AclDecision {
-                            verdict: AclVerdict::Misdirected,
-                            rule_id: None,
-                            monitored: Vec::new(),
-                            redirect_uri: None,
-                            version: 0,
-                            scope: RequestScope::default(),
-                            client_ip,
-                        };
-                    }
+                    path,
+                    host_header.or(authority),
+                    headers,
+                    signed,
+                );
+                tenant.counters().record(decision.verdict);
+                decision
+            });
+            return decided.unwrap_or_else(|| {
+                router.record_misdirected();
+                self.metrics.record(
+                    0,
+                    RequestScope::default(),
+                    AclVerdict::Misdirected,
+                    None,
+                    &[],
+                );
+                AclDecision {
+                    verdict: AclVerdict::Misdirected,
+                    rule_id: None,
+                    monitored: Vec::new(),
+                    redirect_uri: None,
+                    version: 0,
+                    scope: RequestScope::default(),
+                    client_ip,
                 }
-            }
-            _ => None,
-        };
-        let decision = self.decide_for(
-            tenant.as_deref(),
+            });
+        }
+        self.decide_for(
+            None,
             addrs,
             client_ip,
             tls,
@@ -502,11 +510,7 @@ impl Enforcer {
             host_header.or(authority),
             headers,
             signed,
-        );
-        if let Some(tenant) = &tenant {
-            tenant.counters().record(decision.verdict);
-        }
-        decision
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -543,7 +547,7 @@ impl Enforcer {
             };
         }
         // One load: the same snapshot serves the enrichment, the decision and the ids.
-        let policy = tenant.map_or(&self.engine, |t| t.engine()).policy();
+        let policy = tenant.map_or(&self.engine, |t| t.engine()).snapshot();
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {

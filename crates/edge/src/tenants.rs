@@ -518,6 +518,13 @@ impl TenantRouter {
         self.table.load().hosts.get(host).cloned()
     }
 
+    /// Calls `f` with the tenant serving `host` (as [`select`](Self::select), without touching
+    /// the tenant's reference count: the per-request path).
+    pub fn with_tenant<R>(&self, host: &str, f: impl FnOnce(&TenantPolicy) -> R) -> Option<R> {
+        let host = tenant_host(host)?;
+        self.table.load().hosts.get(host).map(|t| f(t))
+    }
+
     /// The tenant with this id.
     pub fn tenant(&self, id: &str) -> Option<Arc<TenantPolicy>> {
         self.table.load().by_id.get(id).cloned()
@@ -554,11 +561,23 @@ impl TenantRouter {
     ///   certificate of its own, so its clients send SNI): 421.
     /// - Plain HTTP: the host's tenant (`Host`, or the HTTP/2 authority; both given must name the
     ///   same tenant); no host (HTTP/1.0): 421.
+    #[cfg(test)]
     pub(crate) fn select_request(
         &self,
         hosts: RequestHosts<'_>,
         own_certificate: impl Fn(&str) -> bool,
     ) -> Option<Arc<TenantPolicy>> {
+        self.with_request_tenant(hosts, own_certificate, |t| t.clone())
+    }
+
+    /// [`select_request`](Self::select_request) for the per-request path: `f` gets the tenant
+    /// while the table is held (no reference count touched).
+    pub(crate) fn with_request_tenant<R>(
+        &self,
+        hosts: RequestHosts<'_>,
+        own_certificate: impl Fn(&str) -> bool,
+        f: impl FnOnce(&Arc<TenantPolicy>) -> R,
+    ) -> Option<R> {
         let table = self.table.load();
         let find = |name: &str| tenant_host(name).and_then(|h| table.hosts.get(h));
         let header = hosts.host_header;
@@ -581,7 +600,7 @@ impl TenantRouter {
                 _ => return None,
             }
         }
-        Some(Arc::clone(chosen))
+        Some(f(chosen))
     }
 
     /// Applies a batch of changes: compiles the rules of the tenants it puts (those only),
