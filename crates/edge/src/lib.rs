@@ -85,6 +85,19 @@
 //! ([`EdgeConfig::managed_lists`], reloaded through [`PolicySources`]), which win for their
 //! names; see [`PolicySources`].
 //!
+//! # Many tenants
+//!
+//! With [`EdgeConfig::tenants`] (a [`TenantRouter`]) one edge enforces many tenants: the TLS
+//! SNI, or over plain HTTP the `Host` header (or HTTP/2 authority), picks the tenant whose own
+//! engine decides ([`Enforcer::with_tenants`]). Names are compared without ASCII case, port and
+//! one trailing dot removed. A request is [`AclVerdict::Misdirected`] (421,
+//! [`MISDIRECTED_BODY`]) when its host is no tenant's, when SNI and host name different tenants
+//! (domain fronting), or when TLS came without SNI for a host that has a certificate of its own
+//! ([`SniCertificates`], [`EdgeConfig::tls_cert_dir`]: the certificate is chosen by SNI; an SNI
+//! without one gets the default pair, or no handshake). The connection-level check uses the
+//! SNI's tenant. Selection takes no lock and allocates nothing; changes come in batches
+//! ([`TenantRouter::apply`]) that compile only the tenants they name.
+//!
 //! # TLS
 //!
 //! The TLS listener's certificate ([`EdgeConfig::tls`]) is reloaded when its files are replaced

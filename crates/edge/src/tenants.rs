@@ -743,7 +743,7 @@ impl TenantRouter {
             }
             (TenantRules::Follow { engine, rules }, _) => {
                 let connection = match rules {
-                    Some(rules) => connection_rules(&rules, engine.policy().managed_index())
+                    Some(rules) => connection_rules(rules, engine.policy().managed_index())
                         .map_err(compile_error)?,
                     None => empty_connection_rules(0),
                 };
