@@ -467,20 +467,29 @@ impl Enforcer {
                     .as_ref()
                     .is_some_and(|c| c.has_own_certificate(host))
             };
-            let decided = router.with_request_tenant(hosts, own, |tenant| {
-                let decision = self.decide_for(
-                    Some(tenant),
-                    addrs,
-                    client_ip,
-                    tls,
-                    path,
-                    host_header.or(authority),
-                    headers,
-                    signed,
-                );
-                tenant.counters().record(decision.verdict);
-                decision
-            });
+            // More than one `Host`, or one that is not visible ASCII: which tenant it names is
+            // the reader's guess (an upstream may take another one than this edge): refused.
+            let mut given = headers.get_all(http::header::HOST).iter();
+            let unclear =
+                given.next().is_some_and(|v| v.to_str().is_err()) || given.next().is_some();
+            let decided = (!unclear)
+                .then(|| {
+                    router.with_request_tenant(hosts, own, |tenant| {
+                        let decision = self.decide_for(
+                            Some(tenant),
+                            addrs,
+                            client_ip,
+                            tls,
+                            path,
+                            host_header.or(authority),
+                            headers,
+                            signed,
+                        );
+                        tenant.counters().record(decision.verdict);
+                        decision
+                    })
+                })
+                .flatten();
             return decided.unwrap_or_else(|| {
                 router.record_misdirected();
                 self.metrics.record(

@@ -155,6 +155,24 @@ where
     (status, body)
 }
 
+async fn send_raw(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
 async fn plain(addr: SocketAddr, host: Option<&str>) -> (u16, String) {
     exchange(TcpStream::connect(addr).await.expect("connect"), host).await
 }
@@ -235,6 +253,23 @@ async fn each_tenant_gets_its_certificate_and_its_rules_and_fronting_is_refused(
     let (status, body) = plain(http, Some("nobody.test")).await;
     assert_eq!((status, body.as_str()), (421, MISDIRECTED_BODY));
     assert_eq!(plain(http, None).await.0, 421, "HTTP/1.0 without Host");
+    // Two Host headers, or one with bytes that are not visible ASCII: 421, over TLS too.
+    let (status, body) = send_raw(
+        http,
+        b"GET /authorize HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!((status, body.as_str()), (421, MISDIRECTED_BODY));
+    let (status, _) = send_raw(
+        http,
+        b"GET /authorize HTTP/1.1\r\nHost: a.test\xff\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 421);
+    let (_, status, _) = tls(&p, Some("a.test"), Some("a.test\r\nHost: a.test"))
+        .await
+        .expect("two hosts over TLS");
+    assert_eq!(status, 421);
 
     // Tenant b removed: its host names no tenant at once.
     let report = p.router.apply(vec![TenantChange::remove("b")]);
@@ -252,11 +287,11 @@ async fn each_tenant_gets_its_certificate_and_its_rules_and_fronting_is_refused(
         "{text}"
     );
     assert!(
-        text.contains("netacl_edge_requests_total{verdict=\"misdirected\"} 5"),
+        text.contains("netacl_edge_requests_total{verdict=\"misdirected\"} 8"),
         "{text}"
     );
     assert!(
-        text.contains("netacl_edge_misdirected_requests_total 5"),
+        text.contains("netacl_edge_misdirected_requests_total 8"),
         "{text}"
     );
     assert!(text.contains("netacl_edge_tenants 2"), "{text}");
