@@ -1,6 +1,6 @@
 //! `netacl`: the one binary. Subcommands: `serve` (admin API), `eval` (replay requests against a
 //! rule set), `bench` (measure the evaluator), `edge` (the enforcing proxy), `fingerprint`
-//! (JA3/JA4 of ClientHello records), `directory` (import directory data).
+//! (JA3/JA4 of ClientHello records), `directory` (import directory data), `tenant` (the tenants of a deployment).
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -13,6 +13,7 @@ mod cmd_eval;
 mod cmd_fingerprint;
 mod cmd_secrets_key;
 mod cmd_serve;
+mod cmd_tenant;
 mod limits_args;
 mod managed_list_args;
 mod tls;
@@ -41,6 +42,8 @@ enum Command {
     Directory(cmd_directory::Args),
     /// Write a new key-encryption key file for --secrets-key-file.
     SecretsKey(cmd_secrets_key::Args),
+    /// Manage the tenants of the deployment (create, list, show, delete).
+    Tenant(cmd_tenant::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Fingerprint(args) => cmd_fingerprint::run(args),
         Command::Directory(args) => cmd_directory::run(args),
         Command::SecretsKey(args) => cmd_secrets_key::run(args),
+        Command::Tenant(args) => cmd_tenant::run(args),
     };
     match result {
         Ok(code) => code,

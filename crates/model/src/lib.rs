@@ -91,6 +91,7 @@ mod criteria;
 mod directory;
 mod error;
 mod formats;
+mod host;
 mod limits;
 mod managed;
 mod nesting;
@@ -120,6 +121,7 @@ pub use directory::{
     GROUP_ID_PATTERN, MEMBERSHIP_TYPES, MEMBER_TYPES,
 };
 pub use error::ValidationError;
+pub use host::{normalize_domain, request_host, HostError};
 pub use limits::Limits;
 pub use managed::{
     ManagedEntry, ManagedList, ManagedListCounts, ManagedListFileError, ManagedListName,

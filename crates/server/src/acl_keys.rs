@@ -6,7 +6,7 @@
 //! stored, and no answer, log line or metric carries it — only its SHA-256 fingerprint. A key
 //! write takes the tenant's write path and bumps the rule-set version, like a rule write.
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
@@ -47,7 +47,7 @@ impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
 /// `GET /keys/network-acls`: `{"keys": [...]}`, newest first.
 pub(crate) async fn list(
     _: Authorized<ReadNetworkAclKeys>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -64,7 +64,7 @@ pub(crate) async fn list(
 pub(crate) async fn get(
     _: Authorized<ReadNetworkAclKeys>,
     KeyPath(id): KeyPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -79,7 +79,7 @@ pub(crate) async fn get(
 /// `POST /keys/network-acls`: `{name, alg, value}`; 201 with the record (never the value).
 pub(crate) async fn create(
     _: Authorized<CreateNetworkAclKeys>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -121,7 +121,7 @@ pub(crate) async fn create(
 pub(crate) async fn delete(
     _: Authorized<DeleteNetworkAclKeys>,
     KeyPath(id): KeyPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;

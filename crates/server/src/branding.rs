@@ -1,6 +1,6 @@
 //! `GET` and `PATCH /api/v2/branding`: the tenant's login-page branding, kept in the store.
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
 use netacl_model::BrandingPatch;
@@ -23,7 +23,7 @@ pub(crate) const BRANDING_FORM: FormShape = FormShape {
 /// `GET /branding`: the whole settings object (`{}` when never set).
 pub(crate) async fn get(
     _: Authorized<ReadBranding>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -36,7 +36,7 @@ pub(crate) async fn get(
 /// result.
 pub(crate) async fn update(
     _: Authorized<UpdateBranding>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,

@@ -10,7 +10,7 @@
 //! - `GET /organizations/{id}/client-grants` (`read:organization_client_grants`): netacl keeps
 //!   no grants of organizations, so the list of an existing organization is empty; an unknown
 //!   organization is a 404.
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::Response;
 use http::StatusCode;
 use netacl_store::StoredClient;
@@ -84,7 +84,7 @@ async fn stored_clients(state: &AppState) -> Result<Vec<StoredClient>, ApiError>
 /// `{clients, start, limit, total}`.
 pub(crate) async fn list_clients(
     _: Authorized<ReadClients>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(
@@ -114,7 +114,7 @@ pub(crate) async fn list_clients(
 /// next?}`) or offset paging (a bare array or `{client_grants, start, limit, total}`).
 pub(crate) async fn list_grants(
     _: Authorized<ReadClientGrants>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let mut allowed = paging::ALL_PARAMETERS.to_vec();
@@ -161,7 +161,7 @@ pub(crate) async fn list_grants(
 pub(crate) async fn list_organization_grants(
     _: Authorized<ReadOrganizationClientGrants>,
     OrganizationPath(id): OrganizationPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(

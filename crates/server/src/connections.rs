@@ -3,7 +3,7 @@
 //! (`from`, `take`: `{connections, next?}`) or offset paging (a bare array or
 //! `{connections, start, limit, total}`); filters `strategy` and `name` (exact), and a field
 //! projection (`fields`, `include_fields`).
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::Response;
 use http::StatusCode;
 use netacl_model::Connection;
@@ -21,7 +21,7 @@ pub(crate) const CONNECTION_FIELDS: [&str; 3] = ["id", "name", "strategy"];
 /// `GET /connections`.
 pub(crate) async fn list(
     _: Authorized<ReadConnections>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let mut allowed = paging::ALL_PARAMETERS.to_vec();

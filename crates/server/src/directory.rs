@@ -2,7 +2,7 @@
 //! groups, members and sessions (the import file format of [`netacl_model::DirectoryData`]) in
 //! one transaction, upserting by id. Answers `{"inserted", "updated", "unchanged"}`.
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
 use netacl_model::DirectoryData;
@@ -16,7 +16,7 @@ use crate::AppState;
 /// `POST /_netacl/v1/directory/import`.
 pub(crate) async fn import(
     _: Authorized<CreateUsers>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,

@@ -140,6 +140,24 @@ impl ApiError {
         )
     }
 
+    /// 421 for a host no tenant is served on (one fixed body, whatever the host).
+    pub fn unknown_host() -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            Some("unknown_host"),
+            "This host is not served here.",
+        )
+    }
+
+    /// 400 for a `Host` (or `:authority`) that is not a host name.
+    pub fn malformed_host() -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            Some("malformed_host"),
+            "The request's host is not a valid host name.",
+        )
+    }
+
     /// 404 for a path no route serves.
     pub fn no_such_route() -> Self {
         Self::new(StatusCode::NOT_FOUND, None, "Not Found")

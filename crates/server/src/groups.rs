@@ -1,5 +1,5 @@
 //! `GET /api/v2/groups/{id}/members`: cursor-paged, with a field projection.
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::Response;
 use http::request::Parts;
 use http::StatusCode;
@@ -102,7 +102,7 @@ impl Projection {
 pub(crate) async fn members(
     _: Authorized<ReadGroupMembers>,
     GroupPath(group): GroupPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(

@@ -12,7 +12,7 @@
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
@@ -22,11 +22,7 @@ use crate::error::ApiError;
 use crate::AppState;
 
 /// The middleware (see the module docs).
-pub(crate) async fn guard(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub(crate) async fn guard(state: AppState, mut request: Request, next: Next) -> Response {
     let generation = state.inner.authority.key_generation();
     let mut verified = verify(&state, request.headers());
     if matches!(verified, Err(AuthError::UnknownKey)) {
@@ -64,7 +60,7 @@ pub(crate) async fn guard(
 /// (separate from its API bucket), or `429` in the OAuth error shape with `Retry-After`. The
 /// rate-limit headers are stamped on every answer while limiting is on.
 pub(crate) async fn limit_token_requests(
-    State(state): State<AppState>,
+    state: AppState,
     request: Request,
     next: Next,
 ) -> Response {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use netacl_eval::ManagedIndex;
@@ -33,7 +33,7 @@ use std::net::SocketAddr;
 /// the content in force for their names; `source` says where the rules came from.
 pub(crate) async fn dry_run(
     _: Authorized<ReadNetworkAcls>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -166,7 +166,7 @@ fn rule_set_from_body(acls: &Value, limits: &netacl_model::Limits) -> Result<Rul
 /// `GET /_netacl/v1/status`: the live policy's figures.
 pub(crate) async fn status(
     _: Authorized<ReadNetworkAcls>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -297,7 +297,7 @@ fn canonical_loopback(ip: std::net::IpAddr) -> bool {
 /// its version differs from `since`, or 304 after `timeout_ms` without a change.
 pub(crate) async fn watch(
     _: Authorized<ReadNetworkAcls>,
-    State(state): State<AppState>,
+    state: AppState,
     parts: http::request::Parts,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {

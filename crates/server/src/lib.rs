@@ -95,12 +95,14 @@ mod organization_schemas;
 mod organizations;
 mod paging;
 mod policy;
+pub mod provisioning;
 mod query;
 mod routes;
 mod service;
 mod sessions;
 mod signing_keys;
 mod sync;
+mod tenancy;
 mod tenant;
 mod tenant_schemas;
 
@@ -116,6 +118,7 @@ pub use signing_keys::{
     KeysError, KEY_REFRESH_INTERVAL, SIGNING_KEY_PURPOSE, UNKNOWN_KID_RELOAD_INTERVAL,
 };
 pub use sync::{StoreFollower, CLIENT_REFRESH_INTERVAL, DEFAULT_SYNC_INTERVAL};
+pub use tenancy::{ServedTenantInfo, TenantDirectory, TENANTS_POLL_INTERVAL};
 pub use tenant::LoadError;
 
 /// Marks a request that arrived over TLS (a request extension). Whoever serves the router over

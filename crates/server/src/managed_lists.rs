@@ -8,7 +8,7 @@
 //! tenant's version, and the change is in force (here and at every edge following this node)
 //! when the answer is sent.
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
@@ -89,7 +89,7 @@ pub(crate) fn describe(snapshot: &AclSnapshot, name: ManagedListName, items: boo
 /// `GET /_netacl/v1/managed-lists`: every name, where its content comes from, without items.
 pub(crate) async fn list(
     _: Authorized<ReadNetworkAcls>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -108,7 +108,7 @@ pub(crate) async fn list(
 pub(crate) async fn get(
     _: Authorized<ReadNetworkAcls>,
     ListPath(name): ListPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -123,7 +123,7 @@ pub(crate) async fn get(
 pub(crate) async fn put(
     _: Authorized<UpdateNetworkAcls>,
     ListPath(name): ListPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -157,7 +157,7 @@ pub(crate) async fn put(
 pub(crate) async fn delete(
     _: Authorized<UpdateNetworkAcls>,
     ListPath(name): ListPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;

@@ -1,6 +1,6 @@
 //! `/api/v2/network-acls`: list, create, get, replace, update, delete.
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
@@ -55,7 +55,7 @@ fn record_response(status: StatusCode, stored: &StoredAcl) -> Response {
 /// `GET /network-acls?page&per_page&include_totals`.
 pub(crate) async fn list(
     _: Authorized<ReadNetworkAcls>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(raw.as_deref(), &["page", "per_page", "include_totals"])?;
@@ -89,7 +89,7 @@ pub(crate) async fn list(
 /// `POST /network-acls`: 201 with the stored record.
 pub(crate) async fn create(
     _: Authorized<CreateNetworkAcls>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -116,7 +116,7 @@ pub(crate) async fn create(
 pub(crate) async fn get(
     _: Authorized<ReadNetworkAcls>,
     AclPath(id): AclPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -131,7 +131,7 @@ pub(crate) async fn get(
 pub(crate) async fn replace(
     _: Authorized<UpdateNetworkAcls>,
     AclPath(id): AclPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -152,7 +152,7 @@ pub(crate) async fn replace(
 pub(crate) async fn update(
     _: Authorized<UpdateNetworkAcls>,
     AclPath(id): AclPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -211,7 +211,7 @@ fn applied_response(status: StatusCode, applied: Applied) -> Result<Response, Ap
 pub(crate) async fn delete(
     _: Authorized<DeleteNetworkAcls>,
     AclPath(id): AclPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;

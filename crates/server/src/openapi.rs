@@ -17,7 +17,7 @@
 //! - `x-netacl-refusals-beyond-schema` on an operation whose schema-valid bodies can still be
 //!   refused for a rule no schema states (references between records of one body, a connection
 //!   that must exist): each item is a regular expression of the 400 `message` and why.
-use axum::extract::State;
+
 use axum::response::Response;
 use http::StatusCode;
 use netacl_model::{patterns, Limits, ManagedListName};
@@ -32,7 +32,7 @@ use crate::routes::{operations, BodySchema, Operation};
 use crate::AppState;
 
 /// `GET /_netacl/v1/openapi.json`.
-pub(crate) async fn serve(State(state): State<AppState>) -> Response {
+pub(crate) async fn serve(state: AppState) -> Response {
     let config = &state.inner.config;
     json_response(
         StatusCode::OK,

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
@@ -231,7 +231,7 @@ macro_rules! view_handlers {
             pub(crate) async fn list(
                 _: Authorized<ReadOrganizationConnections>,
                 OrganizationPath(id): OrganizationPath,
-                State(state): State<AppState>,
+                state: AppState,
                 RawQuery(raw): RawQuery,
             ) -> Result<Response, ApiError> {
                 super::list(&state, &id, raw.as_deref(), $view).await
@@ -241,7 +241,7 @@ macro_rules! view_handlers {
             pub(crate) async fn add(
                 _: Authorized<CreateOrganizationConnections>,
                 OrganizationPath(id): OrganizationPath,
-                State(state): State<AppState>,
+                state: AppState,
                 RawQuery(raw): RawQuery,
                 headers: HeaderMap,
                 body: Body,
@@ -254,7 +254,7 @@ macro_rules! view_handlers {
                 _: Authorized<ReadOrganizationConnections>,
                 OrganizationPath(id): OrganizationPath,
                 ConnectionPath(connection_id): ConnectionPath,
-                State(state): State<AppState>,
+                state: AppState,
                 RawQuery(raw): RawQuery,
             ) -> Result<Response, ApiError> {
                 super::get_one(&state, &id, &connection_id, raw.as_deref(), $view).await
@@ -265,7 +265,7 @@ macro_rules! view_handlers {
                 _: Authorized<UpdateOrganizationConnections>,
                 OrganizationPath(id): OrganizationPath,
                 ConnectionPath(connection_id): ConnectionPath,
-                State(state): State<AppState>,
+                state: AppState,
                 RawQuery(raw): RawQuery,
                 headers: HeaderMap,
                 body: Body,
@@ -286,7 +286,7 @@ macro_rules! view_handlers {
                 _: Authorized<DeleteOrganizationConnections>,
                 OrganizationPath(id): OrganizationPath,
                 ConnectionPath(connection_id): ConnectionPath,
-                State(state): State<AppState>,
+                state: AppState,
                 RawQuery(raw): RawQuery,
             ) -> Result<Response, ApiError> {
                 super::remove(&state, &id, &connection_id, raw.as_deref(), $view).await

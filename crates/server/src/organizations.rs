@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use http::request::Parts;
@@ -61,7 +61,7 @@ pub(crate) const ORGANIZATION_FORM: FormShape = FormShape {
 pub(crate) async fn create(
     _: Authorized<CreateOrganizations>,
     Extension(principal): Extension<Principal>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -166,7 +166,7 @@ fn name_taken(name: &str) -> ApiError {
 /// `{organizations, next?}`), in creation order.
 pub(crate) async fn list(
     _: Authorized<ReadOrganizations>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(raw.as_deref(), &paging::ALL_PARAMETERS)?;
@@ -218,7 +218,7 @@ fn decode_cursor(bytes: Vec<u8>) -> Result<OrganizationCursor, ApiError> {
 pub(crate) async fn get(
     _: Authorized<ReadOrganizations>,
     OrganizationPath(id): OrganizationPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
@@ -232,7 +232,7 @@ pub(crate) async fn get(
 pub(crate) async fn get_by_name(
     _: Authorized<ReadOrganizations>,
     name: Result<Path<String>, axum::extract::rejection::PathRejection>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let Path(name) = name.map_err(|err| ApiError::invalid_uri(err.body_text(), "name"))?;
@@ -252,7 +252,7 @@ pub(crate) async fn get_by_name(
 pub(crate) async fn update(
     _: Authorized<UpdateOrganizations>,
     OrganizationPath(id): OrganizationPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -282,7 +282,7 @@ pub(crate) async fn update(
 pub(crate) async fn delete(
     _: Authorized<DeleteOrganizations>,
     OrganizationPath(id): OrganizationPath,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;

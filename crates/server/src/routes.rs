@@ -3,7 +3,7 @@
 mod organization_operations;
 use std::collections::BTreeMap;
 
-use axum::middleware::from_fn_with_state;
+use axum::middleware::from_fn;
 use axum::routing::{delete, get, patch, post, put, MethodRouter};
 use axum::Router;
 use http::Method;
@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::{
     acl_keys, branding, directory, groups, managed_lists, organizations, sessions, signing_keys,
 };
-use crate::{guard, internal, network_acls, openapi, AppState};
+use crate::{guard, internal, network_acls, openapi};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ pub(crate) struct Operation {
     pub(crate) success: (u16, &'static str),
     /// Error statuses the operation can answer besides 401/403/429.
     pub(crate) errors: &'static [u16],
-    route: fn() -> MethodRouter<AppState>,
+    route: fn() -> MethodRouter,
 }
 
 const PAGING: &[(&str, &str, &str)] = &[
@@ -501,8 +501,8 @@ fn base_operations() -> Vec<Operation> {
 }
 
 /// The router of every operation in the table (token and JWKS routes are merged by the caller).
-pub(crate) fn router(state: &AppState) -> Router<AppState> {
-    type PathMethods = (MethodRouter<AppState>, bool, Vec<Method>);
+pub(crate) fn router() -> Router {
+    type PathMethods = (MethodRouter, bool, Vec<Method>);
     let mut by_path: BTreeMap<&'static str, PathMethods> = BTreeMap::new();
     for op in operations() {
         let guarded = op.scope.is_some();
@@ -522,17 +522,15 @@ pub(crate) fn router(state: &AppState) -> Router<AppState> {
         let allow = allow_header(&allowed);
         let methods = methods.fallback(move || async move { method_not_allowed(allow) });
         let methods = if guarded {
-            methods.layer(from_fn_with_state(state.clone(), guard::guard))
+            methods.layer(from_fn(guard::guard))
         } else {
             methods
         };
         router = router.route(path, methods);
     }
     // Unknown paths under the API prefixes still pass the guard (rate-limit headers, 401).
-    let unknown = || {
-        axum::routing::any(|| async { ApiError::no_such_route() })
-            .layer(from_fn_with_state(state.clone(), guard::guard))
-    };
+    let unknown =
+        || axum::routing::any(|| async { ApiError::no_such_route() }).layer(from_fn(guard::guard));
     router
         .route("/api/v2/{*rest}", unknown())
         .route("/_netacl/v1/{*rest}", unknown())

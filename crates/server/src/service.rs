@@ -11,6 +11,7 @@ use crate::auth::{
 use crate::config::ServerConfig;
 use crate::rate_limit::{RateLimitConfigError, RateLimiter};
 use crate::signing_keys::{KeysError, SigningKeys};
+use crate::tenancy::{Registry, TenantDirectory};
 use crate::tenant::{LoadError, TenantRuntime};
 use crate::{routes, AppState, Shared};
 
@@ -96,6 +97,7 @@ pub enum StartError {
 #[derive(Clone)]
 pub struct AdminService {
     state: AppState,
+    registry: Arc<Registry>,
 }
 
 impl AdminService {
@@ -183,7 +185,7 @@ impl AdminService {
             tenant_id,
             config.limits,
             &config.managed_list_files,
-            kek,
+            Arc::clone(&kek),
         )
         .await?;
         let snapshot = tenant.snapshot();
@@ -198,7 +200,7 @@ impl AdminService {
         };
         let state = AppState {
             inner: Arc::new(Shared {
-                config,
+                config: config.clone(),
                 authority,
                 limiter,
                 tenant,
@@ -206,7 +208,8 @@ impl AdminService {
                 signing_keys: Arc::clone(&prepared.keys),
             }),
         };
-        Ok((Self { state }, report))
+        let registry = Registry::load(config, store, kek, state.clone()).await?;
+        Ok((Self { state, registry }, report))
     }
 
     /// The whole HTTP surface: `/api/v2/network-acls`, `/_netacl/v1/*`, `POST /oauth/token` and
@@ -220,29 +223,47 @@ impl AdminService {
     }
 
     /// [`Self::router`] with `extra` routes merged in (the tests add one that panics).
-    fn router_with(&self, extra: Router<AppState>) -> Router {
+    fn router_with(&self, extra: Router) -> Router {
         use axum::routing::{get, post};
-        let authority = Arc::clone(&self.state.inner.authority);
+        async fn token(
+            state: AppState,
+            headers: http::HeaderMap,
+            body: axum::body::Body,
+        ) -> axum::response::Response {
+            let authority = Arc::clone(&state.inner.authority);
+            crate::auth::token_endpoint(axum::extract::State(authority), headers, body).await
+        }
+        async fn jwks(state: AppState) -> axum::response::Response {
+            let authority = Arc::clone(&state.inner.authority);
+            crate::auth::jwks_endpoint(axum::extract::State(authority)).await
+        }
         let token = Router::new()
-            .route("/oauth/token", post(crate::auth::token_endpoint))
-            .route("/oauth/token/", post(crate::auth::token_endpoint))
-            .with_state(Arc::clone(&authority))
-            .route_layer(axum::middleware::from_fn_with_state(
-                self.state.clone(),
+            .route("/oauth/token", post(token))
+            .route("/oauth/token/", post(token))
+            .route_layer(axum::middleware::from_fn(
                 crate::guard::limit_token_requests,
             ));
-        let jwks = Router::new()
-            .route("/.well-known/jwks.json", get(crate::auth::jwks_endpoint))
-            .with_state(authority);
-        routes::router(&self.state)
+        let jwks = Router::new().route("/.well-known/jwks.json", get(jwks));
+        routes::router()
             .merge(extra)
             .merge(token)
             .merge(jwks)
             .fallback(|| async { crate::error::ApiError::no_such_route() })
-            .with_state(self.state.clone())
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&self.registry),
+                crate::tenancy::select_tenant,
+            ))
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                 crate::error::panic_response,
             ))
+    }
+
+    /// Every tenant this service serves, a new value on every tenant added or removed (or its
+    /// domains changed). An edge in the same process selects a tenant per request with
+    /// [`TenantDirectory::for_host`] and enforces with that tenant's engine; rule changes inside
+    /// a tenant go through its engine and rule sets as for the single tenant.
+    pub fn tenants(&self) -> tokio::sync::watch::Receiver<Arc<TenantDirectory>> {
+        self.registry.subscribe()
     }
 
     /// Keeps this node in step with the other nodes sharing its database: catches up on every
@@ -253,6 +274,7 @@ impl AdminService {
         listener: Option<netacl_store::ChangeListener>,
         interval: std::time::Duration,
     ) -> crate::StoreFollower {
+        self.registry.follow_rules();
         crate::sync::StoreFollower::start(
             Arc::clone(&self.state.inner.tenant),
             Arc::clone(&self.state.inner.authority),
@@ -339,10 +361,7 @@ mod tests {
         let extra = Router::new()
             .route(
                 "/_netacl/v1/test/panic",
-                axum::routing::get(panics).layer(axum::middleware::from_fn_with_state(
-                    service.state.clone(),
-                    crate::guard::guard,
-                )),
+                axum::routing::get(panics).layer(axum::middleware::from_fn(crate::guard::guard)),
             )
             .route("/test/open-panic", axum::routing::get(panics));
         let router = service.router_with(extra);

@@ -1,5 +1,5 @@
 //! `GET /api/v2/users/{user_id}/sessions`: cursor-paged.
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 use serde_json::{Map, Value};
@@ -15,7 +15,7 @@ use crate::AppState;
 pub(crate) async fn list(
     _: Authorized<ReadSessions>,
     user_id: Result<Path<String>, axum::extract::rejection::PathRejection>,
-    State(state): State<AppState>,
+    state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let Path(user_id) = user_id.map_err(|err| ApiError::invalid_uri(err.body_text(), "user_id"))?;

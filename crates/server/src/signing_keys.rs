@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::response::Response;
 use http::StatusCode;
 use netacl_secrets::{Kek, SecretContext};
@@ -126,7 +126,7 @@ fn now_ms() -> i64 {
 }
 
 /// A new stored row for `key`: sealed, with its certificate.
-fn sealed_row(
+pub(crate) fn sealed_row(
     tenant: &TenantId,
     kek: &Kek,
     key: &SigningKey,
@@ -151,7 +151,11 @@ fn sealed_row(
 }
 
 /// Opens a stored row's key.
-fn open_row(tenant: &TenantId, kek: &Kek, row: &StoredSigningKey) -> Result<SigningKey, KeysError> {
+pub(crate) fn open_row(
+    tenant: &TenantId,
+    kek: &Kek,
+    row: &StoredSigningKey,
+) -> Result<SigningKey, KeysError> {
     let secret = kek
         .open(&context(tenant, &row.kid), &row.private_key)
         .map_err(|source| KeysError::Sealed {
@@ -500,10 +504,7 @@ fn keys_of(state: &AppState) -> &Arc<SigningKeys> {
 }
 
 /// `GET /api/v2/keys/signing`: every key, newest first.
-pub(crate) async fn list(
-    State(state): State<AppState>,
-    _auth: Authorized<ReadSigningKeys>,
-) -> Response {
+pub(crate) async fn list(state: AppState, _auth: Authorized<ReadSigningKeys>) -> Response {
     let rows = keys_of(&state).rows();
     let current = netacl_store::current_key(&rows).map(|r| r.kid.clone());
     let mut records: Vec<&StoredSigningKey> = rows.iter().collect();
@@ -517,7 +518,7 @@ pub(crate) async fn list(
 
 /// `GET /api/v2/keys/signing/{kid}`.
 pub(crate) async fn get(
-    State(state): State<AppState>,
+    state: AppState,
     _auth: Authorized<ReadSigningKeys>,
     Path(kid): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -532,7 +533,7 @@ pub(crate) async fn get(
 
 /// `POST /api/v2/keys/signing/rotate`: `201 {"cert", "kid"}` of the new current key.
 pub(crate) async fn rotate(
-    State(state): State<AppState>,
+    state: AppState,
     _auth: Authorized<CreateSigningKeys>,
 ) -> Result<Response, ApiError> {
     let row = keys_of(&state).rotate().await?;
@@ -544,7 +545,7 @@ pub(crate) async fn rotate(
 
 /// `PUT /api/v2/keys/signing/{kid}/revoke`: `200 {"cert", "kid"}`.
 pub(crate) async fn revoke(
-    State(state): State<AppState>,
+    state: AppState,
     _auth: Authorized<UpdateSigningKeys>,
     Path(kid): Path<String>,
 ) -> Result<Response, ApiError> {

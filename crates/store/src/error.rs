@@ -27,6 +27,12 @@ pub enum StoreError {
     /// The connection (its id) is already one of the organization's.
     #[error("connection {0} is already a connection of the organization")]
     ConnectionAlreadyInOrganization(String),
+    /// A tenant with this id already exists.
+    #[error("tenant {0} already exists")]
+    TenantExists(String),
+    /// The domain is already one of another tenant's (the database's unique constraint said so).
+    #[error("domain {0} belongs to another tenant")]
+    DomainTaken(String),
     /// The record (or tenant) does not exist.
     #[error("not found: {0}")]
     NotFound(String),

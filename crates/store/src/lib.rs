@@ -75,7 +75,7 @@ pub use organizations::{
 };
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
 pub use sqlite::SqliteStore;
-pub use tenant::{Tenant, TenantId};
+pub use tenant::{Tenant, TenantCredentials, TenantId, TenantRecord};
 
 /// Tenants: the owner of every other record.
 #[async_trait]
@@ -86,6 +86,38 @@ pub trait TenantStore: Send + Sync {
 
     /// The tenant, if it exists.
     async fn tenant(&self, tenant: &TenantId) -> Result<Option<Tenant>, StoreError>;
+
+    /// Creates a tenant served on `domains` (canonical host names, at least one; the first one
+    /// is its issuer's) with its first signing key and its bootstrap client. One transaction: [`StoreError::TenantExists`] when the id is taken,
+    /// [`StoreError::DomainTaken`] when a domain belongs to another tenant (a unique constraint
+    /// of the database, so of two writers racing for a domain exactly one wins); nothing is
+    /// written then. Bumps the tenants generation.
+    async fn create_tenant(
+        &self,
+        tenant: &TenantId,
+        domains: &[String],
+        credentials: &TenantCredentials,
+        created_at_ms: i64,
+    ) -> Result<TenantRecord, StoreError>;
+
+    /// The tenant with its domains, if it exists.
+    async fn tenant_record(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, StoreError>;
+
+    /// Up to `limit` tenants with ids after `after` (byte order), with their domains.
+    async fn list_tenants(
+        &self,
+        after: Option<&TenantId>,
+        limit: u32,
+    ) -> Result<Vec<TenantRecord>, StoreError>;
+
+    /// Deletes the tenant and everything it owns (every table keyed by tenant, its domains), in
+    /// one transaction; [`StoreError::NotFound`] when it does not exist. Bumps the tenants
+    /// generation (and the networked backend announces it: [`ChangeNotice::TenantsChanged`]).
+    async fn delete_tenant(&self, tenant: &TenantId) -> Result<(), StoreError>;
+
+    /// A counter bumped by every tenant created or deleted: one cheap read tells a node (or a
+    /// follower) whether the set of tenants changed since it last looked.
+    async fn tenants_generation(&self) -> Result<u64, StoreError>;
 }
 
 /// One page of a tenant's network ACLs.

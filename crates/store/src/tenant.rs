@@ -46,3 +46,50 @@ pub struct Tenant {
     /// The version of its network ACL rule set; every ACL write bumps it by one.
     pub acl_version: u64,
 }
+
+/// A tenant with the domains it is served on (the operator's view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRecord {
+    /// Its id.
+    pub id: TenantId,
+    /// The domain its issuer and audience derive from: its first domain, or for the default
+    /// tenant the server's `--tenant-domain` (port included, as before).
+    pub domain: String,
+    /// The domains requests select it by, canonical (see `netacl_model::normalize_domain`), in
+    /// the order they were given. Empty for the default tenant, which is selected by its
+    /// `domain` (and by every host while it is the only tenant).
+    pub domains: Vec<String>,
+    /// When it was created, in milliseconds since the UNIX epoch.
+    pub created_at_ms: i64,
+}
+
+/// What a tenant is created with, in the transaction that creates it: its first signing key
+/// (current, sealed by the caller) and its bootstrap client.
+#[derive(Debug, Clone)]
+pub struct TenantCredentials {
+    /// The signing key.
+    pub signing_key: crate::StoredSigningKey,
+    /// The bootstrap client.
+    pub client: crate::StoredClient,
+}
+
+/// Every table holding a tenant's records, in an order deleting them one after the other
+/// respects the foreign keys (referencing tables first; `tenants` last). A tenant's deletion
+/// empties each of them of its rows; a test checks that every table with a `tenant_id` column is
+/// listed.
+pub(crate) const TENANT_TABLES: &[&str] = &[
+    "organization_connections",
+    "group_members",
+    "user_sessions",
+    "organizations",
+    "connections",
+    "directory_groups",
+    "directory_users",
+    "network_acls",
+    "signing_keys",
+    "clients",
+    "branding",
+    "managed_lists",
+    "network_acl_keys",
+    "tenant_domains",
+];

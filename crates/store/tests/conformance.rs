@@ -179,6 +179,9 @@ conformance!(
     branding_patches_merge_across_handles,
     managed_lists_bump_the_version_and_read_back_what_changed,
     network_acl_keys_bump_the_version_and_names_are_unique,
+    tenants_are_created_listed_and_deleted_with_everything_they_own,
+    refused_tenant_creations_write_nothing,
+    tenants_racing_for_one_domain_have_one_winner,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1708,7 +1711,7 @@ async fn sqlite_signing_key_migration_keeps_the_key_current() {
     {
         let conn = rusqlite::Connection::open(&file).expect("open file");
         conn.execute_batch(&format!(
-            "DROP TABLE network_acl_keys; {SQLITE_UNDO_5} PRAGMA user_version = 4;"
+            "{UNDO_7} DROP TABLE network_acl_keys; {SQLITE_UNDO_5} PRAGMA user_version = 4;"
         ))
         .expect("downgrade");
         conn.execute(
@@ -1739,7 +1742,7 @@ async fn postgres_signing_key_migration_keeps_the_key_current() {
     let driver = tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "DROP TABLE network_acl_keys; {POSTGRES_UNDO_5}
+            "{UNDO_7} DROP TABLE network_acl_keys; {POSTGRES_UNDO_5}
                  DELETE FROM netacl_schema_migrations WHERE version >= 5;"
         ))
         .await
@@ -1781,7 +1784,7 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
         // Back to the schema of the previous release.
         let conn = rusqlite::Connection::open(&file).expect("open file");
         conn.execute_batch(&format!(
-            "{SQLITE_UNDO_5} DROP TABLE network_acl_keys; DROP TABLE managed_lists; \
+            "{UNDO_7} {SQLITE_UNDO_5} DROP TABLE network_acl_keys; DROP TABLE managed_lists; \
              PRAGMA user_version = 3;"
         ))
         .expect("downgrade");
@@ -1804,6 +1807,296 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
         2
     );
 }
+
+fn credentials() -> netacl_store::TenantCredentials {
+    netacl_store::TenantCredentials {
+        signing_key: StoredSigningKey::new("kid-0", "sealed key", NOW_MS),
+        client: StoredClient {
+            client_id: "bootstrap".into(),
+            secret_hash: "hash".into(),
+            scopes: vec!["read:network_acls".into()],
+            created_at_ms: NOW_MS,
+        },
+    }
+}
+
+fn domains(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// Gives the tenant a record in every family the store keeps.
+async fn fill(store: &Arc<dyn Store>, tenant: &TenantId) {
+    store
+        .create_network_acl(tenant, 0, &acl(1, 10, "10.0.0.0/8"))
+        .await
+        .expect("acl");
+    store
+        .put_managed_list(
+            tenant,
+            1,
+            ManagedListName::Tor,
+            &managed_list("192.0.2.1\n"),
+            NOW_MS,
+        )
+        .await
+        .expect("list");
+    store
+        .create_network_acl_key(tenant, 2, &stored_key(3, "k", NOW_MS))
+        .await
+        .expect("acl key");
+    store
+        .add_signing_key(tenant, &StoredSigningKey::new("kid-1", "sealed", NOW_MS))
+        .await
+        .expect("signing key");
+    store
+        .put_client(
+            tenant,
+            &StoredClient {
+                client_id: "client-1".into(),
+                secret_hash: "hash".into(),
+                scopes: vec!["read:network_acls".into()],
+                created_at_ms: NOW_MS,
+            },
+        )
+        .await
+        .expect("client");
+    store
+        .import_directory(tenant, &directory(&["auth0|u1"], &["s1"]))
+        .await
+        .expect("directory");
+    store
+        .create_organization(tenant, &organization(5, "org-one", &[CON_A]))
+        .await
+        .expect("organization");
+    store
+        .update_branding(
+            tenant,
+            &BrandingPatch::from_json(&json!({"logo_url": "https://example.com/l.png"}))
+                .expect("patch"),
+        )
+        .await
+        .expect("branding");
+}
+
+/// What the store holds of the tenant, family by family (empty for a fresh tenant).
+async fn holdings(store: &Arc<dyn Store>, tenant: &TenantId) -> serde_json::Value {
+    let group = GroupId::parse(GROUP).expect("group id");
+    json!({
+        "acls": store.network_acl_rule_set(tenant).await.expect("rules").acls.len(),
+        "lists": store.tenant_policy(tenant, &[]).await.expect("policy").managed_lists.len(),
+        "acl_keys": store.network_acl_keys(tenant).await.expect("keys").len(),
+        "signing_keys": store.signing_keys(tenant).await.expect("signing keys").len(),
+        "clients": store.clients(tenant).await.expect("clients").len(),
+        "connections": store.connections(tenant).await.expect("connections").len(),
+        "members": store.group_members(tenant, &group, None, 10).await.expect("members")
+            .map(|p| p.items.len()),
+        "sessions": store.user_sessions(tenant, "auth0|u1", None, 10, false).await
+            .expect("sessions").map(|p| p.items.len()),
+        "organizations": store.list_organizations(tenant, 0, 10).await
+            .expect("organizations").organizations.len(),
+        "branding": store.branding(tenant).await.expect("branding").to_json(),
+    })
+}
+
+async fn tenants_are_created_listed_and_deleted_with_everything_they_own(backend: Backend) {
+    let store = backend.store;
+    let default = with_tenant(&store).await;
+    let generation = store.tenants_generation().await.expect("generation");
+    let (acme, beta) = (
+        TenantId::new("acme").expect("id"),
+        TenantId::new("beta").expect("id"),
+    );
+    let created = store
+        .create_tenant(
+            &acme,
+            &domains(&["acme.test", "www.acme.test"]),
+            &credentials(),
+            NOW_MS,
+        )
+        .await
+        .expect("acme");
+    assert_eq!(created.domain, "acme.test");
+    assert_eq!(created.domains, domains(&["acme.test", "www.acme.test"]));
+    store
+        .create_tenant(&beta, &domains(&["beta.test"]), &credentials(), NOW_MS + 1)
+        .await
+        .expect("beta");
+    let second = (backend.reopen)().await;
+    assert_eq!(
+        second.tenants_generation().await.expect("generation"),
+        generation + 2,
+        "another handle sees the generation move"
+    );
+    assert_eq!(
+        second.tenant_record(&acme).await.expect("read"),
+        Some(created.clone())
+    );
+    let t = store.tenant(&acme).await.expect("read").expect("exists");
+    assert_eq!((t.domain.as_str(), t.acl_version), ("acme.test", 0));
+    let default_record = store
+        .tenant_record(&default)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(default_record.domain, "localhost:8080");
+    assert!(default_record.domains.is_empty());
+
+    // Listing pages by id, byte order.
+    let ids = |records: Vec<netacl_store::TenantRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.id.to_string()).collect()
+    };
+    assert_eq!(
+        ids(store.list_tenants(None, 10).await.expect("list")),
+        ["acme", "beta", "default"]
+    );
+    let first_page = store.list_tenants(None, 2).await.expect("list");
+    assert_eq!(first_page[1].domains, domains(&["beta.test"]));
+    assert_eq!(
+        ids(store
+            .list_tenants(Some(&first_page[1].id), 2)
+            .await
+            .expect("list")),
+        ["default"]
+    );
+    assert!(store
+        .list_tenants(Some(&default), 2)
+        .await
+        .expect("list")
+        .is_empty());
+
+    // Deleting removes everything the tenant owns and nothing of the others.
+    fill(&store, &acme).await;
+    fill(&store, &beta).await;
+    let full = holdings(&store, &beta).await;
+    assert_eq!(holdings(&store, &acme).await, full);
+    let before = store.tenants_generation().await.expect("generation");
+    store.delete_tenant(&acme).await.expect("delete");
+    assert_eq!(
+        store.tenants_generation().await.expect("generation"),
+        before + 1
+    );
+    assert_eq!(store.tenant(&acme).await.expect("read"), None);
+    assert_eq!(store.tenant_record(&acme).await.expect("read"), None);
+    assert!(matches!(
+        store.network_acl_rule_set(&acme).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.delete_tenant(&acme).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(holdings(&store, &beta).await, full, "beta keeps its data");
+    assert_eq!(
+        ids(store.list_tenants(None, 10).await.expect("list")),
+        ["beta", "default"]
+    );
+
+    // The same id and domain again: a fresh tenant, nothing of the old one.
+    let again = store
+        .create_tenant(&acme, &domains(&["acme.test"]), &credentials(), NOW_MS + 2)
+        .await
+        .expect("re-create");
+    assert_eq!(again.domains, domains(&["acme.test"]));
+    assert_eq!(
+        holdings(&store, &acme).await,
+        json!({"acls": 0, "lists": 0, "acl_keys": 0, "signing_keys": 1, "clients": 1,
+               "connections": 0, "members": null, "sessions": null, "organizations": 0,
+               "branding": {}})
+    );
+    assert_eq!(
+        store
+            .tenant(&acme)
+            .await
+            .expect("read")
+            .expect("exists")
+            .acl_version,
+        0
+    );
+}
+
+async fn refused_tenant_creations_write_nothing(backend: Backend) {
+    let store = backend.store;
+    with_tenant(&store).await;
+    let acme = TenantId::new("acme").expect("id");
+    store
+        .create_tenant(&acme, &domains(&["acme.test"]), &credentials(), NOW_MS)
+        .await
+        .expect("acme");
+    let generation = store.tenants_generation().await.expect("generation");
+    let other = TenantId::new("other").expect("id");
+    // A domain of another tenant, even as the second of the list.
+    for taken in [&["acme.test"][..], &["fresh.test", "acme.test"][..]] {
+        assert!(matches!(
+            store.create_tenant(&other, &domains(taken), &credentials(), NOW_MS).await,
+            Err(StoreError::DomainTaken(ref d)) if d == "acme.test"
+        ));
+    }
+    // The same domain twice in one list.
+    assert!(matches!(
+        store
+            .create_tenant(
+                &other,
+                &domains(&["dup.test", "dup.test"]),
+                &credentials(),
+                NOW_MS
+            )
+            .await,
+        Err(StoreError::DomainTaken(_))
+    ));
+    // An id that exists.
+    assert!(matches!(
+        store
+            .create_tenant(&acme, &domains(&["new.test"]), &credentials(), NOW_MS)
+            .await,
+        Err(StoreError::TenantExists(_))
+    ));
+    assert_eq!(store.tenant(&other).await.expect("read"), None);
+    assert_eq!(
+        store.tenants_generation().await.expect("generation"),
+        generation
+    );
+    // fresh.test and new.test were not kept: another tenant may have them.
+    store
+        .create_tenant(
+            &other,
+            &domains(&["fresh.test", "new.test", "dup.test"]),
+            &credentials(),
+            NOW_MS,
+        )
+        .await
+        .expect("the refused creates left their domains free");
+}
+
+async fn tenants_racing_for_one_domain_have_one_winner(backend: Backend) {
+    let first = backend.store;
+    with_tenant(&first).await;
+    let second = (backend.reopen)().await;
+    for round in 0..5 {
+        let domain = domains(&[&format!("race{round}.test")]);
+        let (d1, d2) = (domain.clone(), domain.clone());
+        let (s1, s2) = (Arc::clone(&first), Arc::clone(&second));
+        let (t1, t2) = (
+            TenantId::new(&format!("one-{round}")).expect("id"),
+            TenantId::new(&format!("two-{round}")).expect("id"),
+        );
+        let a =
+            tokio::spawn(async move { s1.create_tenant(&t1, &d1, &credentials(), NOW_MS).await });
+        let b =
+            tokio::spawn(async move { s2.create_tenant(&t2, &d2, &credentials(), NOW_MS).await });
+        let results = [a.await.expect("join"), b.await.expect("join")];
+        let winners = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(winners, 1, "round {round}: {results:?}");
+        assert!(
+            results
+                .iter()
+                .any(|r| matches!(r, Err(StoreError::DomainTaken(_)))),
+            "round {round}: {results:?}"
+        );
+    }
+}
+
+/// Takes a database back from schema 7 (many tenants) to 6, in both dialects.
+const UNDO_7: &str = "DROP TABLE tenant_domains; DROP TABLE tenants_generation;";
 
 fn stored_key(seed: u128, name: &str, at: i64) -> netacl_store::StoredNetworkAclKey {
     netacl_store::StoredNetworkAclKey {
@@ -1902,8 +2195,10 @@ async fn sqlite_network_acl_keys_migration_keeps_existing_data() {
     };
     {
         let conn = rusqlite::Connection::open(&file).expect("open file");
-        conn.execute_batch("DROP TABLE network_acl_keys; PRAGMA user_version = 5;")
-            .expect("downgrade");
+        conn.execute_batch(&format!(
+            "{UNDO_7} DROP TABLE network_acl_keys; PRAGMA user_version = 5;"
+        ))
+        .expect("downgrade");
     }
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
@@ -1942,7 +2237,7 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
     let driver = tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "{POSTGRES_UNDO_5} DROP TABLE network_acl_keys; DROP TABLE managed_lists;
+            "{UNDO_7} {POSTGRES_UNDO_5} DROP TABLE network_acl_keys; DROP TABLE managed_lists;
                  DELETE FROM netacl_schema_migrations WHERE version >= 4;"
         ))
         .await
@@ -2024,6 +2319,34 @@ async fn next(listener: &mut netacl_store::ChangeListener) -> ChangeNotice {
         .await
         .expect("a notice within 10 s")
         .expect("listener alive")
+}
+
+/// Tenants created and deleted are announced (`tenants`), a refused create is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tenant_changes_are_announced() {
+    let Some(url) = database_url("postgres_tenant_changes_are_announced") else {
+        return;
+    };
+    let db = fresh_database(&url).await;
+    let store = PostgresStore::connect(&db, Limits::default())
+        .await
+        .expect("connect");
+    let mut listener = store.listen();
+    assert_eq!(next(&mut listener).await, ChangeNotice::Connected);
+    let acme = TenantId::new("acme").expect("id");
+    store
+        .create_tenant(&acme, &domains(&["acme.test"]), &credentials(), NOW_MS)
+        .await
+        .expect("create");
+    assert_eq!(next(&mut listener).await, ChangeNotice::TenantsChanged);
+    let other = TenantId::new("other").expect("id");
+    assert!(store
+        .create_tenant(&other, &domains(&["acme.test"]), &credentials(), NOW_MS)
+        .await
+        .is_err());
+    store.delete_tenant(&acme).await.expect("delete");
+    assert_eq!(next(&mut listener).await, ChangeNotice::TenantsChanged);
+    assert_eq!(store.tenants_generation().await.expect("generation"), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -50,7 +50,7 @@ async fn all_keys(
     Ok(rows.iter().map(key_row).collect())
 }
 
-async fn insert_key(
+pub(super) async fn insert_key(
     client: &tokio_postgres::Transaction<'_>,
     tenant: &TenantId,
     key: &StoredSigningKey,

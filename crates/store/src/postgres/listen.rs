@@ -39,6 +39,8 @@ pub enum ChangeNotice {
         /// The tenant.
         tenant: TenantId,
     },
+    /// A tenant was created or deleted: re-read the set of tenants.
+    TenantsChanged,
     /// The listening connection was (re)established: changes made while it was down were not
     /// heard, so readers should compare versions now.
     Connected,
@@ -176,8 +178,11 @@ async fn listen_once(
 /// The payload suffix of a signing-key change.
 pub(super) const KEYS_SUFFIX: &str = "keys";
 
-/// `<tenant>:<version>` or `<tenant>:keys` → a notice.
+/// `<tenant>:<version>`, `<tenant>:keys` or `tenants` → a notice.
 fn parse(payload: &str) -> Option<ChangeNotice> {
+    if payload == super::tenants::TENANTS_PAYLOAD {
+        return Some(ChangeNotice::TenantsChanged);
+    }
     let (tenant, version) = payload.rsplit_once(':')?;
     if version == KEYS_SUFFIX {
         return Some(ChangeNotice::KeysChanged {
@@ -212,6 +217,7 @@ mod tests {
             })
         );
         assert_eq!(parse("default"), None);
+        assert_eq!(parse("tenants"), Some(ChangeNotice::TenantsChanged));
         assert_eq!(parse("default:-1"), None);
         assert_eq!(parse("bad tenant:1"), None);
         assert_eq!(parse(":1"), None);

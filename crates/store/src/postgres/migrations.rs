@@ -193,6 +193,24 @@ pub(super) const MIGRATIONS: &[&str] = &[
         CONSTRAINT network_acl_keys_name_key UNIQUE (tenant_id, name)
     );
     "#,
+    // 7: many tenants. A tenant's domains (canonical host names), each belonging to at most one
+    // tenant (the primary key: two nodes racing for a domain, one wins); the tenants generation,
+    // bumped by every tenant created or deleted (with a `tenants` notice on netacl_changes).
+    r#"
+    CREATE TABLE tenant_domains (
+        domain    TEXT NOT NULL,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        position  INTEGER NOT NULL,
+        CONSTRAINT tenant_domains_pkey PRIMARY KEY (domain)
+    );
+    CREATE INDEX tenant_domains_tenant ON tenant_domains (tenant_id, position);
+
+    CREATE TABLE tenants_generation (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        generation BIGINT NOT NULL CHECK (generation >= 0)
+    );
+    INSERT INTO tenants_generation (id, generation) VALUES (1, 0);
+    "#,
 ];
 
 /// The schema version this build writes.

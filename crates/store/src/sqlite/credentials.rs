@@ -31,7 +31,7 @@ fn all_keys(
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
-fn insert_key(
+pub(super) fn insert_key(
     conn: &rusqlite::Connection,
     tenant: &TenantId,
     key: &StoredSigningKey,

@@ -194,6 +194,23 @@ pub(super) const MIGRATIONS: &[&str] = &[
         UNIQUE (tenant_id, name)
     ) STRICT;
     "#,
+    // 7: many tenants. A tenant's domains (canonical host names), each belonging to at most one
+    // tenant (the primary key); the tenants generation, bumped by every tenant created or deleted
+    // so that other processes notice with one cheap read.
+    r#"
+    CREATE TABLE tenant_domains (
+        domain    TEXT PRIMARY KEY NOT NULL,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        position  INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX tenant_domains_tenant ON tenant_domains (tenant_id, position);
+
+    CREATE TABLE tenants_generation (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO tenants_generation (id, generation) VALUES (1, 0);
+    "#,
 ];
 
 /// The schema version this build writes.
