@@ -16,6 +16,7 @@ mod cmd_serve;
 mod cmd_tenant;
 mod limits_args;
 mod managed_list_args;
+mod serve_tenants;
 mod tls;
 
 /// A network ACL evaluation engine and the tenant admin service that feeds it.
