@@ -250,7 +250,11 @@ pub struct ServeEdgeArgs {
     /// Enforce every tenant the admin service serves, each request by its host's tenant (TLS:
     /// the SNI); a host of no tenant gets 421. Without it the edge enforces the default
     /// tenant's rules for every host.
-    #[arg(long = "edge-tenants", env = "NETACL_EDGE_TENANTS")]
+    #[arg(
+        long = "edge-tenants",
+        env = "NETACL_EDGE_TENANTS",
+        requires = "edge_upstream"
+    )]
     edge_tenants: bool,
     /// With --edge-tenants: a directory of certificates chosen by SNI, `HOST.crt` + `HOST.key`
     /// (--edge-tls-cert/--edge-tls-key are then the optional default pair).
