@@ -71,6 +71,19 @@ pub struct Args {
     /// With --enrich: this ASN database instead of a generated one.
     #[arg(long, value_name = "PATH")]
     geoip_asn: Option<std::path::PathBuf>,
+    /// Measure a platform of this many tenants behind one edge instead (see
+    /// `cmd_bench_tenants`; 0: one tenant, the usual measurement).
+    #[arg(long, default_value_t = 0)]
+    tenants: usize,
+    /// With --tenants: tenants with --large-tenant-rules rules (the others have 1 to 10).
+    #[arg(long, default_value_t = 3)]
+    large_tenants: usize,
+    /// With --tenants: rules of each large tenant.
+    #[arg(long, default_value_t = 2_000)]
+    large_tenant_rules: usize,
+    /// With --tenants: rule changes timed until enforced.
+    #[arg(long, default_value_t = 500)]
+    change_samples: usize,
 }
 
 #[derive(Serialize)]
@@ -183,6 +196,18 @@ fn ms(since: Instant) -> f64 {
 
 /// Runs `netacl bench`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.tenants > 0 {
+        return crate::cmd_bench_tenants::run(crate::cmd_bench_tenants::TenantsArgs {
+            tenants: args.tenants,
+            large_tenants: args.large_tenants,
+            large_tenant_rules: args.large_tenant_rules,
+            requests: args.requests,
+            rounds: args.rounds,
+            change_samples: args.change_samples,
+            seed: args.seed,
+            json: args.json,
+        });
+    }
     anyhow::ensure!(args.rules > 0, "--rules must be at least 1");
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
     let rounds = args.rounds.max(1);

@@ -247,6 +247,34 @@ pub struct ServeEdgeArgs {
     /// Interval of the per-rule `acls_summary` events.
     #[arg(long = "edge-summary-interval", env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     edge_summary_interval: Duration,
+    /// Enforce every tenant the admin service serves, each request by its host's tenant (TLS:
+    /// the SNI); a host of no tenant gets 421. Without it the edge enforces the default
+    /// tenant's rules for every host.
+    #[arg(
+        long = "edge-tenants",
+        env = "NETACL_EDGE_TENANTS",
+        requires = "edge_upstream"
+    )]
+    edge_tenants: bool,
+    /// With --edge-tenants: a directory of certificates chosen by SNI, `HOST.crt` + `HOST.key`
+    /// (--edge-tls-cert/--edge-tls-key are then the optional default pair).
+    #[arg(
+        long = "edge-tls-cert-dir",
+        env = "NETACL_EDGE_TLS_CERT_DIR",
+        value_name = "DIR",
+        requires = "edge_tenants"
+    )]
+    edge_tls_cert_dir: Option<PathBuf>,
+    /// With --edge-tenants: a tenant id counted in its own metric series (repeatable;
+    /// comma-separated in the variable); every other tenant is counted as `_other`.
+    #[arg(
+        long = "edge-metrics-tenant",
+        env = "NETACL_EDGE_METRICS_TENANTS",
+        value_name = "NAME",
+        value_delimiter = ',',
+        requires = "edge_tenants"
+    )]
+    edge_metrics_tenant: Vec<String>,
     /// Trust for an https:// upstream.
     #[command(flatten)]
     edge_tls: crate::tls::ServeEdgeTlsArgs,
@@ -281,6 +309,12 @@ impl ServeEdgeArgs {
         )?;
         config.rules = RulesSource::Engine;
         config.rule_updates = Some(rule_updates);
+        if self.edge_tenants {
+            config.tls_cert_dir = self.edge_tls_cert_dir.clone();
+            config.tenants = Some(Arc::new(netacl_edge::TenantRouter::with_counted_tenants(
+                self.edge_metrics_tenant.iter().cloned(),
+            )));
+        }
         Ok(Some(config))
     }
 }

@@ -312,6 +312,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     {
         Some(mut edge_config) => {
             edge_config.tls_reload_interval = args.tls.reload_interval();
+            // --edge-tenants: every tenant of the service, its table filled before the edge
+            // listens and kept in step with the service's tenants.
+            let _tenants_follower = edge_config
+                .tenants
+                .clone()
+                .map(|router| crate::serve_tenants::follow(router, service.tenants()));
             let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
                 .await
                 .context("cannot start the edge")?;

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod bench_enrich;
 mod bench_threads;
 mod cmd_bench;
+mod cmd_bench_tenants;
 mod cmd_directory;
 mod cmd_edge;
 mod cmd_eval;
@@ -18,6 +19,7 @@ mod cmd_tenant;
 mod geoip_args;
 mod limits_args;
 mod managed_list_args;
+mod serve_tenants;
 mod tls;
 
 /// A network ACL evaluation engine and the tenant admin service that feeds it.

@@ -20,10 +20,13 @@ pub enum AclVerdict {
     /// a path servers would route to different scopes: see
     /// [`scope_of_path`](crate::scope_of_path)); the edge answered 400.
     InvalidPath,
+    /// Multi-tenant mode: the request's host is no tenant's, or its TLS SNI and its HTTP host
+    /// name different tenants; the edge answered 421.
+    Misdirected,
 }
 
 impl AclVerdict {
-    /// `none`, `allow`, `block` or `redirect`.
+    /// `none`, `allow`, `block`, `redirect`, `invalid_path` or `misdirected`.
     pub fn as_str(self) -> &'static str {
         match self {
             AclVerdict::None => "none",
@@ -31,6 +34,7 @@ impl AclVerdict {
             AclVerdict::Block => "block",
             AclVerdict::Redirect => "redirect",
             AclVerdict::InvalidPath => "invalid_path",
+            AclVerdict::Misdirected => "misdirected",
         }
     }
 }

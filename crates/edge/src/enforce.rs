@@ -18,6 +18,8 @@ use crate::enrich::GeoState;
 use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds};
 use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
+use crate::sni::SniCertificates;
+use crate::tenants::{RequestHosts, TenantPolicy, TenantRouter};
 
 /// Signals that are known when a connection is accepted, before any request is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,20 +83,33 @@ impl ConnectionSignals {
 /// might let a request through and so ends the list; uncertain `block` rules are left out
 /// (they can only add blocks, which the request-level check still enforces). The connection is
 /// refused when this policy's decision is `block`.
-struct ConnectionRules {
+pub(crate) struct ConnectionRules {
     version: u64,
     policies: [Option<Arc<CompiledPolicy>>; 4],
 }
 
 impl ConnectionRules {
     fn empty() -> Self {
+        Self::none(0)
+    }
+
+    /// No rule refuses a connection (rule-set `version`).
+    pub(crate) fn none(version: u64) -> Self {
         Self {
-            version: 0,
+            version,
             policies: Default::default(),
         }
     }
 
-    fn build(rules: &RuleSet, managed: &Arc<ManagedIndex>) -> Result<Self, CompileError> {
+    /// Whether no rule can refuse a connection.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.policies.iter().all(Option::is_none)
+    }
+
+    pub(crate) fn build(
+        rules: &RuleSet,
+        managed: &Arc<ManagedIndex>,
+    ) -> Result<Self, CompileError> {
         let mut ordered: Vec<_> = rules.acls.iter().filter(|a| a.spec.active).collect();
         ordered.sort_by(|a, b| {
             (a.spec.priority, a.id.as_str()).cmp(&(b.spec.priority, b.id.as_str()))
@@ -202,6 +217,11 @@ pub struct Enforcer {
     metrics: Arc<EdgeMetrics>,
     connection_rules: ArcSwap<ConnectionRules>,
     enabled: bool,
+    /// Multi-tenant mode: the host picks the tenant whose policy decides.
+    tenants: Option<Arc<TenantRouter>>,
+    /// The TLS listener's certificates by host (multi-tenant mode: a TLS request without SNI
+    /// for a host with a certificate of its own is misdirected).
+    certificates: Option<Arc<SniCertificates>>,
 }
 
 impl std::fmt::Debug for Enforcer {
@@ -224,7 +244,30 @@ impl Enforcer {
             metrics: Arc::new(EdgeMetrics::new()),
             connection_rules: ArcSwap::from_pointee(ConnectionRules::empty()),
             enabled: true,
+            tenants: None,
+            certificates: None,
         }
+    }
+
+    /// Multi-tenant mode: every request is decided by the policy of the tenant its host names
+    /// (see [`TenantRouter`] and the crate docs, "Many tenants"); a request for a host of no
+    /// tenant, or whose TLS SNI and HTTP host name different tenants, is
+    /// [`AclVerdict::Misdirected`]. The enforcer's own engine is then not used.
+    pub fn with_tenants(mut self, tenants: Arc<TenantRouter>) -> Self {
+        self.tenants = Some(tenants);
+        self
+    }
+
+    /// The TLS listener's certificates, so that a TLS request without SNI for a host that has
+    /// a certificate of its own is refused (multi-tenant mode).
+    pub fn with_certificates(mut self, certificates: Arc<SniCertificates>) -> Self {
+        self.certificates = Some(certificates);
+        self
+    }
+
+    /// The tenants (multi-tenant mode).
+    pub fn tenants(&self) -> Option<&Arc<TenantRouter>> {
+        self.tenants.as_ref()
     }
 
     /// Enriches requests with country, subdivision and ASN from `geo`: every policy this
@@ -416,8 +459,20 @@ impl Enforcer {
             direct: !self.addrs.trusts(peer),
             sni: tls.is_some_and(|t| t.sni.is_some()),
         };
-        let rules = self.connection_rules.load();
-        let live = self.engine.policy();
+        let (rules, live) = match &self.tenants {
+            None => (self.connection_rules.load(), self.engine.policy()),
+            Some(router) => {
+                // Only the SNI names a tenant before a request is read.
+                let Some(found) = tls
+                    .and_then(|t| t.sni.as_deref())
+                    .and_then(|sni| router.select(sni))
+                else {
+                    self.metrics.record_connection(true);
+                    return ConnectionVerdict::Accept;
+                };
+                (found.connection_rules(), found.engine().policy())
+            }
+        };
         // Connection rules of another version than the live policy's are not used: a rule that
         // was just removed must not keep refusing.
         let verdict = match &rules.policies[known.slot()] {
@@ -520,6 +575,89 @@ impl Enforcer {
     ) -> AclDecision {
         let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
         let client_ip = addrs.and_then(|a| a.client);
+        let tls = conn.and_then(|c| c.tls.as_deref());
+        let host_header = headers
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok());
+        // Multi-tenant mode: the tenant first, before any other work.
+        if let (Some(router), true) = (&self.tenants, self.enabled) {
+            let hosts = RequestHosts {
+                tls,
+                host_header,
+                authority,
+            };
+            let own = |host: &str| {
+                self.certificates
+                    .as_ref()
+                    .is_some_and(|c| c.has_own_certificate(host))
+            };
+            // More than one `Host`, or one that is not visible ASCII: which tenant it names is
+            // the reader's guess (an upstream may take another one than this edge): refused.
+            let mut given = headers.get_all(http::header::HOST).iter();
+            let unclear =
+                given.next().is_some_and(|v| v.to_str().is_err()) || given.next().is_some();
+            let decided = (!unclear)
+                .then(|| {
+                    router.with_request_tenant(hosts, own, |tenant| {
+                        let decision = self.decide_for(
+                            Some(tenant),
+                            addrs,
+                            client_ip,
+                            tls,
+                            path,
+                            host_header.or(authority),
+                            headers,
+                            signed,
+                        );
+                        tenant.counters().record(decision.verdict);
+                        decision
+                    })
+                })
+                .flatten();
+            return decided.unwrap_or_else(|| {
+                router.record_misdirected();
+                self.metrics.record(
+                    0,
+                    RequestScope::default(),
+                    AclVerdict::Misdirected,
+                    None,
+                    &[],
+                );
+                AclDecision {
+                    verdict: AclVerdict::Misdirected,
+                    rule_id: None,
+                    monitored: Vec::new(),
+                    redirect_uri: None,
+                    version: 0,
+                    scope: RequestScope::default(),
+                    client_ip,
+                }
+            });
+        }
+        self.decide_for(
+            None,
+            addrs,
+            client_ip,
+            tls,
+            path,
+            host_header.or(authority),
+            headers,
+            signed,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide_for(
+        &self,
+        tenant: Option<&TenantPolicy>,
+        addrs: Option<crate::RequestAddrs>,
+        client_ip: Option<IpAddr>,
+        tls: Option<&TlsInfo>,
+        path: &str,
+        host_header: Option<&str>,
+        headers: &HeaderMap,
+        signed: Option<(&http::Method, Option<&str>)>,
+    ) -> AclDecision {
         let (scope, verdict) = match (netacl_model::scope_of_path(path), self.enabled) {
             (Ok(scope), true) => (scope, None),
             (Ok(scope), false) => (scope, Some(AclVerdict::None)),
@@ -543,7 +681,7 @@ impl Enforcer {
         }
         // One load: the same snapshot serves the enrichment, the decision and the ids (a guard:
         // no reference count written, nothing shared between cores).
-        let policy = self.engine.snapshot();
+        let policy = tenant.map_or(&self.engine, |t| t.engine()).snapshot();
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {
@@ -559,14 +697,9 @@ impl Enforcer {
             None => GeoInfo::default(),
         };
         request = apply_geo(request, &geo);
-        let tls = conn.and_then(|c| c.tls.as_deref());
         if let Some(tls) = tls {
             request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
         }
-        let host_header = headers
-            .get(http::header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .or(authority);
         match tls.and_then(|t| t.sni.as_deref()) {
             Some(sni) => request = request.with_hostname(sni),
             None => {
@@ -622,7 +755,12 @@ impl Enforcer {
             .collect();
         let redirect_uri = policy.shared_redirect_uri(&decision).cloned();
         self.metrics.record(
-            decision.version(),
+            // Multi-tenant: the per-rule table is no tenant's; count the request only.
+            if tenant.is_some() {
+                0
+            } else {
+                decision.version()
+            },
             scope,
             verdict,
             rule_id.as_ref(),

@@ -21,6 +21,10 @@ pub const BLOCKED_BODY: &str =
 /// the shape of the admin API's errors.
 pub const INVALID_PATH_BODY: &str = r#"{"statusCode":400,"error":"Bad Request","message":"Invalid request path","errorCode":"invalid_path"}"#;
 
+/// The body of the `421` for a request whose host is no tenant's, or whose TLS SNI and HTTP host
+/// name different tenants (multi-tenant mode): fixed, so that it tells nothing of the tenants.
+pub const MISDIRECTED_BODY: &str = r#"{"statusCode":421,"error":"Misdirected Request","message":"Misdirected Request","errorCode":"unknown_host"}"#;
+
 /// The response body of [`AclService`]: the inner service's, or the edge's own.
 pub type AclBody<B> = Either<B, Full<Bytes>>;
 
@@ -29,6 +33,8 @@ pub type AclBody<B> = Either<B, Full<Bytes>>;
 /// - `block` → `403` with [`BLOCKED_BODY`] (`application/json`); the inner service is not called;
 /// - `redirect` → `302` with `Location: <redirect_uri>`;
 /// - a refused path (malformed escape, backslash, ambiguous) → `400` with [`INVALID_PATH_BODY`];
+/// - multi-tenant mode, a host of no tenant (or SNI and host of different tenants) → `421` with
+///   [`MISDIRECTED_BODY`];
 /// - `allow` or no decision → the inner service;
 /// - monitoring-mode (`log`) matches → a `tracing` event (target `netacl_edge::monitor`, `WARN`)
 ///   with the rule ids, whatever the verdict.
@@ -97,6 +103,11 @@ fn own_response<B>(decision: &AclDecision) -> Option<Response<AclBody<B>>> {
             None,
             Bytes::from_static(INVALID_PATH_BODY.as_bytes()),
         ),
+        AclVerdict::Misdirected => (
+            StatusCode::MISDIRECTED_REQUEST,
+            None,
+            Bytes::from_static(MISDIRECTED_BODY.as_bytes()),
+        ),
         AclVerdict::None | AclVerdict::Allow => return None,
     };
     let mut response = Response::new(Either::Right(Full::new(body)));
@@ -147,7 +158,10 @@ fn log_decision(decision: &AclDecision, method: &http::Method, path: &str, statu
         };
     }
     match decision.verdict {
-        AclVerdict::Block | AclVerdict::Redirect | AclVerdict::InvalidPath => access!(info),
+        AclVerdict::Block
+        | AclVerdict::Redirect
+        | AclVerdict::InvalidPath
+        | AclVerdict::Misdirected => access!(info),
         AclVerdict::None | AclVerdict::Allow => access!(debug),
     }
 }

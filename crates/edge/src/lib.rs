@@ -85,6 +85,19 @@
 //! ([`EdgeConfig::managed_lists`], reloaded through [`PolicySources`]), which win for their
 //! names; see [`PolicySources`].
 //!
+//! # Many tenants
+//!
+//! With [`EdgeConfig::tenants`] (a [`TenantRouter`]) one edge enforces many tenants: the TLS
+//! SNI, or over plain HTTP the `Host` header (or HTTP/2 authority), picks the tenant whose own
+//! engine decides ([`Enforcer::with_tenants`]). Names are compared without ASCII case, port and
+//! one trailing dot removed. A request is [`AclVerdict::Misdirected`] (421,
+//! [`MISDIRECTED_BODY`]) when its host is no tenant's, when SNI and host name different tenants
+//! (domain fronting), or when TLS came without SNI for a host that has a certificate of its own
+//! ([`SniCertificates`], [`EdgeConfig::tls_cert_dir`]: the certificate is chosen by SNI; an SNI
+//! without one gets the default pair, or no handshake). The connection-level check uses the
+//! SNI's tenant. Selection takes no lock and allocates nothing; changes come in batches
+//! ([`TenantRouter::apply`]) that compile only the tenants they name.
+//!
 //! # TLS
 //!
 //! The TLS listener's certificate ([`EdgeConfig::tls`]) is reloaded when its files are replaced
@@ -130,7 +143,9 @@ mod lists;
 mod metrics;
 mod origin;
 mod proxy;
+mod sni;
 mod source;
+mod tenants;
 
 pub use client_addr::{
     canonical_ip, forwarded_client, ClientAddrResolver, ForwardedHeader, RequestAddrs,
@@ -139,7 +154,7 @@ pub use client_addr::{
 pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
-pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY};
+pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY};
 pub use lists::PolicySources;
 pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 /// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
@@ -148,7 +163,12 @@ pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
+pub use sni::SniCertificates;
 pub use source::{
     spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
     RemoteRules, SourceError, MAX_RULES_BYTES,
+};
+pub use tenants::{
+    tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,
+    TenantRouter, TenantRules, OTHER_TENANTS,
 };

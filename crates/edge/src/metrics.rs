@@ -244,11 +244,11 @@ pub struct EdgeMetrics {
     policy_version: AtomicU64,
 }
 
-const UNATTRIBUTED: usize = 5;
-const CONNECTIONS_ACCEPTED: usize = 6;
-const CONNECTIONS_REFUSED: usize = 7;
-const SIGNATURES_VERIFIED: usize = 8;
-const SIGNATURES_REFUSED: usize = 9;
+const UNATTRIBUTED: usize = VERDICTS.len();
+const CONNECTIONS_ACCEPTED: usize = UNATTRIBUTED + 1;
+const CONNECTIONS_REFUSED: usize = UNATTRIBUTED + 2;
+const SIGNATURES_VERIFIED: usize = UNATTRIBUTED + 3;
+const SIGNATURES_REFUSED: usize = UNATTRIBUTED + 4;
 
 impl Default for EdgeMetrics {
     fn default() -> Self {
@@ -263,15 +263,17 @@ fn verdict_slot(verdict: AclVerdict) -> usize {
         AclVerdict::Block => 2,
         AclVerdict::Redirect => 3,
         AclVerdict::InvalidPath => 4,
+        AclVerdict::Misdirected => 5,
     }
 }
 
-const VERDICTS: [AclVerdict; 5] = [
+const VERDICTS: [AclVerdict; 6] = [
     AclVerdict::None,
     AclVerdict::Allow,
     AclVerdict::Block,
     AclVerdict::Redirect,
     AclVerdict::InvalidPath,
+    AclVerdict::Misdirected,
 ];
 
 impl EdgeMetrics {
@@ -313,7 +315,7 @@ impl EdgeMetrics {
         monitored: &[AclId],
     ) {
         self.counts.add(verdict_slot(verdict));
-        if verdict == AclVerdict::InvalidPath {
+        if matches!(verdict, AclVerdict::InvalidPath | AclVerdict::Misdirected) {
             // Refused before any rule: no scope, nothing evaluated.
             return;
         }

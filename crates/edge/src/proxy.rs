@@ -49,7 +49,9 @@ use crate::layer::AclLayer;
 use crate::lists::PolicySources;
 use crate::metrics::EdgeMetrics;
 use crate::origin::{OriginClient, OriginUrlError};
+use crate::sni::SniCertificates;
 use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
+use crate::tenants::TenantRouter;
 
 /// Why the edge could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +132,12 @@ pub struct EdgeConfig {
     /// How often the certificate and key files are checked for replacement (reloaded when
     /// they change; a pair that does not load is refused, the old one stays).
     pub tls_reload_interval: Duration,
+    /// A directory of certificates chosen by SNI (`HOST.crt` + `HOST.key`, see
+    /// [`SniCertificates`]); `tls` is then the default pair (optional).
+    pub tls_cert_dir: Option<PathBuf>,
+    /// Multi-tenant mode: the tenants, each request decided by its host's tenant (the engine
+    /// given to [`start_edge`] is then not used). See the crate docs, "Many tenants".
+    pub tenants: Option<Arc<TenantRouter>>,
     /// Peers whose forwarding header is believed.
     pub trusted_proxies: TrustedProxies,
     /// Which forwarding header they write.
@@ -172,6 +180,8 @@ impl EdgeConfig {
             listen_tls: None,
             tls: None,
             tls_reload_interval: Duration::from_secs(10),
+            tls_cert_dir: None,
+            tenants: None,
             trusted_proxies: TrustedProxies::none(),
             forwarded_header: ForwardedHeader::default(),
             geoip_city: None,
@@ -290,8 +300,20 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         return Err(EdgeError::NoListener);
     }
     let mut tasks = JoinSet::new();
-    let acceptor = match config.listen_tls {
-        Some(_) => {
+    let mut certificates = None;
+    let acceptor = match (config.listen_tls, &config.tls_cert_dir) {
+        (Some(_), Some(dir)) => {
+            let by_sni = SniCertificates::load(dir, config.tls.clone()).map_err(EdgeError::Tls)?;
+            let acceptor = by_sni.acceptor().map_err(EdgeError::Tls)?;
+            let watcher = by_sni.watch(config.tls_reload_interval);
+            tasks.spawn(async move {
+                let _ = watcher.await;
+                Ok(())
+            });
+            certificates = Some(by_sni);
+            Some(acceptor)
+        }
+        (Some(_), None) => {
             let files = config.tls.as_ref().ok_or(EdgeError::MissingTlsFiles)?;
             let certificate = ServerCertificate::load(files.clone()).map_err(EdgeError::Tls)?;
             let acceptor = certificate.acceptor().map_err(EdgeError::Tls)?;
@@ -302,7 +324,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             });
             Some(acceptor)
         }
-        None => None,
+        (None, _) => None,
     };
 
     let metrics = Arc::new(EdgeMetrics::new());
@@ -314,6 +336,12 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             config.geoip_asn.as_deref(),
         )?);
         enforcer = enforcer.with_geo(geo);
+    }
+    if let Some(tenants) = &config.tenants {
+        enforcer = enforcer.with_tenants(tenants.clone());
+        if let Some(certificates) = &certificates {
+            enforcer = enforcer.with_certificates(certificates.clone());
+        }
     }
     if !config.acl_enabled {
         enforcer = enforcer.disabled();
@@ -440,7 +468,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                 .local_addr()
                 .map_err(|source| EdgeError::Bind { addr, source })?,
         );
-        tasks.spawn(metrics_loop(listener, metrics));
+        tasks.spawn(metrics_loop(listener, metrics, config.tenants.clone()));
     }
     tracing::info!(
         http = ?http_addr,
@@ -791,20 +819,29 @@ fn append_forwarded_for(headers: &mut http::HeaderMap, peer: SocketAddr) {
     }
 }
 
-async fn metrics_loop(listener: TcpListener, metrics: Arc<EdgeMetrics>) -> Result<(), EdgeError> {
+async fn metrics_loop(
+    listener: TcpListener,
+    metrics: Arc<EdgeMetrics>,
+    tenants: Option<Arc<TenantRouter>>,
+) -> Result<(), EdgeError> {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         let metrics = metrics.clone();
+        let tenants = tenants.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let metrics = metrics.clone();
+                let tenants = tenants.clone();
                 async move {
                     let response = if request.uri().path() == "/metrics" {
-                        let mut r =
-                            Response::new(Full::new(Bytes::from(metrics.render_prometheus())));
+                        let mut text = metrics.render_prometheus();
+                        if let Some(tenants) = &tenants {
+                            text.push_str(&tenants.render_prometheus());
+                        }
+                        let mut r = Response::new(Full::new(Bytes::from(text)));
                         r.headers_mut().insert(
                             header::CONTENT_TYPE,
                             HeaderValue::from_static("text/plain; version=0.0.4"),

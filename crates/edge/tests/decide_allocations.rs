@@ -214,3 +214,143 @@ fn the_common_request_is_decided_without_allocating() {
     }
     assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
 }
+
+/// Multi-tenant mode: selecting the tenant by host (any case, a port, a trailing dot), over
+/// plain HTTP and over TLS with SNI, then deciding with its policy, allocates nothing either;
+/// a host of no tenant (421) neither.
+#[test]
+fn the_multi_tenant_path_is_decided_without_allocating() {
+    use netacl_edge::{TenantChange, TenantRouter, TlsInfo};
+    let router = Arc::new(TenantRouter::with_counted_tenants(["login"]));
+    let block_docs = RuleSet::from_json(
+        &json!([record(
+            9,
+            1,
+            json!({"block": true}),
+            "tenant",
+            json!({"match": {"ipv4_cidrs": ["203.0.113.0/24"]}})
+        )]),
+        1,
+        &Limits::default(),
+    )
+    .expect("valid rules");
+    let mut changes = vec![TenantChange::put("docs", ["docs.example.com"], block_docs)];
+    // Many other tenants, so that the table is not trivially small.
+    for i in 0..1_000 {
+        changes.push(TenantChange::put(
+            &format!("t{i}"),
+            [format!("t{i}.example.net")],
+            RuleSet {
+                version: 1,
+                acls: vec![],
+            },
+        ));
+    }
+    let report = router.apply(changes);
+    assert!(report.failed.is_empty());
+    let report = router.apply(vec![TenantChange::put(
+        "login",
+        ["login.example.com"],
+        RuleSet::from_json(
+            &json!([
+                record(
+                    1,
+                    2,
+                    json!({"block": true}),
+                    "management",
+                    json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})
+                ),
+                record(
+                    3,
+                    3,
+                    json!({"redirect": true, "redirect_uri": "https://example.com/denied"}),
+                    "authentication",
+                    json!({"match": {"ipv4_cidrs": ["198.51.100.0/24"]}})
+                ),
+            ]),
+            1,
+            &Limits::default(),
+        )
+        .expect("valid rules"),
+    )]);
+    assert!(report.failed.is_empty());
+    let resolver = ClientAddrResolver::new(
+        TrustedProxies::parse(["10.0.0.0/8"]).expect("cidr"),
+        ForwardedHeader::XForwardedFor,
+    );
+    let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver).with_tenants(router.clone());
+    let peer: SocketAddr = "10.0.0.2:40000".parse().expect("peer");
+    let plain = ConnectionInfo::new(peer);
+    let tls = ConnectionInfo::new(peer).with_tls(TlsInfo::new(
+        Some("login.example.com"),
+        &"0".repeat(32),
+        "t13d1516h2_8daaf6152771_b186095e22b6",
+    ));
+    let with_host = |host: &str, client: &str| {
+        let mut h = headers(ForwardedHeader::XForwardedFor, client, "Mozilla/5.0");
+        h.insert("host", host.parse().expect("host"));
+        h
+    };
+    let cases: [(&str, &ConnectionInfo, http::HeaderMap, &str, AclVerdict); 7] = [
+        (
+            "block",
+            &plain,
+            with_host("login.example.com", "192.0.2.7"),
+            "/api/v2/users",
+            AclVerdict::Block,
+        ),
+        (
+            "redirect, host in capitals with a port",
+            &plain,
+            with_host("LOGIN.Example.COM:8080", "198.51.100.20"),
+            "/login",
+            AclVerdict::Redirect,
+        ),
+        (
+            "none, trailing dot",
+            &plain,
+            with_host("login.example.com.", "203.0.113.9"),
+            "/authorize",
+            AclVerdict::None,
+        ),
+        (
+            "the other tenant's rule",
+            &plain,
+            with_host("docs.example.com", "203.0.113.9"),
+            "/authorize",
+            AclVerdict::Block,
+        ),
+        (
+            "TLS, SNI and host agree",
+            &tls,
+            with_host("login.example.com", "192.0.2.7"),
+            "/api/v2/users",
+            AclVerdict::Block,
+        ),
+        (
+            "unknown host",
+            &plain,
+            with_host("nobody.example.org", "192.0.2.7"),
+            "/authorize",
+            AclVerdict::Misdirected,
+        ),
+        (
+            "TLS, host of another tenant",
+            &tls,
+            with_host("docs.example.com", "192.0.2.7"),
+            "/authorize",
+            AclVerdict::Misdirected,
+        ),
+    ];
+    let mut counts = Vec::new();
+    for (name, conn, h, path, want) in &cases {
+        let (n, verdict) = allocations(&enforcer, conn, h, path);
+        assert_eq!(verdict, *want, "{name}");
+        counts.push((*name, n));
+    }
+    for (name, n) in &counts {
+        eprintln!("multi-tenant {name}: {n} allocations");
+    }
+    assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
+    assert_eq!(router.misdirected(), 4, "two cases, each decided twice");
+}

@@ -120,6 +120,13 @@ impl ServerCertificate {
         Ok(())
     }
 
+    /// Whether either file differs (length, modification time, inode) from when it was last
+    /// read: what [`watch`](Self::watch) checks before reloading. For callers that watch many
+    /// certificates from one task.
+    pub fn changed_on_disk(&self) -> bool {
+        self.changed_since_read()
+    }
+
     /// A rustls server configuration serving this certificate, offering HTTP/2 and HTTP/1.1 by
     /// ALPN ([`SERVER_ALPN`]), TLS 1.2 and 1.3.
     ///

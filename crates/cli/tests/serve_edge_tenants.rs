@@ -1,0 +1,174 @@
+//! `netacl serve --edge-upstream ... --edge-tenants`: the in-process edge enforces every tenant
+//! the admin service serves, each request by its host's tenant. Tenants are created and deleted
+//! with `netacl tenant` on the running server's data directory; the server picks them up within
+//! its follow interval, the edge with it. Real binary, loopback only, every wait bounded.
+mod cluster_support;
+mod serve_support;
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serve_support::{exchange, free_port, Answer, Server};
+
+/// The longest the test waits for the server to pick a created or deleted tenant up (its follow
+/// interval is at most 5 s).
+const PICK_UP: Duration = Duration::from_secs(30);
+
+/// One HTTP/1.1 request to `addr` with `Host: host`.
+fn at_host(
+    addr: SocketAddr,
+    host: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> Answer {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    exchange(&mut stream, host, method, path, token, body).expect("exchange")
+}
+
+/// `netacl tenant ARGS... --data-dir DATA`; its stdout.
+fn tenant_cli(data: &Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_netacl"))
+        .arg("tenant")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .expect("run netacl tenant");
+    assert!(
+        output.status.success(),
+        "netacl tenant {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Creates tenant `name` on `domain`; its bootstrap client `(id, secret)`.
+fn create_tenant(data: &Path, name: &str, domain: &str) -> (String, String) {
+    let out = tenant_cli(data, &["create", name, "--domain", domain, "--json"]);
+    let created: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    (
+        created["client_id"].as_str().expect("client_id").to_owned(),
+        created["client_secret"]
+            .as_str()
+            .expect("client_secret")
+            .to_owned(),
+    )
+}
+
+/// Waits (bounded by [`PICK_UP`]) until `GET /` through the edge with `Host: host` answers
+/// `status`; panics with the last answer otherwise.
+fn wait_for_edge_status(edge: SocketAddr, host: &str, status: u16) {
+    let start = Instant::now();
+    loop {
+        let answer = at_host(edge, host, "GET", "/", None, None);
+        if answer.status == status {
+            return;
+        }
+        assert!(
+            start.elapsed() < PICK_UP,
+            "host {host}: still {} {} after {PICK_UP:?}, expected {status}",
+            answer.status,
+            answer.text
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_in_process_edge_enforces_each_tenant_by_host_and_drops_a_deleted_one() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::upstream();
+    let upstream_url = format!("http://{upstream}");
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let edge_listen = edge.to_string();
+    let server = Server::start(
+        data.path(),
+        "127.0.0.1:0",
+        "default.test",
+        &[
+            "--edge-upstream",
+            upstream_url.as_str(),
+            "--edge-listen",
+            edge_listen.as_str(),
+            "--edge-metrics-listen",
+            "off",
+            "--edge-tenants",
+            "--edge-metrics-tenant",
+            "alpha",
+        ],
+    );
+
+    let (alpha_id, alpha_secret) = create_tenant(data.path(), "alpha", "alpha.test");
+    create_tenant(data.path(), "beta", "beta.test");
+    // Both picked up: no rule in either, so both reach the upstream.
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    let answer = at_host(edge, "beta.test", "GET", "/", None, None);
+    assert_eq!(answer.text, "upstream");
+
+    // A block rule in tenant alpha, written through alpha's host with alpha's own token.
+    let token_body = serde_json::json!({
+        "grant_type": "client_credentials",
+        "client_id": alpha_id,
+        "client_secret": alpha_secret,
+        "audience": "https://alpha.test/api/v2/",
+    });
+    let answer = at_host(
+        server.addr,
+        "alpha.test",
+        "POST",
+        "/oauth/token",
+        None,
+        Some(&token_body),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let token = answer.json()["access_token"]
+        .as_str()
+        .expect("access_token")
+        .to_owned();
+    let rule = cluster_support::block_rule(1, "127.0.0.1");
+    let answer = at_host(
+        server.addr,
+        "alpha.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&token),
+        Some(&rule),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+
+    // Enforced for alpha's host as soon as the write is answered (the edge follows alpha's
+    // engine), and for alpha only: beta and the default tenant's host pass.
+    let answer = at_host(edge, "alpha.test", "GET", "/", None, None);
+    assert_eq!(answer.status, 403, "{}", answer.text);
+    assert_ne!(answer.text, "upstream");
+    let answer = at_host(edge, "ALPHA.test:8080", "GET", "/", None, None);
+    assert_eq!(answer.status, 403, "{}", answer.text);
+    let answer = at_host(edge, "beta.test", "GET", "/", None, None);
+    assert_eq!((answer.status, answer.text.as_str()), (200, "upstream"));
+    let answer = at_host(edge, "default.test", "GET", "/", None, None);
+    assert_eq!((answer.status, answer.text.as_str()), (200, "upstream"));
+
+    // A host of no tenant: 421 with the fixed body.
+    let answer = at_host(edge, "nobody.test", "GET", "/", None, None);
+    assert_eq!(answer.status, 421, "{}", answer.text);
+    assert_eq!(answer.text, netacl_edge::MISDIRECTED_BODY);
+
+    // Tenant beta deleted: its host gets 421 at the edge once the server drops it; alpha's
+    // rule still holds.
+    tenant_cli(data.path(), &["delete", "beta"]);
+    wait_for_edge_status(edge, "beta.test", 421);
+    let answer = at_host(edge, "beta.test", "GET", "/", None, None);
+    assert_eq!(answer.text, netacl_edge::MISDIRECTED_BODY);
+    let answer = at_host(edge, "alpha.test", "GET", "/", None, None);
+    assert_eq!(answer.status, 403, "{}", answer.text);
+}
