@@ -80,12 +80,6 @@ impl Engine {
         self.current.load_full()
     }
 
-    /// The policy in service, borrowed for a short while (no reference count is touched:
-    /// the per-request path of an edge holds it for one decision).
-    pub fn snapshot(&self) -> Guard<Arc<CompiledPolicy>> {
-        self.current.load()
-    }
-
     /// Evaluates `request` against the policy in service (one snapshot).
     pub fn evaluate(&self, request: &Request<'_>) -> Evaluation {
         let policy = self.current.load();
