@@ -100,6 +100,18 @@ fn tenants_are_shared_by_nodes_and_a_domain_race_has_one_winner() {
         assert_eq!(status, 201, "{body}");
         created.push(body);
     }
+    // B serves beta when its key set for beta.test is beta's (the one A serves): before B knows
+    // the new tenants it is still single-tenant, where every host selects the default tenant and
+    // a JWKS (the default tenant's) is answered at once.
+    let (status, beta_keys) = at(
+        a.addr,
+        "beta.test",
+        "GET",
+        "/.well-known/jwks.json",
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{beta_keys}");
     let took = wait_for(LIMIT, POLL, || {
         at(
             b.addr,
@@ -108,8 +120,7 @@ fn tenants_are_shared_by_nodes_and_a_domain_race_has_one_winner() {
             "/.well-known/jwks.json",
             None,
             None,
-        )
-        .0 == 200
+        ) == (200, beta_keys.clone())
     })
     .expect("node B serves a tenant created on A");
     println!("tenant created on A served by B after {took:?}");

@@ -321,10 +321,11 @@ fn geoip_databases_enrich_lines_without_geo_values() {
                 json!([])
             ),
             ("\"none\"".into(), Value::Null, three.clone()),
+            // The redirect decides: the later log rule is not reached.
             (
                 "\"redirect\"".into(),
                 json!("acl_2222222222222222222222"),
-                three.clone()
+                json!([])
             ),
             ("\"none\"".into(), Value::Null, three.clone()),
             ("\"none\"".into(), Value::Null, three.clone()),
