@@ -15,6 +15,11 @@
 //! the file sizes, one open's time and the process's resident memory (`VmRSS`) before the open,
 //! after it, and after the cold lookups have touched the records (Linux; printed, not asserted).
 //!
+//! `compiled/*`: the edge's path since the geo/ASN conditions are compiled into the policy
+//! (`GeoEnricher::intervals`, `CompiledPolicy::with_geo`): a decision for never-seen addresses
+//! answered from the intervals (`cold`), the same addresses with their values given
+//! (`values_given`), and rebuilding the intervals (`rebuild`, what a database reload costs).
+//!
 //! Run: `cargo bench -p netacl-benches --bench enrich` (`-- load` for the loading figures alone).
 
 use std::hint::black_box;
@@ -174,6 +179,57 @@ fn bench_enrich(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // Compiled enrichment (the edge's path since issue 15): the policy's listed values compiled
+    // into address intervals attached to the policy, decided for never-seen addresses (the cold
+    // set: no lookup, no cache), against the same addresses with their values given.
+    let values = policy.geo_values();
+    let compiled = geo.intervals(&values).expect("intervals compile");
+    eprintln!(
+        "compiled: intervals built in {:.0} ms",
+        compiled.elapsed.as_secs_f64() * 1e3
+    );
+    let enriched = policy
+        .clone()
+        .with_geo(std::sync::Arc::new(compiled.intervals));
+    let looked_up: Vec<_> = cold
+        .iter()
+        .map(|ip| (*ip, geo.lookup_direct(*ip, GeoNeeds::ALL)))
+        .collect();
+    let mut group = c.benchmark_group("compiled");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("cold/1000_rules", |b| {
+        let mut k = 0usize;
+        b.iter(|| {
+            k = (k + 1) & ((1 << 18) - 1);
+            let request = Request::new(RequestScope::Authentication).with_client_ip(cold[k]);
+            black_box(enriched.evaluate(black_box(&request)))
+        })
+    });
+    group.bench_function("values_given/1000_rules", |b| {
+        let mut k = 0usize;
+        b.iter(|| {
+            k = (k + 1) & ((1 << 18) - 1);
+            let (ip, info) = &looked_up[k];
+            let mut request = Request::new(RequestScope::Authentication).with_client_ip(*ip);
+            if let Some(country) = info.country_str() {
+                request = request.with_country(country);
+            }
+            if let Some(subdivision) = &info.subdivision {
+                request = request.with_subdivision(subdivision.as_str());
+            }
+            if let Some(asn) = info.asn {
+                request = request.with_asn(asn);
+            }
+            black_box(policy.evaluate(black_box(&request)))
+        })
+    });
+    group.sample_size(10);
+    group.bench_function("rebuild/1000_rules", |b| {
+        b.iter(|| black_box(geo.intervals(&values).expect("intervals compile")))
+    });
+    group.finish();
+
     eprintln!(
         "load: resident memory +{:.1} MiB over the process before the first open, after the lookups",
         resident_kib().saturating_sub(rss_before) as f64 / 1024.0
