@@ -99,23 +99,24 @@ pub struct Args {
 }
 
 /// The key-encryption key of `--secrets-key-file`, or the data directory's (generated on first
-/// start); none without either (a `--database-url` node must be given one).
-fn load_secrets_key(args: &Args) -> anyhow::Result<Arc<netacl_secrets::Kek>> {
-    let data_dir = match (&args.secrets_key_file, &args.database_url) {
+/// start); none without either (a `--database-url` node must be given one). `netacl tenant`
+/// resolves it the same way, so the tenants it creates are sealed with the key `serve` uses.
+pub(crate) fn resolve_secrets_key(
+    secrets_key_file: Option<&std::path::Path>,
+    database_url: Option<&str>,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<netacl_secrets::Kek> {
+    let data_dir = match (secrets_key_file, database_url) {
         (None, None) => {
-            std::fs::create_dir_all(&args.data_dir).with_context(|| {
-                format!(
-                    "cannot create the data directory {}",
-                    args.data_dir.display()
-                )
+            std::fs::create_dir_all(data_dir).with_context(|| {
+                format!("cannot create the data directory {}", data_dir.display())
             })?;
-            Some(args.data_dir.as_path())
+            Some(data_dir)
         }
         _ => None,
     };
-    let kek = netacl_secrets::Kek::resolve(args.secrets_key_file.as_deref(), data_dir)
-        .context("cannot load the key-encryption key (--secrets-key-file)")?;
-    Ok(Arc::new(kek))
+    netacl_secrets::Kek::resolve(secrets_key_file, data_dir)
+        .context("cannot load the key-encryption key (--secrets-key-file)")
 }
 
 /// Name of the operator token file in the data directory.
@@ -240,7 +241,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let (file_lists, list_files) =
         crate::managed_list_args::load_all(&args.managed_list, max_list_entries)
             .map_err(anyhow::Error::msg)?;
-    let secrets_key = load_secrets_key(&args)?;
+    let secrets_key = Arc::new(resolve_secrets_key(
+        args.secrets_key_file.as_deref(),
+        args.database_url.as_deref(),
+        &args.data_dir,
+    )?);
     let (operator_token, operator_token_path) = load_operator_token(&args)?;
     let mut config = ServerConfig::new(tenant_domain.clone())
         .with_secrets_key(secrets_key)

@@ -116,20 +116,11 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<Arc<dyn Store>> {
 }
 
 fn load_secrets_key(args: &StoreArgs) -> anyhow::Result<netacl_secrets::Kek> {
-    let data_dir = match (&args.secrets_key_file, &args.database_url) {
-        (None, None) => {
-            std::fs::create_dir_all(&args.data_dir).with_context(|| {
-                format!(
-                    "cannot create the data directory {}",
-                    args.data_dir.display()
-                )
-            })?;
-            Some(args.data_dir.as_path())
-        }
-        _ => None,
-    };
-    netacl_secrets::Kek::resolve(args.secrets_key_file.as_deref(), data_dir)
-        .context("cannot load the key-encryption key (--secrets-key-file)")
+    crate::cmd_serve::resolve_secrets_key(
+        args.secrets_key_file.as_deref(),
+        args.database_url.as_deref(),
+        &args.data_dir,
+    )
 }
 
 async fn run_async(args: Args) -> anyhow::Result<ExitCode> {
