@@ -5,38 +5,16 @@
 //! Regenerate the committed fixtures with
 //! `NETACL_REGEN_MMDB=1 cargo test -p netacl-edge --test geo_enrichment committed_fixtures`.
 
-use std::net::{IpAddr, Ipv6Addr};
-use std::path::{Path, PathBuf};
+use std::net::IpAddr;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use ipnet::IpNet;
 use mmdb_writer::{IpVersion, Value, Writer};
 use netacl_edge::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds};
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    repo_root().join("testdata/mmdb").join(name)
-}
-
-fn maxmind(name: &str) -> PathBuf {
-    repo_root()
-        .join("../shared/reference-data/maxmind")
-        .join(name)
-}
-
-/// The rows of a MaxMind-style source file: `[{"network": record}, ...]`, in insertion order.
-fn source_rows(path: &Path) -> Vec<(IpNet, serde_json::Value)> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_str(&text).unwrap();
-    rows.into_iter()
-        .flat_map(|row| row.into_iter())
-        .map(|(network, record)| (network.parse::<IpNet>().unwrap(), record))
-        .collect()
-}
+mod maxmind_sources;
+use maxmind_sources::{as_v6, fixture, maxmind, prefix_in_v6, source_rows};
 
 /// JSON → MMDB value, with integers as uint32 (as MaxMind writes geoname ids and ASNs) when
 /// they fit.
@@ -120,21 +98,6 @@ fn expected_at(rows: &[(IpNet, serde_json::Value)], ip: IpAddr) -> Expected {
         asn: record["autonomous_system_number"]
             .as_u64()
             .map(|n| u32::try_from(n).unwrap()),
-    }
-}
-
-/// Containment in the database's IPv6 space, where IPv4 `a.b.c.d` is `::a.b.c.d`.
-fn as_v6(ip: IpAddr) -> Ipv6Addr {
-    match ip {
-        IpAddr::V4(v4) => v4.to_ipv6_compatible(),
-        IpAddr::V6(v6) => v6,
-    }
-}
-
-fn prefix_in_v6(net: &IpNet) -> u8 {
-    match net {
-        IpNet::V4(n) => n.prefix_len() + 96,
-        IpNet::V6(n) => n.prefix_len(),
     }
 }
 

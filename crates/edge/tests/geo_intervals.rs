@@ -4,7 +4,6 @@
 //! lookup and against the JSON sources; random addresses over a generated real-size database.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
 use netacl_edge::geo::{GeoEnricher, GeoInfo, GeoNeeds};
@@ -15,43 +14,11 @@ use netacl_eval::{GeoAnswer, GeoIntervals, GeoValues};
 #[allow(dead_code)]
 mod mmdb_fixture;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn maxmind(name: &str) -> PathBuf {
-    repo_root()
-        .join("../shared/reference-data/maxmind")
-        .join(name)
-}
-
-fn fixture(name: &str) -> PathBuf {
-    repo_root().join("testdata/mmdb").join(name)
-}
-
-/// The rows of a MaxMind-style source file: `[{"network": record}, ...]`.
-fn source_rows(path: &Path) -> Vec<(IpNet, serde_json::Value)> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_str(&text).unwrap();
-    rows.into_iter()
-        .flat_map(|row| row.into_iter())
-        .map(|(network, record)| (network.parse::<IpNet>().unwrap(), record))
-        .collect()
-}
+mod maxmind_sources;
+use maxmind_sources::{fixture, maxmind, prefix_in_v6, source_rows};
 
 fn as_v6(ip: IpAddr) -> u128 {
-    match ip {
-        IpAddr::V4(v4) => u128::from(v4.to_ipv6_compatible()),
-        IpAddr::V6(v6) => u128::from(v6),
-    }
-}
-
-fn prefix_in_v6(net: &IpNet) -> u8 {
-    match net {
-        IpNet::V4(n) => n.prefix_len() + 96,
-        IpNet::V6(n) => n.prefix_len(),
-    }
+    u128::from(maxmind_sources::as_v6(ip))
 }
 
 /// The source's record for `ip` (most specific network; IPv4 `a.b.c.d` is `::a.b.c.d`).
