@@ -85,6 +85,7 @@ mod branding;
 mod clients;
 mod config;
 mod connections;
+mod console;
 mod cursor;
 mod directory;
 mod error;

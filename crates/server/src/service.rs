@@ -100,6 +100,8 @@ pub enum StartError {
 pub struct AdminService {
     state: AppState,
     registry: Arc<Registry>,
+    /// The console's sessions (one store for every router made from this service).
+    console: Arc<crate::console::Sessions>,
 }
 
 impl AdminService {
@@ -211,7 +213,14 @@ impl AdminService {
             }),
         };
         let registry = Registry::load(config, store, kek, state.clone()).await?;
-        Ok((Self { state, registry }, report))
+        Ok((
+            Self {
+                state,
+                registry,
+                console: Arc::default(),
+            },
+            report,
+        ))
     }
 
     /// The whole HTTP surface: `/api/v2/network-acls`, `/_netacl/v1/*`, `POST /oauth/token` and
@@ -246,11 +255,15 @@ impl AdminService {
                 crate::guard::limit_token_requests,
             ));
         let jwks = Router::new().route("/.well-known/jwks.json", get(jwks));
-        let tenants = routes::router()
+        let api = routes::router()
             .merge(extra)
             .merge(token)
             .merge(jwks)
-            .fallback(|| async { crate::error::ApiError::no_such_route() })
+            .fallback(|| async { crate::error::ApiError::no_such_route() });
+        // The console answers its API calls with the same router, below the tenant selection.
+        let console = crate::console::router(api.clone(), Arc::clone(&self.console));
+        let tenants = api
+            .merge(console)
             .layer(axum::middleware::from_fn_with_state(
                 Arc::clone(&self.registry),
                 crate::tenancy::select_tenant,

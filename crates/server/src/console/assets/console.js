@@ -1,0 +1,370 @@
+// netacl console. No framework, no dependency, no inline code (the page's CSP forbids it).
+// Everything a rule author or a request controls is written with textContent, never as markup.
+"use strict";
+
+const SIGNALS = [
+  ["ipv4_cidrs", "IPv4 CIDRs"], ["ipv6_cidrs", "IPv6 CIDRs"],
+  ["connecting_ipv4_cidrs", "Connecting IPv4 CIDRs"], ["connecting_ipv6_cidrs", "Connecting IPv6 CIDRs"],
+  ["asns", "ASNs"], ["geo_country_codes", "Countries"], ["geo_subdivision_codes", "Subdivisions"],
+  ["ja3_fingerprints", "JA3"], ["ja4_fingerprints", "JA4"], ["user_agents", "User agents"],
+  ["hostnames", "Hostnames"],
+];
+const ROW_LIMIT = 500;
+
+const state = { csrf: null, scopes: [], rules: [], version: null, editing: null, decision: null };
+const $ = (id) => document.getElementById(id);
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function show(...ids) {
+  for (const id of ["signin", "rules", "editor", "try"]) $(id).hidden = !ids.includes(id);
+  const signedIn = !ids.includes("signin");
+  $("nav").hidden = !signedIn;
+  $("who").hidden = !signedIn;
+}
+
+async function call(method, url, body) {
+  const headers = { "Accept": "application/json" };
+  if (state.csrf) headers["X-CSRF-Token"] = state.csrf;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(url, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let json = null;
+  const text = await response.text();
+  if (text) { try { json = JSON.parse(text); } catch (_) { json = { message: text }; } }
+  if (response.status === 401 && url.startsWith("/console/api/")) {
+    signedOut("Your session has ended: sign in again.");
+  }
+  return { status: response.status, json };
+}
+
+const api = (method, path, body) => call(method, "/console/api/" + path, body);
+const can = (scope) => state.scopes.includes(scope);
+
+function signedIn(info) {
+  state.csrf = info.csrf_token;
+  state.scopes = info.scopes || [];
+  $("who").textContent = "Signed in as " + info.client_id +
+    (can("update:network_acls") || can("create:network_acls") ? "" : " (read only)");
+  $("new-rule").hidden = !can("create:network_acls");
+  show("rules");
+  loadRules();
+}
+
+function signedOut(message) {
+  state.csrf = null;
+  state.scopes = [];
+  state.rules = [];
+  $("rules-body").replaceChildren();
+  $("signin-error").textContent = message || "";
+  show("signin");
+  $("client_id").focus();
+}
+
+async function signIn(event) {
+  event.preventDefault();
+  const body = { client_id: $("client_id").value, client_secret: $("client_secret").value };
+  const r = await call("POST", "/console/session", body);
+  $("client_secret").value = "";
+  if (r.status === 201) { $("signin-error").textContent = ""; signedIn(r.json); }
+  else $("signin-error").textContent = (r.json && (r.json.error_description || r.json.message)) || "Sign-in failed.";
+}
+
+async function signOut() {
+  await call("DELETE", "/console/session");
+  signedOut("Signed out.");
+}
+
+// ---- rules ----
+
+async function loadRules() {
+  const r = await api("GET", "_netacl/v1/network-acls/watch?timeout_ms=0");
+  if (r.status !== 200) {
+    $("rules-error").textContent = (r.json && r.json.message) || ("Could not load the rules (" + r.status + ").");
+    return;
+  }
+  $("rules-error").textContent = "";
+  state.version = r.json.version;
+  state.rules = (r.json.network_acls || []).slice().sort((a, b) =>
+    a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  $("rules-version").textContent = "version " + state.version;
+  renderRules();
+}
+
+function actionOf(rule) {
+  const a = (rule.rule && rule.rule.action) || {};
+  for (const k of ["block", "allow", "log", "redirect"]) if (a[k]) return k;
+  return "?";
+}
+
+function signalsOf(rule) {
+  const parts = [];
+  for (const kind of ["match", "not_match"]) {
+    const c = rule.rule && rule.rule[kind];
+    if (!c) continue;
+    for (const [key, value] of Object.entries(c)) {
+      const n = Array.isArray(value) ? value.length : 1;
+      parts.push((kind === "not_match" ? "not " : "") + key + " (" + n + ")");
+    }
+  }
+  if (rule.rule && rule.rule.match_all) parts.push("match_all");
+  return parts.join(", ");
+}
+
+function matches(rule, needle) {
+  if (!needle) return true;
+  const hay = [rule.id, rule.description, actionOf(rule), rule.rule && rule.rule.scope,
+    JSON.stringify((rule.rule && rule.rule.match) || {}), JSON.stringify((rule.rule && rule.rule.not_match) || {})]
+    .join(" ").toLowerCase();
+  return hay.includes(needle);
+}
+
+function renderRules() {
+  const needle = $("rule-filter").value.trim().toLowerCase();
+  const shown = state.rules.filter((r) => matches(r, needle));
+  const body = $("rules-body");
+  const rows = [];
+  const d = state.decision;
+  for (const rule of shown.slice(0, ROW_LIMIT)) {
+    const tr = el("tr");
+    tr.dataset.id = rule.id;
+    if (d && d.rule_id === rule.id) tr.classList.add("deciding");
+    if (d && (d.monitored || []).includes(rule.id)) tr.classList.add("monitored");
+    tr.append(el("td", rule.priority), el("td", rule.description), el("td", actionOf(rule)),
+      el("td", rule.rule && rule.rule.scope), el("td", signalsOf(rule)));
+    const activeCell = el("td");
+    const box = el("input");
+    box.type = "checkbox";
+    box.checked = !!rule.active;
+    box.disabled = !can("update:network_acls");
+    box.setAttribute("aria-label", "Active: " + rule.description);
+    box.addEventListener("change", () => toggle(rule, box));
+    activeCell.append(box);
+    const editCell = el("td");
+    if (can("update:network_acls")) {
+      const edit = el("button", "Edit");
+      edit.type = "button";
+      edit.setAttribute("aria-label", "Edit: " + rule.description);
+      edit.addEventListener("click", () => openEditor(rule));
+      editCell.append(edit);
+    }
+    tr.append(activeCell, editCell);
+    rows.push(tr);
+  }
+  body.replaceChildren(...rows);
+  $("rules-count").textContent = shown.length + " of " + state.rules.length + " rules";
+  $("rules-more").textContent = shown.length > ROW_LIMIT
+    ? "The first " + ROW_LIMIT + " are shown: refine the filter to see the others." : "";
+}
+
+async function toggle(rule, box) {
+  const r = await api("PATCH", "api/v2/network-acls/" + encodeURIComponent(rule.id), { active: box.checked });
+  if (r.status === 200) {
+    rule.active = box.checked;
+    $("rules-error").textContent = "";
+    loadRules();
+  } else {
+    box.checked = !box.checked;
+    $("rules-error").textContent = (r.json && r.json.message) || ("Not changed (" + r.status + ").");
+  }
+}
+
+// ---- editor ----
+
+function buildSignalFields() {
+  for (const kind of ["match", "not_match"]) {
+    const grid = document.querySelector('.signals[data-kind="' + kind + '"]');
+    for (const [key, label] of SIGNALS) {
+      const id = "f-" + kind + "-" + key;
+      const l = el("label", label);
+      l.htmlFor = id;
+      const wrap = el("div");
+      const input = el("textarea");
+      input.id = id;
+      input.rows = 1;
+      input.dataset.path = "rule." + kind + "." + key;
+      wrap.append(input, fieldError("rule." + kind + "." + key));
+      grid.append(l, wrap);
+    }
+  }
+}
+
+function fieldError(path) {
+  const p = el("p", "", "field-error");
+  p.dataset.for = path;
+  return p;
+}
+
+function clearErrors() {
+  for (const p of document.querySelectorAll(".field-error")) p.textContent = "";
+  for (const i of document.querySelectorAll("[aria-invalid]")) i.removeAttribute("aria-invalid");
+  $("editor-error").textContent = "";
+}
+
+function openEditor(rule) {
+  state.editing = rule || null;
+  clearErrors();
+  $("editor-title").textContent = rule ? "Edit rule " + rule.id : "New rule";
+  const r = (rule && rule.rule) || {};
+  $("f-description").value = rule ? rule.description : "";
+  $("f-priority").value = rule ? rule.priority : "";
+  $("f-active").checked = rule ? !!rule.active : true;
+  $("f-action").value = rule ? actionOf(rule) : "block";
+  $("f-redirect_uri").value = (r.action && r.action.redirect_uri) || "";
+  $("f-scope").value = r.scope || "tenant";
+  for (const kind of ["match", "not_match"]) {
+    for (const [key] of SIGNALS) {
+      const values = (r[kind] && r[kind][key]) || [];
+      $("f-" + kind + "-" + key).value = values.join("\n");
+    }
+  }
+  show("editor");
+  $("f-description").focus();
+}
+
+function splitValues(text, numeric) {
+  return text.split(/[\n,]/).map((s) => s.trim()).filter((s) => s !== "")
+    .map((s) => (numeric && /^[0-9]+$/.test(s) ? Number(s) : s));
+}
+
+function ruleBody() {
+  const action = $("f-action").value;
+  const rule = { action: { [action]: true }, scope: $("f-scope").value };
+  if (action === "redirect") rule.action.redirect_uri = $("f-redirect_uri").value;
+  const keep = state.editing && state.editing.rule ? state.editing.rule : {};
+  for (const kind of ["match", "not_match"]) {
+    const c = {};
+    for (const [key] of SIGNALS) {
+      const values = splitValues($("f-" + kind + "-" + key).value, key === "asns");
+      if (values.length) c[key] = values;
+    }
+    // Members the form does not edit (managed lists, signatures) are kept as they were.
+    for (const key of ["auth0_managed", "http_message_signature"]) {
+      if (keep[kind] && keep[kind][key] !== undefined) c[key] = keep[kind][key];
+    }
+    if (Object.keys(c).length) rule[kind] = c;
+  }
+  if (keep.match_all !== undefined) rule.match_all = keep.match_all;
+  const priority = $("f-priority").value.trim();
+  return {
+    description: $("f-description").value,
+    active: $("f-active").checked,
+    priority: /^-?[0-9]+$/.test(priority) ? Number(priority) : priority,
+    rule,
+  };
+}
+
+// "Payload validation error: '...' on property rule.match.ipv4_cidrs[0]." -> the field whose
+// data-path is the longest prefix of the property path.
+function showApiError(json) {
+  const message = (json && json.message) || "The rule was not saved.";
+  const m = /on property ([^ ]+?)\.?$/.exec(message);
+  if (m) {
+    const path = m[1];
+    let best = null;
+    for (const input of document.querySelectorAll("#rule-form [data-path]")) {
+      const p = input.dataset.path;
+      if ((path === p || path.startsWith(p + ".") || path.startsWith(p + "[")) &&
+          (!best || p.length > best.dataset.path.length)) best = input;
+    }
+    if (best) {
+      best.setAttribute("aria-invalid", "true");
+      const slot = document.querySelector('.field-error[data-for="' + best.dataset.path + '"]');
+      if (slot) { slot.textContent = message; best.focus(); return; }
+    }
+  }
+  $("editor-error").textContent = message;
+}
+
+async function saveRule(event) {
+  event.preventDefault();
+  clearErrors();
+  const body = ruleBody();
+  const r = state.editing
+    ? await api("PUT", "api/v2/network-acls/" + encodeURIComponent(state.editing.id), body)
+    : await api("POST", "api/v2/network-acls", body);
+  if (r.status === 200 || r.status === 201) {
+    state.editing = null;
+    show("rules");
+    await loadRules();
+  } else {
+    showApiError(r.json);
+  }
+}
+
+// ---- try a request ----
+
+function tryRequest() {
+  const line = $("t-line").value.trim();
+  let request = {};
+  if (line) request = JSON.parse(line);
+  for (const input of document.querySelectorAll("#try-form [data-key]")) {
+    const v = input.value.trim();
+    if (v !== "") request[input.dataset.key] = input.dataset.key === "asn" && /^[0-9]+$/.test(v) ? Number(v) : v;
+  }
+  return request;
+}
+
+async function decide(event) {
+  event.preventDefault();
+  $("try-error").textContent = "";
+  $("try-result").replaceChildren();
+  let request;
+  try { request = tryRequest(); } catch (e) {
+    $("try-error").textContent = "The request line is not JSON: " + e.message;
+    return;
+  }
+  const r = await api("POST", "_netacl/v1/dry-run", { request });
+  const out = $("try-result");
+  if (r.status !== 200) {
+    out.replaceChildren();
+    $("try-error").textContent = (r.json && r.json.message) || ("Not decided (" + r.status + ").");
+    return;
+  }
+  const d = r.json.outcome || {};
+  state.decision = d;
+  const byId = new Map(state.rules.map((x) => [x.id, x]));
+  const name = (id) => (byId.has(id) ? byId.get(id).description + " (" + id + ")" : id);
+  const list = el("dl");
+  list.id = "decision";
+  list.append(el("dt", "Decision"), el("dd", d.action, "decision-action"));
+  list.append(el("dt", "Deciding rule"), el("dd", d.rule_id ? name(d.rule_id) : "none (no rule decided)"));
+  if (d.redirect_uri) list.append(el("dt", "Redirect to"), el("dd", d.redirect_uri));
+  list.append(el("dt", "Monitored"), el("dd", (d.monitored || []).map(name).join(", ") || "none"));
+  list.append(el("dt", "Rule set version"), el("dd", r.json.version));
+  out.replaceChildren(list);
+  renderRules();
+}
+
+// ---- wiring ----
+
+function wire() {
+  buildSignalFields();
+  $("signin-form").addEventListener("submit", signIn);
+  $("sign-out").addEventListener("click", signOut);
+  $("nav-rules").addEventListener("click", () => { show("rules"); loadRules(); });
+  $("nav-try").addEventListener("click", () => { show("try", "rules"); $("t-path").focus(); });
+  $("rule-filter").addEventListener("input", renderRules);
+  $("new-rule").addEventListener("click", () => openEditor(null));
+  $("cancel-rule").addEventListener("click", () => { state.editing = null; show("rules"); });
+  $("rule-form").addEventListener("submit", saveRule);
+  $("try-form").addEventListener("submit", decide);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !$("editor").hidden) { state.editing = null; show("rules"); }
+  });
+}
+
+async function boot() {
+  wire();
+  const r = await call("GET", "/console/session");
+  if (r.status === 200) signedIn(r.json); else signedOut("");
+}
+
+boot();
