@@ -12,6 +12,7 @@
 const assert = require("node:assert/strict");
 const { Management, ManagementError } = require("auth0");
 const { NetworkAclsClient } = require("auth0/networkAcls");
+const { LogsClient } = require("auth0/logs");
 
 const DOMAIN = process.env.NETACL_DOMAIN;
 const BASE = `http://${DOMAIN}`;
@@ -227,6 +228,27 @@ async function main() {
   assert.deepEqual(await all(acls), [], "all deleted");
   answer = await netacl(accessToken, "DELETE", "/_netacl/v1/managed-lists/auth0.icloud_relay_proxy");
   assert.equal(answer.status, 204);
+
+  // The tenant's logs, listed with the SDK's pager (offset pages with totals until an empty
+  // page) and read one by one; a search (the SDK sends it as `search`).
+  const logs = new LogsClient({ baseUrl: `${BASE}/api/v2`, token: accessToken, maxRetries: 0 });
+  const events = [];
+  let logPage = await logs.list({ per_page: 5, sort: "date:1" });
+  for (;;) {
+    events.push(...logPage.data);
+    if (!logPage.hasNextPage()) break;
+    logPage = await logPage.getNextPage();
+  }
+  assert.ok(events.length >= 8, `one event per write: ${events.length}`);
+  assert.equal(events[0].type, "sapi");
+  assert.equal(events[0].client_id, process.env.NETACL_CLIENT_ID);
+  assert.ok(events.some((e) => e.type === "fapi"), "refused writes are fapi events");
+  const one = await logs.get(events[events.length - 1].log_id);
+  assert.equal(one.log_id, events[events.length - 1].log_id);
+  assert.equal(one.details.request.method, "delete");
+  const failures = (await logs.list({ search: "type:fapi" })).data;
+  assert.ok(failures.length > 0 && failures.every((e) => e.type === "fapi"), "search");
+  await expectError(404, ManagementError, () => logs.get("0".repeat(20)), "unknown log id");
   console.log("node sdk: all checks passed");
 }
 

@@ -150,6 +150,19 @@ def main():
         acls.delete(acl.id)
     check(all_acls(client) == [], "all deleted")
     expect_error(404, NotFoundError, lambda: acls.get(first.id), "deleted record")
+
+    # The tenant's logs: the writes above, listed with the SDK's pager (offset pages with
+    # totals, until an empty page) and read one by one; a search by type.
+    logs = [event for event in client.logs.list(per_page=4, sort="date:1")]
+    check(len(logs) >= 10, f"one event per write: {len(logs)}")
+    check(logs[0].type == "sapi" and logs[0].client_id == CLIENT_ID, f"first event {logs[0]!r}")
+    check(any(e.type == "fapi" for e in logs), "the refused writes are fapi events")
+    one = client.logs.get(logs[-1].log_id)
+    check(one.log_id == logs[-1].log_id and one.details["request"]["method"] == "delete",
+          f"one event {one!r}")
+    failures = [event for event in client.logs.list(search="type:fapi")]
+    check(failures and all(e.type == "fapi" for e in failures), f"search {failures!r}")
+    expect_error(404, NotFoundError, lambda: client.logs.get("0" * 20), "unknown log id")
     print("sdk: all checks passed")
 
 

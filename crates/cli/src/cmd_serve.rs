@@ -73,6 +73,16 @@ pub struct Args {
     #[arg(long, env = "NETACL_SYNC_INTERVAL_MS", default_value_t = 500,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     sync_interval_ms: u64,
+    /// Tenant logs (`GET /api/v2/logs`): the most events kept per tenant (the oldest go
+    /// first); 0 keeps any number.
+    #[arg(long, env = "NETACL_LOG_RETENTION_EVENTS", value_name = "N",
+          default_value_t = netacl_server::DEFAULT_LOG_RETENTION_EVENTS)]
+    log_retention_events: u64,
+    /// Tenant logs: the days an event is kept; 0 keeps events of any age.
+    #[arg(long, env = "NETACL_LOG_RETENTION_DAYS", value_name = "DAYS",
+          default_value_t = netacl_server::DEFAULT_LOG_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u64).range(0..=36_500))]
+    log_retention_days: u64,
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
@@ -251,6 +261,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .with_secrets_key(secrets_key)
         .with_rate_limit(rate_limit)
         .with_body_limit(args.body_limit)
+        .with_log_retention(netacl_store::LogRetention {
+            max_events: (args.log_retention_events > 0).then_some(args.log_retention_events),
+            max_age_ms: (args.log_retention_days > 0)
+                .then(|| netacl_server::days_ms(args.log_retention_days)),
+        })
         .with_token_lifetime_secs(args.token_lifetime)
         .with_limits(args.limits.limits())
         .with_managed_list_files(file_lists)
@@ -317,6 +332,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     {
         Some(mut edge_config) => {
             edge_config.tls_reload_interval = args.tls.reload_interval();
+            // The edge's per-rule summaries go into the default tenant's logs.
+            let summaries = service.clone();
+            edge_config.summary_sink = Some(netacl_edge::SummarySink::new(move |batch| {
+                let service = summaries.clone();
+                tokio::spawn(async move { service.record_acl_summaries(&batch).await });
+            }));
             // --edge-tenants: every tenant of the service, its table filled before the edge
             // listens and kept in step with the service's tenants.
             let _tenants_follower = edge_config

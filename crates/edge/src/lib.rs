@@ -145,6 +145,7 @@ mod origin;
 mod proxy;
 mod sni;
 mod source;
+mod summaries;
 mod tenants;
 
 pub use client_addr::{
@@ -156,7 +157,7 @@ pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY};
 pub use lists::PolicySources;
-pub use metrics::{EdgeMetrics, RuleStat, RuleTable};
+pub use metrics::{EdgeMetrics, RuleStat, RuleTable, SummarySink};
 /// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
 /// edge derive a scope alike): [`normalize_path`] gives a path's normal form, [`scope_of_path`]
 /// the scope the edge decides with, or why the path is refused.

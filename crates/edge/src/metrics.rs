@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use netacl_model::{AclId, RequestScope, RuleScope, RuleSet};
+use netacl_model::{AclId, AclSummary, RequestScope, RuleScope, RuleSet};
 
 use crate::decision::AclVerdict;
 
@@ -486,6 +486,18 @@ impl EdgeMetrics {
     /// Emits one `acls_summary` event per rule every `interval` (counts over the interval), on
     /// target `netacl_edge::summary`, until the returned task is aborted.
     pub fn spawn_summary(self: Arc<Self>, interval: Duration) -> tokio::task::JoinHandle<()> {
+        self.spawn_summary_to(interval, None)
+    }
+
+    /// [`spawn_summary`](Self::spawn_summary), also handing each interval's reports to `sink`:
+    /// one [`AclSummary`] per rule that matched a request or refused a connection during the
+    /// interval (a rule with nothing to report sends nothing, so an idle rule set does not fill
+    /// the tenant's log).
+    pub fn spawn_summary_to(
+        self: Arc<Self>,
+        interval: Duration,
+        sink: Option<SummarySink>,
+    ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut last: HashMap<AclId, (u64, u64, u64)> = HashMap::new();
             let mut ticker = tokio::time::interval(interval);
@@ -493,21 +505,34 @@ impl EdgeMetrics {
             ticker.tick().await;
             loop {
                 ticker.tick().await;
-                last = self.emit_summary(&last, interval);
+                let (next, reports) = self.emit_summary(&last, interval);
+                last = next;
+                if let Some(sink) = &sink {
+                    if !reports.is_empty() {
+                        (sink.0)(reports);
+                    }
+                }
             }
         })
     }
 
-    /// Emits the summary events for the counts since `last`; returns the new totals.
+    /// Emits the summary events for the counts since `last`; returns the new totals and the
+    /// reports of the rules that matched or refused something.
     fn emit_summary(
         &self,
         last: &HashMap<AclId, (u64, u64, u64)>,
         interval: Duration,
-    ) -> HashMap<AclId, (u64, u64, u64)> {
+    ) -> (HashMap<AclId, (u64, u64, u64)>, Vec<AclSummary>) {
         let version = self.table.load().version;
         let mut next = HashMap::new();
+        let mut reports = Vec::new();
         for s in self.rule_stats() {
             let (e0, m0, r0) = last.get(&s.rule_id).copied().unwrap_or_default();
+            let (evaluated, matched, refused) = (
+                s.evaluated.saturating_sub(e0),
+                s.matched.saturating_sub(m0),
+                s.connections_refused.saturating_sub(r0),
+            );
             tracing::info!(
                 target: "netacl_edge::summary",
                 event = "acls_summary",
@@ -516,16 +541,49 @@ impl EdgeMetrics {
                 scope = %s.scope,
                 policy_version = version,
                 interval_s = interval.as_secs(),
-                evaluated = s.evaluated.saturating_sub(e0),
-                matched = s.matched.saturating_sub(m0),
-                connections_refused = s.connections_refused.saturating_sub(r0),
+                evaluated,
+                matched,
+                connections_refused = refused,
                 evaluated_total = s.evaluated,
                 matched_total = s.matched,
                 "acls_summary"
             );
+            if matched > 0 || refused > 0 {
+                reports.push(AclSummary {
+                    rule_id: s.rule_id.to_string(),
+                    action: s.action.to_owned(),
+                    scope: s.scope.as_str().to_owned(),
+                    policy_version: version,
+                    interval_s: interval
+                        .as_secs()
+                        .clamp(1, netacl_model::MAX_SUMMARY_INTERVAL_S),
+                    evaluated,
+                    matched,
+                    connections_refused: refused,
+                });
+            }
             next.insert(s.rule_id, (s.evaluated, s.matched, s.connections_refused));
         }
-        next
+        (next, reports)
+    }
+}
+
+/// Where an edge hands its per-rule summaries (see [`EdgeMetrics::spawn_summary_to`]): the
+/// admin service in the same process, or the reporter to a remote admin server. Called once per
+/// interval from the summary task; it must not block (hand the batch to a task).
+#[derive(Clone)]
+pub struct SummarySink(Arc<dyn Fn(Vec<AclSummary>) + Send + Sync>);
+
+impl SummarySink {
+    /// A sink calling `f` with each interval's reports.
+    pub fn new(f: impl Fn(Vec<AclSummary>) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for SummarySink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SummarySink")
     }
 }
 
@@ -626,8 +684,21 @@ mod tests {
             Some(&id(A)),
             &[],
         );
-        let last = m.emit_summary(&HashMap::new(), Duration::from_secs(600));
+        let (last, reports) = m.emit_summary(&HashMap::new(), Duration::from_secs(600));
         assert_eq!(last.get(&id(A)), Some(&(1, 1, 0)));
+        assert_eq!(reports.len(), 1);
+        assert_eq!(
+            (
+                reports[0].matched,
+                reports[0].interval_s,
+                reports[0].action.as_str()
+            ),
+            (1, 600, "block")
+        );
+        assert_eq!(reports[0].check(), Ok(()));
+        // Nothing new: nothing to report.
+        let (_, quiet) = m.emit_summary(&last, Duration::from_secs(600));
+        assert!(quiet.is_empty());
         m.record(
             1,
             RequestScope::Authentication,
@@ -636,7 +707,16 @@ mod tests {
             &[],
         );
         m.record_refusal(1, &id(A));
-        let next = m.emit_summary(&last, Duration::from_secs(600));
+        let (next, reports) = m.emit_summary(&last, Duration::from_secs(600));
         assert_eq!(next.get(&id(A)), Some(&(2, 2, 1)));
+        assert_eq!(
+            (
+                reports[0].evaluated,
+                reports[0].matched,
+                reports[0].connections_refused
+            ),
+            (1, 1, 1),
+            "the interval's deltas"
+        );
     }
 }

@@ -152,6 +152,10 @@ pub struct EdgeConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// How often the per-rule `acls_summary` events are emitted.
     pub summary_interval: Duration,
+    /// Where the per-rule summaries also go (the admin service in the same process). `None`:
+    /// with [`RulesSource::Remote`] they are posted to that admin server
+    /// (`/_netacl/v1/edge/summaries`), otherwise only logged.
+    pub summary_sink: Option<crate::metrics::SummarySink>,
     /// `false` turns the ACL off (`--acl off`, for measuring its cost).
     pub acl_enabled: bool,
     /// Time allowed for a client to send its ClientHello and complete the handshake.
@@ -189,6 +193,7 @@ impl EdgeConfig {
             geoip_reload_interval: Duration::from_secs(60),
             metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
             summary_interval: Duration::from_secs(600),
+            summary_sink: None,
             acl_enabled: true,
             handshake_timeout: Duration::from_secs(10),
             rules: RulesSource::Engine,
@@ -419,7 +424,14 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         }
     }
 
-    let summary = metrics.clone().spawn_summary(config.summary_interval);
+    let sink = match (&config.summary_sink, &config.rules) {
+        (Some(sink), _) => Some(sink.clone()),
+        (None, RulesSource::Remote(remote)) => crate::summaries::remote_sink(remote),
+        (None, _) => None,
+    };
+    let summary = metrics
+        .clone()
+        .spawn_summary_to(config.summary_interval, sink);
     tasks.spawn(async move {
         let _ = summary.await;
         Ok(())

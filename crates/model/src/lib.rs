@@ -103,6 +103,7 @@ pub mod patterns;
 mod rule;
 mod schema;
 mod scope;
+mod summary;
 mod timestamp;
 mod validate;
 
@@ -140,4 +141,5 @@ pub use organization_update::OrganizationPatch;
 pub use path::{normalize_path, scope_of_path, PathError};
 pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
+pub use summary::{AclSummary, MAX_SUMMARY_INTERVAL_S, SUMMARY_ACTIONS};
 pub use timestamp::Timestamp;

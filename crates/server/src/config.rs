@@ -45,6 +45,10 @@ pub struct ServerConfig {
     /// The operator token guarding `/_netacl/v1/tenants` (`--operator-token-file`). `None`: the
     /// operator API refuses every request (401).
     pub operator_token: Option<crate::operator::OperatorToken>,
+    /// How much of each tenant's log is kept (`GET /api/v2/logs`): by default
+    /// [`DEFAULT_LOG_RETENTION_EVENTS`](crate::DEFAULT_LOG_RETENTION_EVENTS) events and
+    /// [`DEFAULT_LOG_RETENTION_DAYS`](crate::DEFAULT_LOG_RETENTION_DAYS) days.
+    pub log_retention: netacl_store::LogRetention,
 }
 
 impl ServerConfig {
@@ -60,7 +64,14 @@ impl ServerConfig {
             secrets_key: None,
             signing_key: None,
             operator_token: None,
+            log_retention: crate::logs::default_log_retention(),
         }
+    }
+
+    /// With another log retention.
+    pub fn with_log_retention(mut self, retention: netacl_store::LogRetention) -> Self {
+        self.log_retention = retention;
+        self
     }
 
     /// With the key-encryption key of secrets at rest.

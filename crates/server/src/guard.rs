@@ -282,6 +282,8 @@ scopes! {
     ReadSigningKeys => "read:signing_keys",
     CreateSigningKeys => "create:signing_keys",
     UpdateSigningKeys => "update:signing_keys",
+    ReadLogs => "read:logs",
+    CreateEdgeSummaries => "create:edge_summaries",
 }
 
 /// Extracts the verified caller and requires scope `S` (403 `insufficient_scope` otherwise).

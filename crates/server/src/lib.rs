@@ -92,6 +92,7 @@ mod error;
 mod groups;
 mod guard;
 mod internal;
+mod logs;
 mod managed_lists;
 mod network_acls;
 mod openapi;
@@ -119,6 +120,9 @@ pub use config::{
     ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
 };
 pub use error::ApiError;
+pub use logs::{
+    days_ms, default_log_retention, DEFAULT_LOG_RETENTION_DAYS, DEFAULT_LOG_RETENTION_EVENTS,
+};
 pub use operator::OperatorToken;
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
 pub use signing_keys::{

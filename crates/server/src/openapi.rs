@@ -101,6 +101,9 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
         for (name, schema) in crate::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
+        for (name, schema) in crate::logs::openapi::components() {
+            schemas.insert(name.into(), schema);
+        }
     }
     add_form_schemas(&mut document);
     document
@@ -125,6 +128,8 @@ fn operation_object(op: &Operation) -> Value {
     } else if let Some(params) = crate::acl_keys::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if let Some(params) = crate::logs::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if op.path.contains("{id}") {
         parameters.push(json!({
@@ -236,6 +241,9 @@ fn operation_object(op: &Operation) -> Value {
 /// The schema of a query parameter: its type, with the bounds the server enforces. A name means
 /// the same on every operation (as in the public API), so the bounds go by name.
 fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
+    if let Some(schema) = crate::logs::openapi::query_schema(operation_id, name) {
+        return schema;
+    }
     match name {
         "page" => json!({"type": "integer", "minimum": 0, "maximum": u32::MAX, "default": 0}),
         "per_page" => json!({"type": "integer", "minimum": 0, "maximum": MAX_PER_PAGE,
@@ -257,7 +265,7 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
             let known: &[&str] = match operation_id {
                 "get_clients" => &crate::clients::CLIENT_FIELDS,
                 "get_connections" => &crate::connections::CONNECTION_FIELDS,
-                _ => &MEMBER_FIELDS,
+                id => crate::logs::openapi::fields(id).unwrap_or(&MEMBER_FIELDS),
             };
             json!({"type": "string", "maxLength": MAX_FIELDS_LEN, "pattern": fields_pattern(known)})
         }
@@ -374,6 +382,20 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
                  refuses it."
             ),
             unknown_key()
+        ]),
+        "get_logs" => json!([
+            refusal(
+                "^Query validation error: 'Invalid search query at character [0-9]+: ",
+                "q (or search) is a query: type:X, client_id:X, date:[A TO B] joined by AND."
+            ),
+            refusal(
+                "^Query validation error: 'q and search are the same parameter",
+                "q and search are two names of one parameter."
+            ),
+            refusal(
+                "^Query validation error: 'from and take page by log id and take no search or sort'",
+                "Checkpoint pages (from, take) follow log ids; q, search and sort do not apply."
+            )
         ]),
         "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
             json!([unknown_key()])
@@ -729,6 +751,7 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::DirectoryImport => "DirectoryImport",
         BodySchema::ManagedListPut => "ManagedListPut",
         BodySchema::NetworkAclKeyCreate => "NetworkAclKeyCreate",
+        BodySchema::EdgeSummaries => "EdgeSummaries",
     }
 }
 
@@ -743,6 +766,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::acl_keys::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::logs::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {

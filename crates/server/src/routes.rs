@@ -30,6 +30,7 @@ pub(crate) enum BodySchema {
     DirectoryImport,
     ManagedListPut,
     NetworkAclKeyCreate,
+    EdgeSummaries,
 }
 
 /// One operation.
@@ -116,7 +117,105 @@ pub(crate) fn operations() -> Vec<Operation> {
     let mut operations = base_operations();
     operations.extend(organization_operations::operations());
     operations.extend(network_acl_key_operations());
+    operations.extend(log_operations());
     operations
+}
+
+const LOGS_QUERY: &[(&str, &str, &str)] = &[
+    ("page", "integer", "Page index, from 0."),
+    (
+        "per_page",
+        "integer",
+        "Events per page, 0..100 (default 50).",
+    ),
+    (
+        "include_totals",
+        "boolean",
+        "Answer an envelope with start, limit, length and total.",
+    ),
+    (
+        "from",
+        "string",
+        "A log id: page forward from the event after it, by log id (with take).",
+    ),
+    (
+        "take",
+        "integer",
+        "Events per page with from, 1..100 (default 50).",
+    ),
+    (
+        "fields",
+        "string",
+        "Comma-separated members to include or exclude (max 256 chars).",
+    ),
+    (
+        "include_fields",
+        "boolean",
+        "true (default): answer only the listed members; false: all but them.",
+    ),
+    (
+        "sort",
+        "string",
+        "date:1 (oldest first) or date:-1 (newest first, the default).",
+    ),
+    (
+        "q",
+        "string",
+        "Search: type:X, client_id:X, date:[A TO B], joined by AND.",
+    ),
+    (
+        "search",
+        "string",
+        "The same as q (the Python SDK sends this name).",
+    ),
+];
+
+/// `/api/v2/logs` and the edges' summaries (see [`crate::logs`]).
+fn log_operations() -> Vec<Operation> {
+    vec![
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/logs",
+            operation_id: "get_logs",
+            summary: "List the tenant's log events (management writes, edge summaries)",
+            scope: Some("read:logs"),
+            query: LOGS_QUERY,
+            body: None,
+            form: false,
+            success: (
+                200,
+                "A page of log events (bare array, or envelope with include_totals)",
+            ),
+            errors: &[400],
+            route: || get(crate::logs::list),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/api/v2/logs/{id}",
+            operation_id: "get_logs_by_id",
+            summary: "Get a log event",
+            scope: Some("read:logs"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The log event"),
+            errors: &[400, 404],
+            route: || get(crate::logs::get),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/edge/summaries",
+            operation_id: "netacl_edge_summaries",
+            summary: "Record an edge's per-rule counts as acls_summary events in the tenant's logs",
+            scope: Some("create:edge_summaries"),
+            query: &[],
+            body: Some(BodySchema::EdgeSummaries),
+            form: false,
+            success: (200, "How many events were recorded"),
+            errors: &[400, 413, 415],
+            route: || post(crate::logs::post_summaries),
+        },
+    ]
 }
 
 /// `/api/v2/keys/network-acls` (see [`acl_keys`]).
@@ -514,7 +613,20 @@ pub(crate) fn router() -> Router {
             "mixed guarded and open methods on {}",
             op.path
         );
-        entry.0 = std::mem::take(&mut entry.0).merge((op.route)());
+        let mut route = (op.route)();
+        if guarded && crate::logs::records(&op.method, op.operation_id) {
+            // One event per management write in the tenant's logs (inside the guard: the
+            // caller is known).
+            let logged = crate::logs::LoggedOperation {
+                operation_id: op.operation_id,
+                summary: op.summary,
+            };
+            route = route.route_layer(axum::middleware::from_fn_with_state(
+                logged,
+                crate::logs::record,
+            ));
+        }
+        entry.0 = std::mem::take(&mut entry.0).merge(route);
         entry.2.push(op.method.clone());
     }
     let mut router = Router::new();

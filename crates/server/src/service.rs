@@ -330,6 +330,13 @@ impl AdminService {
         self.state.inner.tenant.load_file_list(name, list).await
     }
 
+    /// Records the per-rule counts of an edge running in this process as `acls_summary` events
+    /// in the default tenant's log (see "Tenant logs" in the README). Returns whether they were
+    /// recorded (a store failure is logged).
+    pub async fn record_acl_summaries(&self, summaries: &[netacl_model::AclSummary]) -> bool {
+        crate::logs::record_summaries(&self.state, summaries).await
+    }
+
     /// The tenant's token authority (issuer, audience, clients).
     pub fn authority(&self) -> &Arc<TenantAuthority> {
         &self.state.inner.authority

@@ -54,6 +54,7 @@ mod branding;
 mod credentials;
 mod directory;
 mod error;
+mod logs;
 mod managed;
 mod organizations;
 mod postgres;
@@ -68,6 +69,7 @@ pub use branding::BrandingStore;
 pub use credentials::{StoredClient, StoredSigningKey};
 pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
+pub use logs::{LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoredLogEvent};
 pub use managed::{ManagedListStore, StoredManagedList, TenantPolicy};
 pub use organizations::{
     OrganizationConnectionEntry, OrganizationConnectionPage, OrganizationCursor, OrganizationPage,
@@ -271,6 +273,7 @@ pub trait Store:
     + OrganizationStore
     + DirectoryStore
     + BrandingStore
+    + LogStore
 {
 }
 
@@ -283,5 +286,6 @@ impl<T> Store for T where
         + OrganizationStore
         + DirectoryStore
         + BrandingStore
+        + LogStore
 {
 }

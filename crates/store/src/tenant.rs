@@ -91,5 +91,6 @@ pub(crate) const TENANT_TABLES: &[&str] = &[
     "branding",
     "managed_lists",
     "network_acl_keys",
+    "tenant_logs",
     "tenant_domains",
 ];

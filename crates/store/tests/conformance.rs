@@ -13,9 +13,9 @@ use netacl_model::{
     OrganizationSpec, Timestamp,
 };
 use netacl_store::{
-    ChangeNotice, ImportReport, ManagedListStore, NetworkAclStore, OrganizationCursor,
-    PostgresStore, SqliteStore, Store, StoreError, StoredClient, StoredSigningKey, TenantId,
-    TenantStore,
+    ChangeNotice, ImportReport, LogFilter, LogOrder, LogRetention, ManagedListStore,
+    NetworkAclStore, NewLogEvent, OrganizationCursor, PostgresStore, SqliteStore, Store,
+    StoreError, StoredClient, StoredSigningKey, TenantId, TenantStore,
 };
 use serde_json::json;
 
@@ -182,6 +182,7 @@ conformance!(
     tenants_are_created_listed_and_deleted_with_everything_they_own,
     refused_tenant_creations_write_nothing,
     tenants_racing_for_one_domain_have_one_winner,
+    logs_are_numbered_filtered_paged_retained_and_kept,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1876,6 +1877,14 @@ async fn fill(store: &Arc<dyn Store>, tenant: &TenantId) {
         )
         .await
         .expect("branding");
+    store
+        .append_log_events(
+            tenant,
+            &[log_event(NOW_MS, "sapi", Some("client-1"))],
+            KEEP_ALL,
+        )
+        .await
+        .expect("log event");
 }
 
 /// What the store holds of the tenant, family by family (empty for a fresh tenant).
@@ -1895,6 +1904,8 @@ async fn holdings(store: &Arc<dyn Store>, tenant: &TenantId) -> serde_json::Valu
         "organizations": store.list_organizations(tenant, 0, 10).await
             .expect("organizations").organizations.len(),
         "branding": store.branding(tenant).await.expect("branding").to_json(),
+        "logs": store.list_log_events(tenant, &LogFilter::default(), LogOrder::Ascending, 0, 10)
+            .await.expect("logs").total,
     })
 }
 
@@ -2001,7 +2012,7 @@ async fn tenants_are_created_listed_and_deleted_with_everything_they_own(backend
         holdings(&store, &acme).await,
         json!({"acls": 0, "lists": 0, "acl_keys": 0, "signing_keys": 1, "clients": 1,
                "connections": 0, "members": null, "sessions": null, "organizations": 0,
-               "branding": {}})
+               "branding": {}, "logs": 0})
     );
     assert_eq!(
         store
@@ -2096,7 +2107,9 @@ async fn tenants_racing_for_one_domain_have_one_winner(backend: Backend) {
 }
 
 /// Takes a database back from schema 7 (many tenants) to 6, in both dialects.
-const UNDO_7: &str = "DROP TABLE tenant_domains; DROP TABLE tenants_generation;";
+/// Undoes migrations 9 (tenant logs) and 7 (many tenants); 8 changes nothing yet.
+const UNDO_7: &str = "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
+                      DROP TABLE tenant_domains; DROP TABLE tenants_generation;";
 
 fn stored_key(seed: u128, name: &str, at: i64) -> netacl_store::StoredNetworkAclKey {
     netacl_store::StoredNetworkAclKey {
@@ -2501,4 +2514,253 @@ fn database_names_are_replaced_in_both_url_forms() {
     );
     assert_eq!(with_dbname("postgresql://h", "x"), "postgresql://h/x");
     assert_eq!(with_dbname("host=h user=u", "x"), "host=h user=u dbname=x");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tenant logs
+
+/// No retention bound.
+const KEEP_ALL: LogRetention = LogRetention {
+    max_events: None,
+    max_age_ms: None,
+};
+
+fn log_event(date_ms: i64, event_type: &str, client_id: Option<&str>) -> NewLogEvent {
+    NewLogEvent {
+        date_ms,
+        event_type: event_type.into(),
+        client_id: client_id.map(str::to_owned),
+        record: json!({"description": format!("{event_type} at {date_ms}"),
+                       "details": {"status": 200}}),
+    }
+}
+
+async fn logs_are_numbered_filtered_paged_retained_and_kept(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let other = TenantId::new("other").expect("id");
+    store
+        .create_tenant(&other, &domains(&["other.test"]), &credentials(), NOW_MS)
+        .await
+        .expect("other");
+    // Dates out of order: numbers follow the appends, listings follow the dates.
+    let now = Timestamp::now().unix_millis();
+    let events = [
+        log_event(now - 5_000, "sapi", Some("a")),
+        log_event(now - 9_000, "fapi", Some("b")),
+        log_event(now - 1_000, "sapi", Some("b")),
+    ];
+    let numbers = store
+        .append_log_events(&tenant, &events, KEEP_ALL)
+        .await
+        .expect("append");
+    assert_eq!(numbers, [1, 2, 3]);
+    let more = store
+        .append_log_events(
+            &tenant,
+            &[log_event(now - 3_000, "acls_summary", None)],
+            KEEP_ALL,
+        )
+        .await
+        .expect("append");
+    assert_eq!(more, [4]);
+    assert!(store
+        .append_log_events(&tenant, &[], KEEP_ALL)
+        .await
+        .expect("nothing")
+        .is_empty());
+    // Another tenant has its own numbers, and sees none of these.
+    assert_eq!(
+        store
+            .append_log_events(&other, &[log_event(now, "sapi", Some("a"))], KEEP_ALL)
+            .await
+            .expect("other"),
+        [1]
+    );
+    let all = |order| {
+        let store = Arc::clone(&store);
+        let tenant = tenant.clone();
+        async move {
+            let page = store
+                .list_log_events(&tenant, &LogFilter::default(), order, 0, 100)
+                .await
+                .expect("list");
+            (
+                page.total,
+                page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            )
+        }
+    };
+    assert_eq!(all(LogOrder::Ascending).await, (4, vec![2, 1, 4, 3]));
+    assert_eq!(all(LogOrder::Descending).await, (4, vec![3, 4, 1, 2]));
+    let page = store
+        .list_log_events(&tenant, &LogFilter::default(), LogOrder::Ascending, 1, 2)
+        .await
+        .expect("page");
+    assert_eq!(
+        (
+            page.total,
+            page.events.iter().map(|e| e.seq).collect::<Vec<_>>()
+        ),
+        (4, vec![1, 4])
+    );
+    let past_end = store
+        .list_log_events(&tenant, &LogFilter::default(), LogOrder::Ascending, 10, 2)
+        .await
+        .expect("past the end");
+    assert!(past_end.events.is_empty());
+    assert_eq!(past_end.total, 4);
+    // Filters: type, client, dates (inclusive), together.
+    let filtered = |filter: LogFilter| {
+        let store = Arc::clone(&store);
+        let tenant = tenant.clone();
+        async move {
+            let page = store
+                .list_log_events(&tenant, &filter, LogOrder::Ascending, 0, 100)
+                .await
+                .expect("filtered");
+            assert_eq!(page.total as usize, page.events.len());
+            page.events.iter().map(|e| e.seq).collect::<Vec<_>>()
+        }
+    };
+    let of_type = |t: &str| LogFilter {
+        event_type: Some(t.into()),
+        ..LogFilter::default()
+    };
+    assert_eq!(filtered(of_type("sapi")).await, [1, 3]);
+    assert_eq!(filtered(of_type("nothing")).await, Vec::<u64>::new());
+    let of_b = LogFilter {
+        client_id: Some("b".into()),
+        ..LogFilter::default()
+    };
+    assert_eq!(filtered(of_b.clone()).await, [2, 3]);
+    assert_eq!(
+        filtered(LogFilter {
+            event_type: Some("sapi".into()),
+            ..of_b
+        })
+        .await,
+        [3]
+    );
+    assert_eq!(
+        filtered(LogFilter {
+            from_ms: Some(now - 5_000),
+            to_ms: Some(now - 3_000),
+            ..LogFilter::default()
+        })
+        .await,
+        [1, 4]
+    );
+    // The stored event reads back as appended.
+    let one = store
+        .log_event(&tenant, 2)
+        .await
+        .expect("get")
+        .expect("held");
+    assert_eq!(
+        (
+            one.date_ms,
+            one.event_type.as_str(),
+            one.client_id.as_deref(),
+            &one.record
+        ),
+        (now - 9_000, "fapi", Some("b"), &events[1].record)
+    );
+    assert_eq!(store.log_event(&tenant, 99).await.expect("get"), None);
+    // Forward from a number, by number.
+    let after = |from: u64, take: u32| {
+        let store = Arc::clone(&store);
+        let tenant = tenant.clone();
+        async move {
+            store
+                .log_events_after(&tenant, from, take, None)
+                .await
+                .expect("after")
+                .iter()
+                .map(|e| e.seq)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(after(0, 2).await, [1, 2]);
+    assert_eq!(after(2, 10).await, [3, 4]);
+    assert!(after(4, 10).await.is_empty());
+
+    // Durable: another handle (a restart) reads the same and numbers on.
+    drop(store);
+    let store = (backend.reopen)().await;
+    assert_eq!(
+        store
+            .list_log_events(&tenant, &LogFilter::default(), LogOrder::Ascending, 0, 100)
+            .await
+            .expect("reopened")
+            .total,
+        4
+    );
+    // Retention by count: the newest N stay; by age: nothing older than the bound.
+    let by_count = LogRetention {
+        max_events: Some(3),
+        max_age_ms: None,
+    };
+    let numbers = store
+        .append_log_events(&tenant, &[log_event(now, "sapi", None)], by_count)
+        .await
+        .expect("append");
+    assert_eq!(numbers, [5], "numbering goes on after a restart");
+    let seqs = |page: netacl_store::LogPage| page.events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let everything = || {
+        let store = Arc::clone(&store);
+        let tenant = tenant.clone();
+        async move {
+            store
+                .list_log_events(&tenant, &LogFilter::default(), LogOrder::Ascending, 0, 100)
+                .await
+                .expect("list")
+        }
+    };
+    let mut kept = seqs(everything().await);
+    kept.sort_unstable();
+    assert_eq!(kept, [3, 4, 5]);
+    let by_age = LogRetention {
+        max_events: None,
+        max_age_ms: Some(2_000),
+    };
+    store
+        .append_log_events(&tenant, &[log_event(now, "sapi", None)], by_age)
+        .await
+        .expect("append");
+    let mut kept = seqs(everything().await);
+    kept.sort_unstable();
+    assert_eq!(kept, [3, 5, 6], "events older than two seconds are gone");
+    // Every event aged out: numbers are still never reused.
+    let nothing_old = LogRetention {
+        max_events: Some(1),
+        max_age_ms: None,
+    };
+    assert_eq!(
+        store
+            .append_log_events(&tenant, &[log_event(now, "sapi", None)], nothing_old)
+            .await
+            .expect("append"),
+        [7]
+    );
+    assert_eq!(seqs(everything().await), [7]);
+    // The other tenant kept its own event throughout.
+    assert_eq!(
+        store
+            .list_log_events(&other, &LogFilter::default(), LogOrder::Ascending, 0, 10)
+            .await
+            .expect("other")
+            .total,
+        1
+    );
+    assert!(matches!(
+        store
+            .append_log_events(
+                &TenantId::new("ghost").expect("id"),
+                &[log_event(now, "sapi", None)],
+                KEEP_ALL
+            )
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
 }

@@ -266,6 +266,8 @@ pub const ADDED_SCOPES: &[&str] = &[
     "delete:network_acl_keys",
     // netacl's own: receive network ACL key material (sealed to the edge) with the watch.
     "read:network_acl_key_material",
+    // netacl's own: a remote edge reports its per-rule counts into the tenant's logs.
+    "create:edge_summaries",
 ];
 
 /// A stored client's scopes, with [`ADDED_SCOPES`] when it holds every scope of

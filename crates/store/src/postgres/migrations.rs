@@ -211,6 +211,26 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO tenants_generation (id, generation) VALUES (1, 0);
     "#,
+    // 8: reserved for rule-set history (the history branch's migration takes this place at
+    // merge; this placeholder does nothing).
+    "-- 8: rule-set history",
+    // 9: tenant logs. One row per event; `seq` is the tenant's own event counter
+    // (`tenants.log_seq`, bumped under the tenant row's lock, so a tenant's events commit in
+    // `seq` order and a log id is never handed out twice); `record` the other members as JSON.
+    r#"
+    ALTER TABLE tenants ADD COLUMN log_seq BIGINT NOT NULL DEFAULT 0 CHECK (log_seq >= 0);
+
+    CREATE TABLE tenant_logs (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        seq       BIGINT NOT NULL,
+        date      BIGINT NOT NULL,
+        type      TEXT NOT NULL,
+        client_id TEXT,
+        record    TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, seq)
+    );
+    CREATE INDEX tenant_logs_date ON tenant_logs (tenant_id, date, seq);
+    "#,
 ];
 
 /// The schema version this build writes.

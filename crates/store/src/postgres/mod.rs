@@ -16,6 +16,7 @@ mod branding;
 mod credentials;
 mod directory;
 mod listen;
+mod logs;
 mod managed_lists;
 mod migrations;
 mod network_acls;

@@ -211,6 +211,26 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     INSERT INTO tenants_generation (id, generation) VALUES (1, 0);
     "#,
+    // 8: reserved for rule-set history (the history branch's migration takes this place at
+    // merge; this placeholder does nothing).
+    "-- 8: rule-set history",
+    // 9: tenant logs. One row per event; `seq` is the tenant's own event counter
+    // (`tenants.log_seq`, never reused, so a log id is never handed out twice even after every
+    // event aged out); `record` the event's other members as JSON.
+    r#"
+    ALTER TABLE tenants ADD COLUMN log_seq INTEGER NOT NULL DEFAULT 0;
+
+    CREATE TABLE tenant_logs (
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        seq       INTEGER NOT NULL,
+        date      INTEGER NOT NULL,
+        type      TEXT NOT NULL,
+        client_id TEXT,
+        record    TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, seq)
+    ) STRICT;
+    CREATE INDEX tenant_logs_date ON tenant_logs (tenant_id, date, seq);
+    "#,
 ];
 
 /// The schema version this build writes.

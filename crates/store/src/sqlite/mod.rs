@@ -9,6 +9,7 @@ mod acl_keys;
 mod branding;
 mod credentials;
 mod directory;
+mod logs;
 mod managed_lists;
 mod migrations;
 mod network_acls;

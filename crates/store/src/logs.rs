@@ -1,0 +1,148 @@
+//! A tenant's log events (`GET /api/v2/logs`): one row per event, numbered by the tenant's own
+//! counter, kept within a bounded retention.
+//!
+//! An event's number (`seq`) comes from a per-tenant counter that is only ever incremented (it
+//! survives every event ageing out), inside the transaction that inserts the event, so numbers
+//! are never reused and, per tenant, commit in order: paging forward from a number
+//! ([`LogStore::log_events_after`]) never skips an event committed later.
+use async_trait::async_trait;
+
+use crate::{StoreError, TenantId};
+
+/// An event to append. Its number is assigned by the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewLogEvent {
+    /// When it happened, in milliseconds since the UNIX epoch.
+    pub date_ms: i64,
+    /// Its type (`sapi`, `fapi`, `acls_summary`).
+    pub event_type: String,
+    /// The API client it concerns, if any.
+    pub client_id: Option<String>,
+    /// Every other member of the event (description, ip, user agent, details...), a JSON
+    /// object.
+    pub record: serde_json::Value,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredLogEvent {
+    /// Its number in the tenant's log (from 1, in commit order).
+    pub seq: u64,
+    /// When it happened, in milliseconds since the UNIX epoch.
+    pub date_ms: i64,
+    /// Its type.
+    pub event_type: String,
+    /// The API client it concerns, if any.
+    pub client_id: Option<String>,
+    /// Its other members, as appended.
+    pub record: serde_json::Value,
+}
+
+/// How much of a tenant's log is kept. Applied in the transaction that appends: afterwards the
+/// tenant holds at most `max_events` events and none older than `max_age_ms` before the newest
+/// appended event's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogRetention {
+    /// The most events kept per tenant (`None`: no bound by count).
+    pub max_events: Option<u64>,
+    /// The oldest event kept, in milliseconds before now (`None`: no bound by age).
+    pub max_age_ms: Option<i64>,
+}
+
+/// Which events a listing returns: every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogFilter {
+    /// Events of this type only.
+    pub event_type: Option<String>,
+    /// Events of this client only.
+    pub client_id: Option<String>,
+    /// Events at or after this time (milliseconds since the UNIX epoch).
+    pub from_ms: Option<i64>,
+    /// Events at or before this time.
+    pub to_ms: Option<i64>,
+}
+
+/// The order of a listing: by date, then by number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogOrder {
+    /// Oldest first.
+    Ascending,
+    /// Newest first.
+    Descending,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogPage {
+    /// The events.
+    pub events: Vec<StoredLogEvent>,
+    /// How many events match the filter in all.
+    pub total: u64,
+}
+
+/// A tenant's log.
+#[async_trait]
+pub trait LogStore: Send + Sync {
+    /// Appends `events` (in order, one transaction: durable when this returns) and applies
+    /// `retention`; returns their numbers. [`StoreError::NotFound`] when the tenant does not
+    /// exist.
+    async fn append_log_events(
+        &self,
+        tenant: &TenantId,
+        events: &[NewLogEvent],
+        retention: LogRetention,
+    ) -> Result<Vec<u64>, StoreError>;
+
+    /// The events matching `filter`, ordered by date (then number) as `order` says, from
+    /// position `offset`, at most `limit`, with the number of matching events.
+    async fn list_log_events(
+        &self,
+        tenant: &TenantId,
+        filter: &LogFilter,
+        order: LogOrder,
+        offset: u64,
+        limit: u64,
+    ) -> Result<LogPage, StoreError>;
+
+    /// At most `take` events numbered after `after` (0: from the first), ascending by number,
+    /// none older than `not_before_ms`.
+    async fn log_events_after(
+        &self,
+        tenant: &TenantId,
+        after: u64,
+        take: u32,
+        not_before_ms: Option<i64>,
+    ) -> Result<Vec<StoredLogEvent>, StoreError>;
+
+    /// One event, if the tenant holds it.
+    async fn log_event(
+        &self,
+        tenant: &TenantId,
+        seq: u64,
+    ) -> Result<Option<StoredLogEvent>, StoreError>;
+}
+
+/// The record column's text.
+pub(crate) fn record_text(record: &serde_json::Value) -> Result<String, StoreError> {
+    serde_json::to_string(record)
+        .map_err(|err| StoreError::Unavailable(format!("cannot encode a log event: {err}")))
+}
+
+/// A record column read back.
+pub(crate) fn parse_record(
+    tenant: &TenantId,
+    seq: u64,
+    text: &str,
+) -> Result<serde_json::Value, StoreError> {
+    serde_json::from_str(text).map_err(|err| StoreError::Corrupt {
+        tenant: tenant.to_string(),
+        id: format!("log event {seq}"),
+        reason: err.to_string(),
+    })
+}
+
+/// The first number the retention keeps after the tenant's counter reached `last`.
+pub(crate) fn first_kept(last: u64, retention: LogRetention) -> Option<u64> {
+    let max = retention.max_events?;
+    Some(last.saturating_sub(max).saturating_add(1))
+}
