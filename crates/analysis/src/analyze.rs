@@ -2,7 +2,7 @@
 
 use netacl_model::{Action, NetworkAcl, RuleSet};
 
-use crate::cells::{AtomSet, Cell, Region, TooComplex, DIMS, MAX_CELLS};
+use crate::cells::{AtomSet, Cell, Region, TooComplex, DIMS, MAX_CELLS, MAX_WORK};
 use crate::domain::{Domain, RuleCells, SCOPE};
 use crate::{Analysis, Finding, FindingKind, Undecided};
 
@@ -249,7 +249,9 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
         let (Ok((o_left, o_hit)), Ok((u_left, u_hit))) = (o_sweep, u_sweep) else {
             analysis.undecided.push(Undecided {
                 rule_id: rule.id(),
-                reason: format!("{TOO_COMPLEX} (more than {MAX_CELLS} boxes)"),
+                reason: format!(
+                    "whether it is shadowed: {TOO_COMPLEX} (over {MAX_CELLS} boxes or {MAX_WORK} box visits)"
+                ),
             });
             continue;
         };

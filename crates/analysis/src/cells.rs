@@ -202,6 +202,8 @@ impl Cell {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Region {
     pub(crate) cells: Vec<Cell>,
+    /// Boxes visited so far (the work budget, see [`MAX_WORK`]).
+    work: u64,
 }
 
 /// The region grew past the analysis's budget.
@@ -211,10 +213,15 @@ pub(crate) struct TooComplex;
 /// The most boxes a region may hold before the analysis gives up on a rule.
 pub(crate) const MAX_CELLS: usize = 4096;
 
+/// The most boxes one region may visit (over every test and subtraction of a sweep) before the
+/// analysis gives up on a rule: it bounds the time a rule can take.
+pub(crate) const MAX_WORK: u64 = 200_000;
+
 impl Region {
     pub(crate) fn of(cell: Option<Cell>) -> Self {
         Region {
             cells: cell.into_iter().collect(),
+            work: 0,
         }
     }
 
@@ -222,7 +229,8 @@ impl Region {
         self.cells.is_empty()
     }
 
-    pub(crate) fn intersects(&self, cell: &Cell) -> bool {
+    pub(crate) fn intersects(&mut self, cell: &Cell) -> bool {
+        self.work += self.cells.len() as u64;
         self.cells.iter().any(|c| c.intersects(cell))
     }
 
@@ -232,6 +240,9 @@ impl Region {
         cell: &Cell,
         universe: &[u32; DIMS],
     ) -> Result<(), TooComplex> {
+        if self.work > MAX_WORK {
+            return Err(TooComplex);
+        }
         if !self.intersects(cell) {
             return Ok(());
         }

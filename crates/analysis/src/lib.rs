@@ -69,7 +69,8 @@
 //! of the user agents no rule names), a managed list (`auth0_managed`: its content is not
 //! modelled). Each question is then asked twice, once to prove and once to refute; a question
 //! neither settles puts the rule in `undecided` with the reason, never a guess. So does a rule
-//! whose region would need more than 4,096 boxes.
+//! whose region would need more than 4,096 boxes, or
+//! whose sweep would visit more than 200,000 (the bound on the time one rule may take).
 //!
 //! # Impact preview
 //!
