@@ -15,6 +15,10 @@
 //!   (read once, at start); a malformed file is reported with its line, exit status 2. Rules
 //!   naming a list without entries are named on standard error (they match nothing through
 //!   it; in `not_match` the condition holds).
+//! - `--compare OLD NEW` (instead of `--rules`): the impact preview. Every request line is decided
+//!   under both rule files and one JSON object is printed, `{requests, changed, transitions,
+//!   by_rule, examples}` (see `netacl_analysis::Preview`); invalid lines are left out and counted
+//!   on standard error.
 //!
 //! The run streams in constant memory: lines are parsed with borrowed strings and outcomes are
 //! serialised straight into a large output buffer.
@@ -33,8 +37,12 @@ const BUFFER: usize = 1 << 20;
 #[derive(clap::Args)]
 pub struct Args {
     /// The rule file: a JSON array of network ACL records or `{"network_acls": [...]}`.
-    #[arg(long, value_name = "RULES.json")]
-    rules: PathBuf,
+    #[arg(long, value_name = "RULES.json", required_unless_present = "compare")]
+    rules: Option<PathBuf>,
+    /// Impact preview: decide every request under OLD and NEW (two rule files) and print one
+    /// JSON object `{requests, changed, transitions, by_rule, examples}` instead of decisions.
+    #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with = "rules")]
+    compare: Option<Vec<PathBuf>>,
     /// Requests, one JSON object a line (default: standard input).
     #[arg(long, value_name = "REQUESTS.jsonl")]
     requests: Option<PathBuf>,
@@ -70,7 +78,7 @@ fn record_index(path: &str) -> Option<usize> {
     path[open + 1..close].parse().ok()
 }
 
-fn describe_invalid_rules(err: &ValidationError) -> String {
+pub(crate) fn describe_invalid_rules(err: &ValidationError) -> String {
     let mut at = String::new();
     match (record_index(&err.path), &err.rule_id) {
         (Some(index), Some(id)) => at = format!("rule {index} (id {id}): "),
@@ -85,19 +93,23 @@ fn describe_invalid_rules(err: &ValidationError) -> String {
     }
 }
 
-/// Runs `netacl eval`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read(&args.rules)
-        .with_context(|| format!("cannot read the rule file {}", args.rules.display()))?;
+/// Validates and compiles one rule file with the run's limits, managed lists and databases;
+/// the error is the exit status, its message already printed.
+fn load_policy(
+    args: &Args,
+    path: &std::path::Path,
+) -> anyhow::Result<Result<CompiledPolicy, ExitCode>> {
+    let text = std::fs::read(path)
+        .with_context(|| format!("cannot read the rule file {}", path.display()))?;
     let value = match parse_json(&text, MAX_NESTING_DEPTH) {
         Ok(value) => value,
         Err(JsonTextError::Syntax(err)) => {
-            eprintln!("netacl eval: {} is not JSON: {err}", args.rules.display());
-            return Ok(ExitCode::from(2));
+            eprintln!("netacl eval: {} is not JSON: {err}", path.display());
+            return Ok(Err(ExitCode::from(2)));
         }
         Err(err) => {
-            eprintln!("netacl eval: {}: {err}", args.rules.display());
-            return Ok(ExitCode::from(2));
+            eprintln!("netacl eval: {}: {err}", path.display());
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     drop(text);
@@ -106,10 +118,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(err) => {
             eprintln!(
                 "netacl eval: invalid rule file {}: {}",
-                args.rules.display(),
+                path.display(),
                 describe_invalid_rules(&err)
             );
-            return Ok(ExitCode::from(2));
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     drop(value);
@@ -120,7 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok((lists, _)) => lists,
         Err(err) => {
             eprintln!("netacl eval: invalid {err}");
-            return Ok(ExitCode::from(2));
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     let index = std::sync::Arc::new(ManagedIndex::build(&lists));
@@ -129,9 +141,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(err) => {
             eprintln!(
                 "netacl eval: the rule file {} cannot be compiled: {err}",
-                args.rules.display()
+                path.display()
             );
-            return Ok(ExitCode::from(2));
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     drop(rules);
@@ -143,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(policy) => policy,
         Err(err) => {
             eprintln!("netacl eval: {err:#}");
-            return Ok(ExitCode::from(2));
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     for rule in policy.stats().rules_naming_empty_lists {
@@ -158,14 +170,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             rule.rule_id, rule.list
         );
     }
+    Ok(Ok(policy))
+}
 
-    let input: Box<dyn Read> = match &args.requests {
+fn open_requests(args: &Args) -> anyhow::Result<Box<dyn Read>> {
+    Ok(match &args.requests {
         Some(path) => Box::new(
             File::open(path)
                 .with_context(|| format!("cannot open the request file {}", path.display()))?,
         ),
         None => Box::new(io::stdin().lock()),
+    })
+}
+
+/// Runs `netacl eval`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(files) = &args.compare {
+        return run_compare(&args, &files[0], &files[1]);
+    }
+    let Some(rules) = &args.rules else {
+        anyhow::bail!("give --rules or --compare");
     };
+    let policy = match load_policy(&args, rules)? {
+        Ok(policy) => policy,
+        Err(code) => return Ok(code),
+    };
+
+    let input = open_requests(&args)?;
     let stdout = io::stdout().lock();
     let mut output = BufWriter::with_capacity(BUFFER, stdout);
     let report = evaluate_lines(
@@ -191,6 +222,75 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `netacl eval --compare OLD NEW`: every request line decided under both rule files, one
+/// preview object printed.
+fn run_compare(
+    args: &Args,
+    old: &std::path::Path,
+    new: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    let old = match load_policy(args, old)? {
+        Ok(policy) => policy,
+        Err(code) => return Ok(code),
+    };
+    let new = match load_policy(args, new)? {
+        Ok(policy) => policy,
+        Err(code) => return Ok(code),
+    };
+    let mut input = BufReader::with_capacity(BUFFER, open_requests(args)?);
+    let (preview, report) =
+        compare_lines(&old, &new, &mut input).context("cannot read requests")?;
+    let mut out = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &preview.to_json())?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    if report.invalid > 0 {
+        eprintln!(
+            "netacl eval: {} of {} request lines were invalid and left out",
+            report.invalid,
+            report.invalid + report.decided
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Decides every request line of `input` under `old` and `new`: the preview, and the lines
+/// decided and refused.
+pub fn compare_lines(
+    old: &CompiledPolicy,
+    new: &CompiledPolicy,
+    input: &mut impl BufRead,
+) -> io::Result<(netacl_analysis::Preview, LinesReport)> {
+    let mut comparison = netacl_analysis::Comparison::new(old, new);
+    let mut report = LinesReport::default();
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return Ok((comparison.finish(), report));
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            report.invalid += 1;
+            continue;
+        };
+        let Ok(parsed) = RequestInputRef::from_json_line(text) else {
+            report.invalid += 1;
+            continue;
+        };
+        let Ok(request) = parsed.to_request() else {
+            report.invalid += 1;
+            continue;
+        };
+        comparison.add(&request, || {
+            serde_json::to_value(&parsed).unwrap_or_default()
+        });
+        report.decided += 1;
+    }
 }
 
 /// What a run did.

@@ -1,5 +1,5 @@
 //! `netacl`: the one binary. Subcommands: `serve` (admin API), `eval` (replay requests against a
-//! rule set), `bench` (measure the evaluator), `edge` (the enforcing proxy), `fingerprint`
+//! rule set), `lint` (analyse a rule set), `bench` (measure the evaluator), `edge` (the enforcing proxy), `fingerprint`
 //! (JA3/JA4 of ClientHello records), `directory` (import directory data), `tenant` (the tenants of a deployment).
 use std::process::ExitCode;
 
@@ -13,6 +13,7 @@ mod cmd_directory;
 mod cmd_edge;
 mod cmd_eval;
 mod cmd_fingerprint;
+mod cmd_lint;
 mod cmd_secrets_key;
 mod cmd_serve;
 mod cmd_tenant;
@@ -36,6 +37,8 @@ enum Command {
     Serve(cmd_serve::Args),
     /// Evaluate requests (JSON lines) against a rule file; one decision a line.
     Eval(cmd_eval::Args),
+    /// Analyse a rule file: shadowed, redundant and conflicting rules (exit 1 with findings).
+    Lint(cmd_lint::Args),
     /// Measure the compiled evaluator against the reference evaluator on a synthetic rule set.
     Bench(cmd_bench::Args),
     /// Run the enforcing reverse proxy.
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => cmd_serve::run(args),
         Command::Eval(args) => cmd_eval::run(args),
+        Command::Lint(args) => cmd_lint::run(args),
         Command::Bench(args) => cmd_bench::run(args),
         Command::Edge(args) => cmd_edge::run(*args),
         Command::Fingerprint(args) => cmd_fingerprint::run(args),

@@ -132,7 +132,10 @@ fn lists_from_body(
 
 /// Records (with `id`) or create bodies (without; they get ids `acl_111…1`, `acl_111…2`, ... in
 /// order) into a rule set at version 0.
-fn rule_set_from_body(acls: &Value, limits: &netacl_model::Limits) -> Result<RuleSet, ApiError> {
+pub(crate) fn rule_set_from_body(
+    acls: &Value,
+    limits: &netacl_model::Limits,
+) -> Result<RuleSet, ApiError> {
     let Value::Array(items) = acls else {
         return Err(ValidationError::new("network_acls", "Expected type array").into());
     };

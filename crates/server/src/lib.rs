@@ -79,6 +79,7 @@ pub mod auth;
 pub mod rate_limit;
 
 mod acl_keys;
+mod analysis;
 
 mod body;
 mod branding;

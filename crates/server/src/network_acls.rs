@@ -109,7 +109,7 @@ pub(crate) async fn create(
         .tenant
         .apply(Change::Create(Box::new(acl)))
         .await?;
-    applied_response(StatusCode::CREATED, applied)
+    applied_response(&state, StatusCode::CREATED, applied).await
 }
 
 /// `GET /network-acls/{id}`.
@@ -179,7 +179,7 @@ async fn updated(
         .tenant
         .apply(Change::Replace { id, build })
         .await?;
-    applied_response(StatusCode::OK, applied)
+    applied_response(state, StatusCode::OK, applied).await
 }
 
 /// A create, replace or update body (JSON or form); the endpoints take no query parameters.
@@ -199,10 +199,18 @@ async fn acl_body(
     .await
 }
 
-/// The record a create or replace stored, with `status`.
-fn applied_response(status: StatusCode, applied: Applied) -> Result<Response, ApiError> {
+/// The record a create or replace stored, with `status`, and the `Netacl-Findings` header when
+/// the rule-set analysis has findings that concern it.
+async fn applied_response(
+    state: &AppState,
+    status: StatusCode,
+    applied: Applied,
+) -> Result<Response, ApiError> {
     match applied.record {
-        Some(stored) => Ok(record_response(status, &stored)),
+        Some(stored) => {
+            let response = record_response(status, &stored);
+            Ok(crate::analysis::with_findings(state, &stored.acl.id, response).await)
+        }
         None => Err(ApiError::internal()),
     }
 }

@@ -741,6 +741,8 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::NetworkAclCreate => "NetworkAclCreate",
         BodySchema::NetworkAclUpdate => "NetworkAclUpdate",
         BodySchema::DryRun => "DryRun",
+        BodySchema::Analyze => "Analyze",
+        BodySchema::Preview => "Preview",
         BodySchema::OrganizationCreate => "OrganizationCreate",
         BodySchema::OrganizationUpdate => "OrganizationUpdate",
         BodySchema::EnabledConnectionAdd => "EnabledConnectionAdd",
@@ -810,6 +812,40 @@ fn success_schema(operation_id: &str) -> Value {
             "version": {"type": "integer", "minimum": 0},
             "source": {"enum": ["live", "body"]},
             "outcome": {"$ref": "#/components/schemas/Outcome"}
+        }}),
+        "netacl_analyze" => json!({"type": "object", "additionalProperties": false,
+        "required": ["findings", "undecided"], "properties": {
+            "findings": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+                "required": ["kind", "rule_id", "by", "detail"], "properties": {
+                "kind": {"enum": ["shadowed", "redundant", "conflict"]},
+                "rule_id": {"type": "string", "pattern": patterns::ACL_ID},
+                "by": {"type": "array", "items": {"type": "string", "pattern": patterns::ACL_ID}},
+                "detail": {"type": "string"}}}},
+            "undecided": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+                "required": ["rule_id", "reason"], "properties": {
+                "rule_id": {"type": "string", "pattern": patterns::ACL_ID},
+                "reason": {"type": "string"}}}}
+        }}),
+        "netacl_preview" => json!({"type": "object", "additionalProperties": false,
+        "required": ["requests", "changed", "transitions", "by_rule", "examples"], "properties": {
+            "requests": {"type": "integer", "minimum": 0},
+            "changed": {"type": "integer", "minimum": 0},
+            "transitions": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+                "required": ["from", "to", "count"], "properties": {
+                "from": {"$ref": "#/components/schemas/Effect"},
+                "to": {"$ref": "#/components/schemas/Effect"},
+                "count": {"type": "integer", "minimum": 1}}}},
+            "by_rule": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+                "required": ["rule_id", "gained", "lost"], "properties": {
+                "rule_id": {"type": "string", "pattern": patterns::ACL_ID},
+                "gained": {"type": "integer", "minimum": 0},
+                "lost": {"type": "integer", "minimum": 0}}}},
+            "examples": {"type": "array", "maxItems": netacl_analysis::MAX_EXAMPLES, "items": {
+                "type": "object", "additionalProperties": false,
+                "required": ["request", "from", "to"], "properties": {
+                "request": {"type": "object"},
+                "from": {"$ref": "#/components/schemas/Outcome"},
+                "to": {"$ref": "#/components/schemas/Outcome"}}}}
         }}),
         "netacl_status" => json!({"type": "object", "additionalProperties": false,
         "required": ["tenant", "version", "network_acls", "policy"], "properties": {
@@ -992,6 +1028,44 @@ fn schemas(limits: &Limits) -> Value {
                     "description": "Managed list content for this dry run only, by name \
                                     (replaces the content in force for the names given).",
                     "properties": list_overrides}
+            }},
+        "Analyze": {"type": "object", "additionalProperties": false,
+            "description": "The rule set to analyse; without network_acls, the live rules.",
+            "properties": {
+                "network_acls": {"type": "array", "maxItems": limits.max_rules_per_set,
+                    "items": {"oneOf": [
+                        {"$ref": "#/components/schemas/NetworkAclRecord"},
+                        {"$ref": "#/components/schemas/NetworkAclCreate"}
+                    ]}}
+            }},
+        "Preview": {"type": "object", "additionalProperties": false,
+            "required": ["changes", "requests"],
+            "properties": {
+                "changes": {"type": "array", "description": "Applied in order to the live rules, in memory.",
+                    "items": {"oneOf": [
+                        {"type": "object", "additionalProperties": false,
+                         "required": ["op", "network_acl"], "properties": {
+                            "op": {"enum": ["create"]},
+                            "network_acl": {"$ref": "#/components/schemas/NetworkAclCreate"}}},
+                        {"type": "object", "additionalProperties": false,
+                         "required": ["op", "id", "network_acl"], "properties": {
+                            "op": {"enum": ["replace"]}, "id": pattern(patterns::ACL_ID),
+                            "network_acl": {"$ref": "#/components/schemas/NetworkAclCreate"}}},
+                        {"type": "object", "additionalProperties": false,
+                         "required": ["op", "id", "network_acl"], "properties": {
+                            "op": {"enum": ["update"]}, "id": pattern(patterns::ACL_ID),
+                            "network_acl": {"$ref": "#/components/schemas/NetworkAclUpdate"}}},
+                        {"type": "object", "additionalProperties": false,
+                         "required": ["op", "id"], "properties": {
+                            "op": {"enum": ["delete"]}, "id": pattern(patterns::ACL_ID)}}
+                    ]}},
+                "requests": {"type": "array", "description": "The requests to replay, with netacl eval's keys.",
+                    "items": {"$ref": "#/components/schemas/RequestInput"}}
+            }},
+        "Effect": {"type": "object", "additionalProperties": false, "required": ["action"],
+            "properties": {
+                "action": {"enum": ["block", "allow", "redirect", "none"]},
+                "redirect_uri": {"type": "string"}
             }},
         "Outcome": {"type": "object", "additionalProperties": false,
             "required": ["action", "rule_id", "monitored"], "properties": {

@@ -51,6 +51,11 @@ impl Policy {
         })))
     }
 
+    /// The compiled policy itself (the impact preview evaluates with it).
+    pub(crate) fn compiled(&self) -> &CompiledPolicy {
+        &self.0
+    }
+
     /// The managed lists it was compiled against.
     pub(crate) fn managed_index(&self) -> &Arc<ManagedIndex> {
         self.0.managed_index()

@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::{
     acl_keys, branding, directory, groups, managed_lists, organizations, sessions, signing_keys,
 };
-use crate::{guard, internal, network_acls, openapi};
+use crate::{analysis, guard, internal, network_acls, openapi};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,8 @@ pub(crate) enum BodySchema {
     NetworkAclCreate,
     NetworkAclUpdate,
     DryRun,
+    Analyze,
+    Preview,
     OrganizationCreate,
     OrganizationUpdate,
     EnabledConnectionAdd,
@@ -371,6 +373,32 @@ fn base_operations() -> Vec<Operation> {
             success: (200, "The outcome and the policy version"),
             errors: &[400, 413, 415],
             route: || post(internal::dry_run),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/network-acls/analyze",
+            operation_id: "netacl_analyze",
+            summary: "Shadowed, redundant and conflicting rules of the live rules or of the rule set in the body",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: Some(BodySchema::Analyze),
+            form: false,
+            success: (200, "The findings and the rules left undecided"),
+            errors: &[400, 413, 415],
+            route: || post(analysis::analyze),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/network-acls/preview",
+            operation_id: "netacl_preview",
+            summary: "Replay requests against the live rules and the rules after the proposed changes",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: Some(BodySchema::Preview),
+            form: false,
+            success: (200, "How many decisions change, from what to what, by rule, with examples"),
+            errors: &[400, 404, 413, 415],
+            route: || post(analysis::preview),
         },
         Operation {
             method: Method::GET,

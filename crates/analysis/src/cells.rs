@@ -1,0 +1,313 @@
+//! Sets of requests as unions of boxes: one set of atoms per dimension.
+//!
+//! A dimension's atoms are numbered `0..universe`; a set of atoms is a sorted list of disjoint
+//! half-open ranges, or [`AtomSet::Full`]. A [`Cell`] is the product of one set per dimension
+//! (a box); a [`Region`] is a list of pairwise disjoint cells.
+
+use smallvec::SmallVec;
+
+/// How many dimensions a request has (see `domain.rs`).
+pub(crate) const DIMS: usize = 11;
+
+type Ranges = SmallVec<[(u32, u32); 2]>;
+
+/// A set of atoms of one dimension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AtomSet {
+    /// Every atom of the dimension (the dimension is not constrained).
+    Full,
+    /// These ranges (sorted, disjoint, not adjacent, never empty, never the whole universe).
+    Ranges(Ranges),
+}
+
+impl AtomSet {
+    /// The set of the given ranges (any order, may overlap), normalised; `None` when empty.
+    pub(crate) fn from_ranges(mut ranges: Vec<(u32, u32)>, universe: u32) -> Option<Self> {
+        ranges.retain(|(lo, hi)| lo < hi);
+        ranges.sort_unstable();
+        let mut merged: Ranges = SmallVec::new();
+        for (lo, hi) in ranges {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        Self::normalised(merged, universe)
+    }
+
+    fn normalised(ranges: Ranges, universe: u32) -> Option<Self> {
+        if ranges.is_empty() {
+            None
+        } else if ranges.len() == 1 && ranges[0] == (0, universe) {
+            Some(AtomSet::Full)
+        } else {
+            Some(AtomSet::Ranges(ranges))
+        }
+    }
+
+    /// How many atoms the set holds.
+    pub(crate) fn atoms(&self, universe: u32) -> u64 {
+        match self {
+            AtomSet::Full => u64::from(universe),
+            AtomSet::Ranges(r) => r.iter().map(|(lo, hi)| u64::from(hi - lo)).sum(),
+        }
+    }
+
+    /// The ranges (the whole universe for `Full`).
+    pub(crate) fn ranges(&self, universe: u32) -> Ranges {
+        match self {
+            AtomSet::Full => smallvec::smallvec![(0, universe)],
+            AtomSet::Ranges(r) => r.clone(),
+        }
+    }
+
+    fn intersects(&self, other: &AtomSet) -> bool {
+        let (a, b) = match (self, other) {
+            (AtomSet::Full, _) | (_, AtomSet::Full) => return true,
+            (AtomSet::Ranges(a), AtomSet::Ranges(b)) => (a, b),
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            if a[i].0.max(b[j].0) < a[i].1.min(b[j].1) {
+                return true;
+            }
+            if a[i].1 <= b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        false
+    }
+
+    /// `self ∩ other`; `None` when empty.
+    pub(crate) fn intersect(&self, other: &AtomSet, universe: u32) -> Option<AtomSet> {
+        let (a, b) = match (self, other) {
+            (AtomSet::Full, x) | (x, AtomSet::Full) => return Some(x.clone()),
+            (AtomSet::Ranges(a), AtomSet::Ranges(b)) => (a, b),
+        };
+        let mut out: Ranges = SmallVec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            let lo = a[i].0.max(b[j].0);
+            let hi = a[i].1.min(b[j].1);
+            if lo < hi {
+                out.push((lo, hi));
+            }
+            if a[i].1 <= b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        Self::normalised(out, universe)
+    }
+
+    /// `self \ other`; `None` when empty.
+    pub(crate) fn minus(&self, other: &AtomSet, universe: u32) -> Option<AtomSet> {
+        let b = match other {
+            AtomSet::Full => return None,
+            AtomSet::Ranges(b) => b,
+        };
+        let a = self.ranges(universe);
+        let mut out: Ranges = SmallVec::new();
+        let mut j = 0;
+        for &(lo, hi) in &a {
+            let mut start = lo;
+            while j < b.len() && b[j].1 <= start {
+                j += 1;
+            }
+            let mut k = j;
+            while k < b.len() && b[k].0 < hi {
+                if b[k].0 > start {
+                    out.push((start, b[k].0));
+                }
+                start = start.max(b[k].1);
+                if start >= hi {
+                    break;
+                }
+                k += 1;
+            }
+            if start < hi {
+                out.push((start, hi));
+            }
+        }
+        Self::normalised(out, universe)
+    }
+
+    /// The atoms not in `self`; `None` when empty.
+    pub(crate) fn complement(&self, universe: u32) -> Option<AtomSet> {
+        AtomSet::Full.minus(self, universe)
+    }
+}
+
+/// A box: the requests whose atom in every dimension is in that dimension's set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cell {
+    pub(crate) dims: [AtomSet; DIMS],
+}
+
+impl Cell {
+    /// Every request.
+    pub(crate) fn full() -> Self {
+        Cell {
+            dims: std::array::from_fn(|_| AtomSet::Full),
+        }
+    }
+
+    /// Restricts dimension `d` to `set`; `false` when the cell became empty.
+    pub(crate) fn restrict(&mut self, d: usize, set: &AtomSet, universe: &[u32; DIMS]) -> bool {
+        match self.dims[d].intersect(set, universe[d]) {
+            Some(s) => {
+                self.dims[d] = s;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the two boxes share a request.
+    pub(crate) fn intersects(&self, other: &Cell) -> bool {
+        self.dims
+            .iter()
+            .zip(&other.dims)
+            .all(|(a, b)| a.intersects(b))
+    }
+
+    /// `self \ other` as disjoint boxes, pushed to `out`.
+    pub(crate) fn minus_into(&self, other: &Cell, universe: &[u32; DIMS], out: &mut Vec<Cell>) {
+        if !self.intersects(other) {
+            out.push(self.clone());
+            return;
+        }
+        let mut rest = self.clone();
+        for (d, (cut, &size)) in other.dims.iter().zip(universe).enumerate() {
+            if *cut == AtomSet::Full {
+                continue;
+            }
+            if let Some(outside) = rest.dims[d].minus(cut, size) {
+                let mut piece = rest.clone();
+                piece.dims[d] = outside;
+                out.push(piece);
+            }
+            // Not empty: the boxes intersect in every dimension.
+            if let Some(inside) = rest.dims[d].intersect(cut, size) {
+                rest.dims[d] = inside;
+            }
+        }
+    }
+}
+
+/// A union of pairwise disjoint boxes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Region {
+    pub(crate) cells: Vec<Cell>,
+    /// Boxes visited so far (the work budget, see [`MAX_WORK`]).
+    work: u64,
+}
+
+/// The region grew past the analysis's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooComplex;
+
+/// The most boxes a region may hold before the analysis gives up on a rule.
+pub(crate) const MAX_CELLS: usize = 4096;
+
+/// The most boxes one region may visit (over every test and subtraction of a sweep) before the
+/// analysis gives up on a rule: it bounds the time a rule can take.
+pub(crate) const MAX_WORK: u64 = 200_000;
+
+impl Region {
+    pub(crate) fn of(cell: Option<Cell>) -> Self {
+        Region {
+            cells: cell.into_iter().collect(),
+            work: 0,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    pub(crate) fn intersects(&mut self, cell: &Cell) -> bool {
+        self.work += self.cells.len() as u64;
+        self.cells.iter().any(|c| c.intersects(cell))
+    }
+
+    /// Removes `cell` from the region.
+    pub(crate) fn subtract(
+        &mut self,
+        cell: &Cell,
+        universe: &[u32; DIMS],
+    ) -> Result<(), TooComplex> {
+        if self.work > MAX_WORK {
+            return Err(TooComplex);
+        }
+        if !self.intersects(cell) {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(self.cells.len() + 2);
+        for c in &self.cells {
+            c.minus_into(cell, universe, &mut out);
+        }
+        if out.len() > MAX_CELLS {
+            return Err(TooComplex);
+        }
+        self.cells = out;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(r: &[(u32, u32)], u: u32) -> Option<AtomSet> {
+        AtomSet::from_ranges(r.to_vec(), u)
+    }
+
+    #[test]
+    fn set_operations() {
+        let a = set(&[(0, 3), (5, 8)], 10).unwrap();
+        let b = set(&[(2, 6)], 10).unwrap();
+        assert_eq!(a.intersect(&b, 10), set(&[(2, 3), (5, 6)], 10));
+        assert_eq!(a.minus(&b, 10), set(&[(0, 2), (6, 8)], 10));
+        assert_eq!(b.minus(&a, 10), set(&[(3, 5)], 10));
+        assert_eq!(a.complement(10), set(&[(3, 5), (8, 10)], 10));
+        assert_eq!(set(&[(0, 10)], 10), Some(AtomSet::Full));
+        assert_eq!(AtomSet::Full.minus(&AtomSet::Full, 10), None);
+        assert_eq!(set(&[(0, 4), (4, 10)], 10), Some(AtomSet::Full));
+        assert!(!a.intersects(&set(&[(3, 5)], 10).unwrap()));
+    }
+
+    #[test]
+    fn box_difference_is_disjoint_and_exact() {
+        let universe = [4; DIMS];
+        let mut a = Cell::full();
+        a.dims[0] = set(&[(0, 3)], 4).unwrap();
+        let mut b = Cell::full();
+        b.dims[0] = set(&[(1, 2)], 4).unwrap();
+        b.dims[1] = set(&[(0, 1)], 4).unwrap();
+        let mut out = Vec::new();
+        a.minus_into(&b, &universe, &mut out);
+        // Count points over the first two dimensions.
+        let mut count = 0;
+        for x in 0..4 {
+            for y in 0..4 {
+                let inside: Vec<_> = out
+                    .iter()
+                    .filter(|c| {
+                        let p =
+                            |s: &AtomSet, v: u32| s.ranges(4).iter().any(|r| r.0 <= v && v < r.1);
+                        p(&c.dims[0], x) && p(&c.dims[1], y)
+                    })
+                    .collect();
+                assert!(inside.len() <= 1);
+                let expected = x < 3 && !(x == 1 && y == 0);
+                assert_eq!(inside.len() == 1, expected, "{x} {y}");
+                count += inside.len();
+            }
+        }
+        assert_eq!(count, 11);
+    }
+}

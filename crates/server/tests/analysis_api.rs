@@ -1,0 +1,271 @@
+//! Rule analysis and impact preview through HTTP (`oneshot`): `POST
+//! /_netacl/v1/network-acls/analyze`, `POST /_netacl/v1/network-acls/preview` and the
+//! `Netacl-Findings` header of the ACL write answers.
+mod support;
+
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+use support::{api, scoped_token, Answer, Api};
+
+const ANALYZE: &str = "/_netacl/v1/network-acls/analyze";
+const PREVIEW: &str = "/_netacl/v1/network-acls/preview";
+
+fn acl(priority: u64, action: &str, cidr: &str) -> Value {
+    json!({
+        "description": format!("{action} {cidr}"),
+        "active": true,
+        "priority": priority,
+        "rule": {"action": {action: true}, "scope": "tenant", "match": {"ipv4_cidrs": [cidr]}}
+    })
+}
+
+async fn create(api: &Api, body: Value) -> Answer {
+    let answer = api
+        .send(Method::POST, "/api/v2/network-acls", Some(body))
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    answer
+}
+
+fn findings_header(answer: &Answer) -> Option<String> {
+    answer
+        .headers
+        .get("netacl-findings")
+        .map(|v| v.to_str().expect("ASCII").to_owned())
+}
+
+#[tokio::test]
+async fn the_live_rules_are_analysed_and_writes_carry_their_findings() {
+    let api = api().await;
+    let first = create(&api, acl(10, "block", "10.0.0.0/8")).await;
+    assert_eq!(findings_header(&first), None);
+    let id1 = first.body["id"].as_str().expect("id").to_owned();
+    let second = create(&api, acl(20, "allow", "10.1.0.0/16")).await;
+    let id2 = second.body["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        findings_header(&second).as_deref(),
+        Some(format!("shadowed by {id1}; conflict with {id1}").as_str())
+    );
+    // The body is the record as ever.
+    let stored = api.get_ok(&format!("/api/v2/network-acls/{id2}")).await;
+    assert_eq!(second.body, stored);
+
+    let answer = api.send(Method::POST, ANALYZE, Some(json!({}))).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(
+        answer.body,
+        json!({"findings": [
+            {"kind": "shadowed", "rule_id": id2, "by": [id1],
+             "detail": format!("never decides: {id1} decides every request it matches")},
+            {"kind": "conflict", "rule_id": id2, "by": [id1],
+             "detail": format!("{id1} (block) decides requests this rule (allow) also matches: their order decides")}
+        ], "undecided": []})
+    );
+
+    // A PATCH that moves the allow rule first: the block rule is no longer shadowing it, the
+    // two still conflict (now the other way round).
+    let moved = api
+        .send(
+            Method::PATCH,
+            &format!("/api/v2/network-acls/{id2}"),
+            Some(json!({"priority": 5})),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+    assert_eq!(
+        findings_header(&moved).as_deref(),
+        Some(format!("conflict with {id1}").as_str())
+    );
+    // A PUT that makes the block rule redundant with nothing: it stays alone in its network.
+    let replaced = api
+        .send(
+            Method::PUT,
+            &format!("/api/v2/network-acls/{id1}"),
+            Some(acl(10, "block", "192.0.2.0/24")),
+        )
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.body);
+    assert_eq!(findings_header(&replaced), None);
+}
+
+#[tokio::test]
+async fn a_proposed_rule_set_is_analysed_and_an_invalid_one_named_by_its_path() {
+    let api = api().await;
+    let rules = json!({"network_acls": [
+        acl(1, "block", "10.0.0.0/8"),
+        acl(2, "block", "10.0.0.0/16"),
+    ]});
+    let answer = api.send(Method::POST, ANALYZE, Some(rules)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["findings"][0]["kind"], "shadowed");
+    assert_eq!(
+        answer.body["findings"][0]["rule_id"],
+        "acl_1111111111111111111113"
+    );
+
+    let bad =
+        json!({"network_acls": [acl(1, "block", "10.0.0.0/8"), acl(2, "block", "10.0.0.256")]});
+    let answer = api.send(Method::POST, ANALYZE, Some(bad)).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    let message = answer.body["message"].as_str().expect("message");
+    assert!(
+        message.ends_with("on property network_acls[1].rule.match.ipv4_cidrs[0]."),
+        "{message}"
+    );
+    let unknown = api
+        .send(Method::POST, ANALYZE, Some(json!({"rules": []})))
+        .await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn analysis_and_preview_need_read_network_acls() {
+    let api = api().await;
+    let token = scoped_token(&api.service, "writer", &["create:network_acls"]);
+    for path in [ANALYZE, PREVIEW] {
+        let answer = api
+            .send_as(&token, Method::POST, path, Some(json!({})))
+            .await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{path}");
+    }
+    let token = scoped_token(&api.service, "reader", &["read:network_acls"]);
+    let answer = api
+        .send_as(&token, Method::POST, ANALYZE, Some(json!({})))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_preview_counts_the_changed_decisions() {
+    let api = api().await;
+    let live = create(&api, acl(10, "block", "10.0.0.0/8")).await;
+    let live_id = live.body["id"].as_str().expect("id").to_owned();
+    let body = json!({
+        "changes": [{"op": "create", "network_acl": acl(5, "allow", "10.1.0.0/16")}],
+        "requests": [
+            {"client_ip": "10.1.0.1"},
+            {"client_ip": "10.2.0.1"},
+            {"client_ip": "192.0.2.1", "path": "/api/v2/users"},
+            {"client_ip": "10.1.200.7"}
+        ]
+    });
+    let answer = api.send(Method::POST, PREVIEW, Some(body)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let created = "acl_1111111111111111111112";
+    let mut by_rule = vec![
+        json!({"rule_id": created, "gained": 2, "lost": 0}),
+        json!({"rule_id": live_id, "gained": 0, "lost": 2}),
+    ];
+    by_rule.sort_by(|a, b| a["rule_id"].as_str().cmp(&b["rule_id"].as_str()));
+    assert_eq!(answer.body["requests"], 4);
+    assert_eq!(answer.body["changed"], 2);
+    assert_eq!(
+        answer.body["transitions"],
+        json!([{"from": {"action": "block"}, "to": {"action": "allow"}, "count": 2}])
+    );
+    assert_eq!(answer.body["by_rule"], json!(by_rule));
+    assert_eq!(
+        answer.body["examples"].as_array().expect("examples").len(),
+        2
+    );
+    assert_eq!(
+        answer.body["examples"][0],
+        json!({
+            "request": {"client_ip": "10.1.0.1"},
+            "from": {"action": "block", "rule_id": live_id, "monitored": []},
+            "to": {"action": "allow", "rule_id": created, "monitored": []}
+        })
+    );
+
+    // Delete, update and replace of the live rule, in memory only.
+    let body = json!({
+        "changes": [
+            {"op": "update", "id": live_id, "network_acl": {"rule": {
+                "action": {"redirect": true, "redirect_uri": "https://example.com/"},
+                "scope": "tenant", "match": {"ipv4_cidrs": ["10.0.0.0/8"]}}}}
+        ],
+        "requests": [{"client_ip": "10.9.9.9"}, {"client_ip": "11.0.0.1"}]
+    });
+    let answer = api.send(Method::POST, PREVIEW, Some(body)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(
+        answer.body["transitions"],
+        json!([{"from": {"action": "block"},
+                "to": {"action": "redirect", "redirect_uri": "https://example.com/"}, "count": 1}])
+    );
+    let body = json!({
+        "changes": [{"op": "delete", "id": live_id}],
+        "requests": [{"client_ip": "10.9.9.9"}]
+    });
+    let answer = api.send(Method::POST, PREVIEW, Some(body)).await;
+    assert_eq!(
+        answer.body["transitions"],
+        json!([{"from": {"action": "block"}, "to": {"action": "none"}, "count": 1}])
+    );
+    // Nothing was applied.
+    let list = api.get_ok("/api/v2/network-acls").await;
+    assert_eq!(list.as_array().expect("list").len(), 1);
+    assert_eq!(list[0], live.body);
+}
+
+#[tokio::test]
+async fn an_invalid_proposed_rule_is_the_create_message_with_the_path_prefixed() {
+    let api = api().await;
+    let bad = acl(5, "block", "10.0.0.0/33");
+    let created = api
+        .send(Method::POST, "/api/v2/network-acls", Some(bad.clone()))
+        .await;
+    assert_eq!(created.status, StatusCode::BAD_REQUEST);
+    let message = created.body["message"].as_str().expect("message");
+    let body = json!({"changes": [{"op": "create", "network_acl": bad}], "requests": []});
+    let answer = api.send(Method::POST, PREVIEW, Some(body)).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert_eq!(
+        answer.body["message"].as_str().expect("message"),
+        message.replace(
+            "on property rule.",
+            "on property changes[0].network_acl.rule."
+        )
+    );
+    assert!(
+        message.contains("on property rule.match.ipv4_cidrs[0]."),
+        "{message}"
+    );
+
+    // An unknown id is a 404; a malformed one, a missing op, a bad request line are 400s.
+    let unknown =
+        json!({"changes": [{"op": "delete", "id": "acl_2222222222222222222222"}], "requests": []});
+    let answer = api.send(Method::POST, PREVIEW, Some(unknown)).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.body);
+    for (body, path) in [
+        (
+            json!({"changes": [{"op": "delete", "id": "nope"}], "requests": []}),
+            "changes[0].id",
+        ),
+        (
+            json!({"changes": [{"id": "nope"}], "requests": []}),
+            "changes[0]",
+        ),
+        (
+            json!({"changes": [], "requests": [{"client_ip": "x"}]}),
+            "requests[0]",
+        ),
+        (
+            json!({"changes": [], "requests": [{"bogus": 1}]}),
+            "requests[0]",
+        ),
+    ] {
+        let answer = api.send(Method::POST, PREVIEW, Some(body)).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+        let message = answer.body["message"].as_str().expect("message");
+        assert!(
+            message.contains(&format!("on property {path}.")),
+            "{message}"
+        );
+    }
+    // Without requests: no traffic sample is kept yet, so the request list is required.
+    let answer = api
+        .send(Method::POST, PREVIEW, Some(json!({"changes": []})))
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+}
