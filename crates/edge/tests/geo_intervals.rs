@@ -109,7 +109,7 @@ fn check_reference(geo: &GeoEnricher, values: &GeoValues) -> usize {
     let mut checked = 0;
     for (net, _) in city.iter().chain(&asn) {
         for (ip, in_sources) in probes(net) {
-            let answer = *intervals.answer(ip);
+            let answer = intervals.answer(ip);
             assert_eq!(
                 answer,
                 values.restrict(looked_up(geo, ip)),
@@ -200,7 +200,7 @@ fn the_project_fixtures_and_a_country_database_answer_as_lookups() {
         let compiled = geo.intervals(&values).unwrap();
         for &ip in &addresses {
             assert_eq!(
-                *compiled.intervals.answer(ip),
+                compiled.intervals.answer(ip),
                 values.restrict(looked_up(&geo, ip)),
                 "{ip} in {city:?} / {asn:?}"
             );
@@ -276,7 +276,7 @@ fn random_addresses_over_a_real_size_database_answer_as_lookups() {
                 ))
             }
         };
-        let answer = *compiled.intervals.answer(ip);
+        let answer = compiled.intervals.answer(ip);
         assert_eq!(answer, values.restrict(looked_up(&geo, ip)), "{ip}");
         hits += usize::from(answer != GeoAnswer::default());
     }
