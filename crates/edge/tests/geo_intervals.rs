@@ -109,7 +109,7 @@ fn check_reference(geo: &GeoEnricher, values: &GeoValues) -> usize {
     let mut checked = 0;
     for (net, _) in city.iter().chain(&asn) {
         for (ip, in_sources) in probes(net) {
-            let answer = *intervals.answer(ip);
+            let answer = intervals.answer(ip);
             assert_eq!(
                 answer,
                 values.restrict(looked_up(geo, ip)),
@@ -165,7 +165,7 @@ fn every_network_of_the_reference_databases_answers_as_a_lookup_and_the_sources(
     check_reference(&geo, &countries_only);
 
     // London, by hand.
-    let london = *every_compiled
+    let london = every_compiled
         .intervals
         .answer("81.2.69.160".parse().unwrap());
     assert_eq!(london, GeoAnswer::new(Some(*b"GB"), Some("GB-ENG"), None));
@@ -200,7 +200,7 @@ fn the_project_fixtures_and_a_country_database_answer_as_lookups() {
         let compiled = geo.intervals(&values).unwrap();
         for &ip in &addresses {
             assert_eq!(
-                *compiled.intervals.answer(ip),
+                compiled.intervals.answer(ip),
                 values.restrict(looked_up(&geo, ip)),
                 "{ip} in {city:?} / {asn:?}"
             );
@@ -276,7 +276,7 @@ fn random_addresses_over_a_real_size_database_answer_as_lookups() {
                 ))
             }
         };
-        let answer = *compiled.intervals.answer(ip);
+        let answer = compiled.intervals.answer(ip);
         assert_eq!(answer, values.restrict(looked_up(&geo, ip)), "{ip}");
         hits += usize::from(answer != GeoAnswer::default());
     }

@@ -678,6 +678,7 @@ impl CompiledPolicy {
             attachment: None,
             geo_values,
             geo: None,
+            geo_postings: Default::default(),
             stats: PolicyStats {
                 version: rules.version,
                 rules: rules.acls.len(),

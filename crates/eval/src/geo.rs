@@ -93,24 +93,6 @@ impl GeoAnswer {
     fn is_empty(self) -> bool {
         self.country.is_none() && self.subdivision.is_none() && self.asn.is_none()
     }
-
-    /// The country, if any.
-    #[inline]
-    pub(crate) fn country(&self) -> Option<[u8; 2]> {
-        self.country
-    }
-
-    /// The subdivision's index key, if any.
-    #[inline]
-    pub(crate) fn subdivision_key(&self) -> Option<u64> {
-        self.subdivision
-    }
-
-    /// The ASN, if any.
-    #[inline]
-    pub(crate) fn asn(&self) -> Option<u32> {
-        self.asn
-    }
 }
 
 /// The countries, subdivisions and ASNs a policy's active rules list (in `match` or
@@ -255,33 +237,154 @@ impl GeoIntervalsBuilder {
 
     /// Sorts, merges adjacent ranges with the same answer and builds the tables.
     pub fn build(self) -> GeoIntervals {
-        let mut answers: Vec<GeoAnswer> = Vec::new();
-        let mut ids: HashMap<GeoAnswer, u32> = HashMap::new();
+        let ids = ValueIds::new(&self.values);
+        let mut answers: Vec<GeoIds> = Vec::new();
+        let mut numbered: HashMap<GeoAnswer, u32> = HashMap::new();
         let mut id_of = |answer: GeoAnswer| -> u32 {
-            *ids.entry(answer).or_insert_with(|| {
-                answers.push(answer);
-                (answers.len() - 1) as u32
-            })
+            let value = ids.of(answer);
+            match ids.packing {
+                Some(packing) => packing.pack(value),
+                None => *numbered.entry(answer).or_insert_with(|| {
+                    answers.push(value);
+                    (answers.len() - 1) as u32
+                }),
+            }
         };
         let v4 = merge(self.v4, &mut id_of);
         let v6 = merge(self.v6, &mut id_of);
+        let distinct: std::collections::HashSet<u32> = v4
+            .iter()
+            .map(|r| r.2)
+            .chain(v6.iter().map(|r| r.2))
+            .collect();
         let intervals = v4.len() + v6.len();
         let v4 = RangeTable::build(v4);
         let v6 = RangeTable::build(v6);
-        let bytes = v4.bytes() + v6.bytes() + answers.capacity() * std::mem::size_of::<GeoAnswer>();
+        let bytes = v4.bytes()
+            + v6.bytes()
+            + answers.capacity() * std::mem::size_of::<GeoIds>()
+            + ids.bytes();
         GeoIntervals {
             values: self.values,
             v4,
             v6,
             aliases: self.aliases,
+            ids,
             answers,
             stats: GeoIntervalStats {
                 networks: self.networks,
                 ranges: intervals,
-                distinct_answers: ids.len(),
+                distinct_answers: distinct.len(),
                 bytes,
             },
         }
+    }
+}
+
+/// An answer as value ids: each value's position (from 1) in the sorted list of the values
+/// kept for its signal, 0 for a missing value. A policy maps each id to its index's posting
+/// once, when the intervals are attached, so a decision turns an interval into postings with
+/// three reads of small tables (no hashing, no answer table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct GeoIds {
+    pub(crate) country: u32,
+    pub(crate) subdivision: u32,
+    pub(crate) asn: u32,
+}
+
+/// How three value ids fit in an interval's 32-bit value: the country's bits low, then the
+/// subdivision's, then the ASN's (31 bits at most, so a value never reads as "no interval").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Packing {
+    subdivision_shift: u32,
+    asn_shift: u32,
+}
+
+/// Bits for ids 0..=n.
+fn id_bits(n: usize) -> u32 {
+    usize::BITS - n.leading_zeros()
+}
+
+impl Packing {
+    fn new(countries: usize, subdivisions: usize, asns: usize) -> Option<Packing> {
+        let (c, s, a) = (id_bits(countries), id_bits(subdivisions), id_bits(asns));
+        (c + s + a <= 31).then_some(Packing {
+            subdivision_shift: c,
+            asn_shift: c + s,
+        })
+    }
+
+    fn pack(self, ids: GeoIds) -> u32 {
+        ids.country | ids.subdivision << self.subdivision_shift | ids.asn << self.asn_shift
+    }
+
+    #[inline(always)]
+    fn unpack(self, value: u32) -> GeoIds {
+        let low = |bits: u32| (1u32 << bits) - 1;
+        GeoIds {
+            country: value & low(self.subdivision_shift),
+            subdivision: (value >> self.subdivision_shift)
+                & low(self.asn_shift - self.subdivision_shift),
+            asn: value >> self.asn_shift,
+        }
+    }
+}
+
+/// The kept values in id order, and how ids are stored in the intervals.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ValueIds {
+    pub(crate) countries: Vec<[u8; 2]>,
+    pub(crate) subdivisions: Vec<u64>,
+    pub(crate) asns: Vec<u32>,
+    /// `None` when the ids need more than 31 bits: the intervals then hold an index into the
+    /// intervals' table of distinct answers.
+    packing: Option<Packing>,
+}
+
+impl ValueIds {
+    fn new(values: &GeoValues) -> ValueIds {
+        let countries: Vec<[u8; 2]> = values.countries.iter().copied().collect();
+        let subdivisions: Vec<u64> = values.subdivisions.iter().copied().collect();
+        let asns: Vec<u32> = values.asns.iter().copied().collect();
+        let packing = Packing::new(countries.len(), subdivisions.len(), asns.len());
+        ValueIds {
+            countries,
+            subdivisions,
+            asns,
+            packing,
+        }
+    }
+
+    /// The ids of an answer restricted to the kept values.
+    fn of(&self, answer: GeoAnswer) -> GeoIds {
+        fn id<T: Ord>(sorted: &[T], value: Option<T>) -> u32 {
+            value.map_or(0, |v| {
+                sorted.binary_search(&v).map_or(0, |at| at as u32 + 1)
+            })
+        }
+        GeoIds {
+            country: id(&self.countries, answer.country),
+            subdivision: id(&self.subdivisions, answer.subdivision),
+            asn: id(&self.asns, answer.asn),
+        }
+    }
+
+    /// The answer of ids.
+    fn answer(&self, ids: GeoIds) -> GeoAnswer {
+        fn value<T: Copy>(sorted: &[T], id: u32) -> Option<T> {
+            (id as usize)
+                .checked_sub(1)
+                .and_then(|at| sorted.get(at).copied())
+        }
+        GeoAnswer {
+            country: value(&self.countries, ids.country),
+            subdivision: value(&self.subdivisions, ids.subdivision),
+            asn: value(&self.asns, ids.asn),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.countries.capacity() * 2 + self.subdivisions.capacity() * 8 + self.asns.capacity() * 4
     }
 }
 
@@ -331,16 +434,13 @@ pub struct GeoIntervals {
     v6: RangeTable<u128>,
     /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
     aliases: Vec<(u128, u8)>,
-    answers: Vec<GeoAnswer>,
+    /// The kept values by id, and whether the intervals hold packed ids.
+    ids: ValueIds,
+    /// When the ids do not pack: the ids of each distinct answer, by the number the intervals
+    /// hold.
+    answers: Vec<GeoIds>,
     stats: GeoIntervalStats,
 }
-
-/// The answer of an address absent from every kept network: every value missing.
-static MISSING: GeoAnswer = GeoAnswer {
-    country: None,
-    subdivision: None,
-    asn: None,
-};
 
 impl Default for GeoIntervals {
     /// No network: every address's values are missing (an empty database).
@@ -362,9 +462,14 @@ impl GeoIntervals {
 
     /// The compiled answer for `ip` (IPv4-mapped IPv6 as IPv4), restricted to the listed
     /// values: what a decision uses when the request carries no geo/ASN value.
-    #[inline]
-    pub fn answer(&self, ip: IpAddr) -> &GeoAnswer {
-        self.answer_canonical(crate::request::canonical_ip(ip))
+    pub fn answer(&self, ip: IpAddr) -> GeoAnswer {
+        self.ids
+            .answer(self.ids_canonical(crate::request::canonical_ip(ip)))
+    }
+
+    /// The kept values by id.
+    pub(crate) fn value_ids(&self) -> &ValueIds {
+        &self.ids
     }
 
     /// Where an address is looked up: the IPv4 table, or (outside the IPv4 aliases) the IPv6.
@@ -393,14 +498,66 @@ impl GeoIntervals {
         }
     }
 
-    /// The answer for a request's canonical client address.
+    /// The value ids for a request's canonical client address (all 0 outside every kept
+    /// network).
     #[inline(always)]
-    pub(crate) fn answer_canonical(&self, ip: IpAddr) -> &GeoAnswer {
-        let index = match self.key(ip) {
+    pub(crate) fn ids_canonical(&self, ip: IpAddr) -> GeoIds {
+        let value = match self.key(ip) {
             Ok(a) => self.v4.innermost(a).0,
             Err(a) => self.v6.innermost(a).0,
         };
-        self.answers.get(index as usize).unwrap_or(&MISSING)
+        if value == crate::range::NONE {
+            return GeoIds::default();
+        }
+        match self.ids.packing {
+            Some(packing) => packing.unpack(value),
+            None => self
+                .answers
+                .get(value as usize)
+                .copied()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Per value id of one [`GeoIntervals`], the posting one policy's index holds for that value
+/// ([`NONE`](crate::range::NONE) for none, and for id 0, a missing value): built when the
+/// intervals are attached, so that a decision goes from an interval to postings by indexing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GeoPostings {
+    country: Box<[u32]>,
+    subdivision: Box<[u32]>,
+    asn: Box<[u32]>,
+}
+
+impl GeoPostings {
+    pub(crate) fn new(
+        ids: &ValueIds,
+        country: impl Fn([u8; 2]) -> u32,
+        subdivision: impl Fn(u64) -> u32,
+        asn: impl Fn(u32) -> u32,
+    ) -> Self {
+        fn table<T: Copy>(values: &[T], find: impl Fn(T) -> u32) -> Box<[u32]> {
+            std::iter::once(crate::range::NONE)
+                .chain(values.iter().map(|&v| find(v)))
+                .collect()
+        }
+        GeoPostings {
+            country: table(&ids.countries, country),
+            subdivision: table(&ids.subdivisions, subdivision),
+            asn: table(&ids.asns, asn),
+        }
+    }
+
+    /// The postings of the three values of `ids`: (ASN, country, subdivision).
+    #[inline(always)]
+    pub(crate) fn of(&self, ids: GeoIds) -> (u32, u32, u32) {
+        let at = |table: &[u32], id: u32| table.get(id as usize).copied();
+        (
+            at(&self.asn, ids.asn).unwrap_or(crate::range::NONE),
+            at(&self.country, ids.country).unwrap_or(crate::range::NONE),
+            at(&self.subdivision, ids.subdivision).unwrap_or(crate::range::NONE),
+        )
     }
 }
 
@@ -415,4 +572,106 @@ pub(crate) fn uses_compiled(request: &Request<'_>) -> Option<IpAddr> {
         return None;
     }
     request.client_ip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random disjoint IPv4 ranges with random answers (some values listed, some not, some
+    /// missing) over `countries` countries, `subdivisions` subdivisions and `asns` ASNs: the
+    /// compiled intervals answer what a scan of the ranges answers. Gives whether the ids were
+    /// packed into the intervals.
+    fn agrees_with_a_scan(countries: usize, subdivisions: usize, asns: usize) -> bool {
+        let mut state = 0x2545_f491_4f6c_dd1du64 ^ (countries * subdivisions * asns) as u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let country = |i: u64| [b'A' + (i / 26 % 26) as u8, b'A' + (i % 26) as u8];
+        let subdivision = |i: u64| format!("Q{}-{}", (b'A' + (i % 26) as u8) as char, i / 26);
+        let listed_countries: Vec<[u8; 2]> = (0..countries as u64).map(country).collect();
+        let listed_subdivisions: Vec<String> = (0..subdivisions as u64).map(subdivision).collect();
+        let listed_asns: Vec<u32> = (0..asns as u32).map(|i| 1 + 3 * i).collect();
+        let values = GeoValues::listing(
+            listed_countries.iter().copied(),
+            listed_subdivisions.iter().map(String::as_str),
+            listed_asns.iter().copied(),
+        );
+        // Values drawn from a pool a quarter larger than the listed one, a fifth missing.
+        let draw = |r: u64, n: usize| -> Option<u64> {
+            (r % 5 != 0).then(|| (r >> 8) % (n as u64 + n as u64 / 4 + 1))
+        };
+        let mut ranges = Vec::new();
+        let mut cursor = 0u32;
+        while let Some(first) = cursor.checked_add((next() % 4096) as u32) {
+            let Some(last) = first.checked_add((next() % 2048) as u32) else {
+                break;
+            };
+            let answer = GeoAnswer::new(
+                draw(next(), countries).map(country),
+                draw(next(), subdivisions).map(subdivision).as_deref(),
+                draw(next(), asns).map(|i| 1 + 3 * i as u32),
+            );
+            ranges.push((first, last, answer));
+            let Some(after) = last.checked_add(1) else {
+                break;
+            };
+            cursor = after;
+            if ranges.len() == 60_000 {
+                break;
+            }
+        }
+        let mut builder = GeoIntervalsBuilder::new(values.clone());
+        for &(first, last, answer) in &ranges {
+            builder.add_v4(first, last, answer);
+        }
+        let intervals = builder.build();
+        let expected = |a: u32| -> GeoAnswer {
+            let at = ranges.partition_point(|r| r.0 <= a);
+            match at.checked_sub(1).map(|at| ranges[at]) {
+                Some((_, last, answer)) if a <= last => values.restrict(answer),
+                _ => GeoAnswer::default(),
+            }
+        };
+        let mut probes: Vec<u32> = (0..100_000).map(|_| next() as u32).collect();
+        for &(first, last, _) in ranges.iter().step_by(7) {
+            probes.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+        }
+        let mut listed = 0;
+        for a in probes {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(a));
+            assert_eq!(intervals.answer(ip), expected(a), "{ip}");
+            listed += usize::from(intervals.answer(ip) != GeoAnswer::default());
+        }
+        assert!(listed > 10_000, "{listed}");
+        intervals.ids.packing.is_some()
+    }
+
+    #[test]
+    fn packed_value_ids_answer_as_the_ranges() {
+        assert!(agrees_with_a_scan(50, 200, 2_000));
+    }
+
+    #[test]
+    fn value_ids_too_many_to_pack_answer_as_the_ranges() {
+        // 10 + 12 + 12 bits: the intervals number the distinct answers instead.
+        assert!(!agrees_with_a_scan(600, 3_000, 3_000));
+    }
+
+    #[test]
+    fn ids_pack_in_31_bits_at_most() {
+        let packing = Packing::new(50, 200, 2_000).unwrap();
+        let ids = GeoIds {
+            country: 50,
+            subdivision: 200,
+            asn: 2_000,
+        };
+        assert_eq!(packing.unpack(packing.pack(ids)), ids);
+        assert!(packing.pack(ids) < 1 << 31);
+        assert!(Packing::new(676, 1_000, 2_047).is_some());
+        assert!(Packing::new(676, 1_024, 2_047).is_none());
+    }
 }

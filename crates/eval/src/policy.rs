@@ -12,7 +12,7 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
 use smallvec::SmallVec;
 
-use crate::geo::{uses_compiled, GeoAnswer, GeoIntervals, GeoValues};
+use crate::geo::{uses_compiled, GeoIds, GeoIntervals, GeoPostings, GeoValues};
 use crate::hash::{ja3_key, short_key_caseless, ByteMap, CountryTable, FixedMap};
 use crate::managed::{ManagedIndex, MASKS};
 use crate::postings::{Postings, NO_RULE, REQUEST_SCOPES};
@@ -442,6 +442,9 @@ pub struct CompiledPolicy {
     pub(crate) geo_values: Arc<GeoValues>,
     /// Geo/ASN answers per client address, compiled from databases (see [`GeoIntervals`]).
     pub(crate) geo: Option<Arc<GeoIntervals>>,
+    /// Per value id of `geo`, the postings of this policy's country, subdivision and ASN
+    /// indexes.
+    pub(crate) geo_postings: GeoPostings,
 }
 
 /// Inline capacity for the postings a request hits.
@@ -656,6 +659,13 @@ impl CompiledPolicy {
     /// compiled ones ignored (explicit values win, all three together). Replaces earlier
     /// intervals; rules and intervals are then one value, swapped together.
     pub fn with_geo(mut self, geo: Arc<GeoIntervals>) -> Self {
+        let ix = &self.indexes;
+        self.geo_postings = GeoPostings::new(
+            geo.value_ids(),
+            |code| ix.country.as_ref().map_or(NONE, |t| t.find(code)),
+            |key| ix.subdivision.as_ref().map_or(NONE, |m| m.find(key)),
+            |asn| ix.asn.as_ref().map_or(NONE, |m| m.find(asn)),
+        );
         self.geo = Some(geo);
         self
     }
@@ -767,11 +777,12 @@ impl CompiledPolicy {
         }
     }
 
-    /// The compiled answer for the request, when it takes its geo/ASN values from intervals.
+    /// The compiled value ids for the request, when it takes its geo/ASN values from
+    /// intervals.
     #[inline(always)]
-    fn compiled_geo(&self, request: &Request<'_>) -> Option<&GeoAnswer> {
+    fn compiled_geo(&self, request: &Request<'_>) -> Option<GeoIds> {
         let geo = self.geo.as_deref()?;
-        Some(geo.answer_canonical(uses_compiled(request)?))
+        Some(geo.ids_canonical(uses_compiled(request)?))
     }
 
     #[inline(always)]
@@ -836,44 +847,6 @@ impl CompiledPolicy {
             }
             mark(Signal::MessageSignature, refs, from);
         }
-        // Country, subdivision and ASN: the request's own values, or (when it carries none and
-        // the policy has compiled intervals) the answer for its client address, looked up once.
-        if signals & GEO_SIGNALS != 0 {
-            let compiled = self.compiled_geo(request);
-            let (asn, country) = match compiled {
-                Some(answer) => (answer.asn(), answer.country()),
-                None => (request.asn(), request.country_code()),
-            };
-            if wants(Signal::Asn) {
-                let from = refs.len();
-                if let (Some(map), Some(asn)) = (&ix.asn, asn) {
-                    refs.push_found(map.find(asn));
-                }
-                mark(Signal::Asn, refs, from);
-            }
-            if wants(Signal::Country) {
-                let from = refs.len();
-                if let (Some(map), Some(code)) = (&ix.country, country) {
-                    refs.push_found(map.find(code));
-                }
-                mark(Signal::Country, refs, from);
-            }
-            if wants(Signal::Subdivision) {
-                let from = refs.len();
-                if let Some(map) = &ix.subdivision {
-                    let key = match compiled {
-                        Some(answer) => answer.subdivision_key(),
-                        None => request
-                            .subdivision()
-                            .and_then(|code| short_key_caseless(code.as_bytes())),
-                    };
-                    if let Some(key) = key {
-                        refs.push_found(map.find(key));
-                    }
-                }
-                mark(Signal::Subdivision, refs, from);
-            }
-        }
         // The addresses last: their index blocks were prefetched when the evaluation began
         // (see `prefetch_addresses`), and the probes above ran while they arrived.
         if wants(Signal::ClientIp) {
@@ -890,6 +863,45 @@ impl CompiledPolicy {
                 refs,
             );
             mark(Signal::ConnectingIp, refs, from);
+        }
+        // Country, subdivision and ASN: the request's own values, or (when it carries none and
+        // the policy has compiled intervals) the value ids of its client address's interval,
+        // read from a block prefetched when the evaluation began (after the address lookups,
+        // so that both blocks arrive while the other signals are probed), each id mapped to
+        // its posting by indexing.
+        if signals & GEO_SIGNALS != 0 {
+            let compiled = self
+                .compiled_geo(request)
+                .map(|ids| self.geo_postings.of(ids));
+            if wants(Signal::Asn) {
+                let from = refs.len();
+                refs.push_found(match (compiled, &ix.asn, request.asn()) {
+                    (Some((asn, _, _)), _, _) => asn,
+                    (None, Some(map), Some(asn)) => map.find(asn),
+                    _ => NONE,
+                });
+                mark(Signal::Asn, refs, from);
+            }
+            if wants(Signal::Country) {
+                let from = refs.len();
+                refs.push_found(match (compiled, &ix.country, request.country_code()) {
+                    (Some((_, country, _)), _, _) => country,
+                    (None, Some(map), Some(code)) => map.find(code),
+                    _ => NONE,
+                });
+                mark(Signal::Country, refs, from);
+            }
+            if wants(Signal::Subdivision) {
+                let from = refs.len();
+                refs.push_found(match (compiled, &ix.subdivision, request.subdivision()) {
+                    (Some((_, _, subdivision)), _, _) => subdivision,
+                    (None, Some(map), Some(code)) => {
+                        short_key_caseless(code.as_bytes()).map_or(NONE, |key| map.find(key))
+                    }
+                    _ => NONE,
+                });
+                mark(Signal::Subdivision, refs, from);
+            }
         }
         if wants(Signal::Managed) {
             let from = refs.len();

@@ -229,6 +229,9 @@ pub(crate) struct RangeTable<A> {
     first: FirstLevel<A>,
     /// Elementary intervals (the list itself is dropped for a [`FirstLevel::Blocks`] table).
     interval_count: usize,
+    /// Distinct networks (a [`FirstLevel::Blocks`] table without nested networks keeps one
+    /// placeholder node: its blocks hold every posting).
+    network_count: usize,
 }
 
 impl<A: Address> Default for RangeTable<A> {
@@ -301,11 +304,23 @@ impl<A: Address> RangeTable<A> {
 
         if A::DIRECT16 && starts.len() >= BLOCKS_MIN {
             let first = Self::blocks(&starts, &innermost, &nodes);
+            let network_count = nodes.len();
+            // Without nesting no block refers to a node (the lookup reads node 0 and ignores
+            // it): the blocks alone answer, the node list is not kept.
+            let nodes = if nodes.iter().any(|n| n.parent != NONE) {
+                nodes
+            } else {
+                vec![Node {
+                    posting: NONE,
+                    parent: NONE,
+                }]
+            };
             return Self {
                 intervals: Vec::new(),
                 nodes,
                 first,
                 interval_count: starts.len(),
+                network_count,
             };
         }
         let first = if starts.len() < FIRST_LEVEL_MIN {
@@ -354,6 +369,7 @@ impl<A: Address> RangeTable<A> {
             .collect();
         Self {
             interval_count: intervals.len(),
+            network_count: nodes.len(),
             intervals,
             nodes,
             first,
@@ -503,7 +519,7 @@ impl<A: Address> RangeTable<A> {
     }
 
     pub(crate) fn networks(&self) -> usize {
-        self.nodes.len()
+        self.network_count
     }
 
     pub(crate) fn intervals(&self) -> usize {
