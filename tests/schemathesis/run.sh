@@ -101,11 +101,13 @@ excluded=(
     # The operator API (/_netacl/v1/tenants): it takes the operator token, not the tenant token
     # this run holds, and a tenant it created would switch the deployment to strict host routing
     # (every later request on 127.0.0.1 refused with 421). Tested in Rust instead
-    # (crates/cli/tests/tenant_cli.rs, tenant_isolation.rs; crates/server/tests/tenancy_directory.rs).
+    # (crates/cli/tests/tenant_cli.rs, tenant_isolation.rs, edge_platform.rs;
+    # crates/server/tests/tenancy_directory.rs).
     netacl_list_tenants
     netacl_create_tenant
     netacl_get_tenant
     netacl_delete_tenant
+    netacl_watch_tenants
 )
 "$venv/bin/python" - "$out/openapi.json" "${excluded[@]}" <<'PY'
 import json, sys

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use netacl_edge::{
-    start_edge, EdgeConfig, ForwardedHeader, RemoteRules, RulesSource, TlsFiles, TrustedProxies,
+    spawn_tenant_source, start_edge, EdgeConfig, ForwardedHeader, RemoteRules, RemoteTenants,
+    RulesSource, TlsFiles, TrustedProxies,
 };
 
 /// Arguments of `netacl edge`.
@@ -70,6 +71,44 @@ pub struct Args {
     /// Token audience for --rules-url (default `https://HOST:PORT/api/v2/` of the URL).
     #[arg(long, env = "NETACL_EDGE_AUDIENCE")]
     audience: Option<String>,
+    /// Enforce every tenant of a platform (`netacl serve` with many tenants), `https://HOST:PORT`
+    /// (`http://` on loopback only): the edge follows its operator tenants watch, each request
+    /// decided by its host's tenant (TLS: the SNI); a host of no tenant gets 421.
+    #[arg(
+        long,
+        env = "NETACL_EDGE_PLATFORM_URL",
+        conflicts_with_all = ["rules_url", "rules_file"],
+        requires = "operator_token_file"
+    )]
+    platform_url: Option<String>,
+    /// With --platform-url: the file holding the platform's operator token (`netacl serve
+    /// --operator-token-file`).
+    #[arg(
+        long,
+        env = "NETACL_EDGE_OPERATOR_TOKEN_FILE",
+        value_name = "PATH",
+        requires = "platform_url"
+    )]
+    operator_token_file: Option<PathBuf>,
+    /// With --platform-url: a directory of certificates chosen by SNI, `HOST.crt` + `HOST.key`
+    /// (--tls-cert/--tls-key are then the optional default pair).
+    #[arg(
+        long = "tls-cert-dir",
+        env = "NETACL_EDGE_TLS_CERT_DIR",
+        value_name = "DIR",
+        requires = "platform_url"
+    )]
+    tls_cert_dir: Option<PathBuf>,
+    /// With --platform-url: a tenant id counted in its own metric series (repeatable;
+    /// comma-separated in the variable); every other tenant is counted as `_other`.
+    #[arg(
+        long = "metrics-tenant",
+        env = "NETACL_EDGE_METRICS_TENANTS",
+        value_name = "NAME",
+        value_delimiter = ',',
+        requires = "platform_url"
+    )]
+    metrics_tenant: Vec<String>,
     /// Load the rules from a file (JSON array of records, or `{"network_acls": [...]}`),
     /// reloaded when it changes.
     #[arg(long, env = "NETACL_EDGE_RULES_FILE")]
@@ -134,7 +173,29 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn config(args: Args) -> anyhow::Result<(EdgeConfig, Vec<crate::managed_list_args::ListFile>)> {
+/// What `netacl edge` runs: the edge, its list files, and with --platform-url the platform
+/// followed into the edge's tenant router.
+struct Plan {
+    config: EdgeConfig,
+    list_files: Vec<crate::managed_list_args::ListFile>,
+    platform: Option<(Arc<netacl_edge::TenantRouter>, RemoteTenants)>,
+}
+
+/// The operator token in `path` (surrounding whitespace removed).
+fn read_operator_token(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the operator token file {}", path.display()))?;
+    let token = text.trim();
+    if token.len() < 32 || token.contains(char::is_whitespace) {
+        bail!(
+            "{} does not hold an operator token (one line of at least 32 characters)",
+            path.display()
+        );
+    }
+    Ok(token.to_owned())
+}
+
+fn config(args: Args) -> anyhow::Result<Plan> {
     let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
     args.tls.apply(&mut config);
     let (lists, files) = crate::managed_list_args::load_all(
@@ -161,6 +222,30 @@ fn config(args: Args) -> anyhow::Result<(EdgeConfig, Vec<crate::managed_list_arg
     config.geoip_reload_interval = args.geoip_reload_interval;
     config.acl_enabled = args.acl == "on";
     config.handshake_timeout = args.handshake_timeout;
+    if let Some(url) = &args.platform_url {
+        let url: http::Uri = url
+            .parse()
+            .with_context(|| format!("invalid --platform-url {url:?}"))?;
+        let Some(token_file) = &args.operator_token_file else {
+            bail!("--platform-url needs --operator-token-file");
+        };
+        if !files.is_empty() {
+            bail!("--managed-list is not available with --platform-url (each tenant's lists come from the platform)");
+        }
+        let mut remote = RemoteTenants::new(url, read_operator_token(token_file)?);
+        remote.trust = args.tls.platform_trust();
+        let router = Arc::new(netacl_edge::TenantRouter::with_counted_tenants(
+            args.metrics_tenant.iter().cloned(),
+        ));
+        config.tenants = Some(Arc::clone(&router));
+        config.tls_cert_dir = args.tls_cert_dir.clone();
+        config.rules = RulesSource::Engine;
+        return Ok(Plan {
+            config,
+            list_files: files,
+            platform: Some((router, remote)),
+        });
+    }
     config.rules = match (args.rules_url, args.rules_file) {
         (Some(url), None) => {
             let url: http::Uri = url
@@ -179,10 +264,14 @@ fn config(args: Args) -> anyhow::Result<(EdgeConfig, Vec<crate::managed_list_arg
             interval: args.rules_file_interval,
         },
         (None, None) if !config.acl_enabled => RulesSource::Engine,
-        (None, None) => bail!("give --rules-file or --rules-url (or --acl off)"),
+        (None, None) => bail!("give --rules-file, --rules-url or --platform-url (or --acl off)"),
         (Some(_), Some(_)) => bail!("--rules-url and --rules-file exclude each other"),
     };
-    Ok((config, files))
+    Ok(Plan {
+        config,
+        list_files: files,
+        platform: None,
+    })
 }
 
 /// The flags `netacl serve` takes to run the edge in process, next to the admin API, sharing
@@ -386,13 +475,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init()
     };
-    let (config, list_files) = config(args)?;
+    let Plan {
+        config,
+        list_files,
+        platform,
+    } = config(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         let engine = Arc::new(netacl_eval::Engine::new());
+        // --platform-url: the tenants are followed into the router before the edge listens
+        // (a bounded wait for the first complete snapshot; the source keeps trying after it).
+        let _platform = match platform {
+            Some((router, remote)) => {
+                let wait = remote.initial_wait;
+                let url = remote.url.clone();
+                let (task, mut applied) = spawn_tenant_source(router, remote)?;
+                let first = tokio::time::timeout(wait, applied.wait_for(|n| *n > 0)).await;
+                if !matches!(first, Ok(Ok(_))) {
+                    tracing::error!(%url, waited = ?wait, "no tenants from the platform yet: every host gets 421 until they arrive");
+                }
+                Some(task)
+            }
+            None => None,
+        };
         let edge = start_edge(engine, config).await?;
         let _list_reloader = match (edge.policy_sources(), list_files.is_empty()) {
             (Some(sources), false) => Some(crate::managed_list_args::spawn_reloader(

@@ -316,6 +316,11 @@ impl EdgeTlsArgs {
         config.tls_reload_interval = self.tls_reload_interval;
     }
 
+    /// Whom an https:// --platform-url must chain to (`--rules-ca`, else the system's roots).
+    pub fn platform_trust(&self) -> netacl_edge::ClientTrust {
+        trust(&self.rules_ca)
+    }
+
     /// Sets the rule source's trust and whether plain HTTP off loopback is allowed.
     pub fn apply_remote(&self, remote: &mut RemoteRules) {
         remote.trust = trust(&self.rules_ca);

@@ -146,6 +146,7 @@ fn fill(addr: SocketAddr, t: &Tenant, tag: &str) -> Value {
         "grp_BBBBBBBBBBBBBBBB"
     };
     let connection = format!("con_{}", tag.to_uppercase().repeat(4));
+    let second_connection = format!("con_{}ZZZZ", tag.to_uppercase().repeat(3));
     let members: Vec<Value> = [1, 2, 3]
         .iter()
         .map(|n| {
@@ -155,11 +156,14 @@ fn fill(addr: SocketAddr, t: &Tenant, tag: &str) -> Value {
         })
         .collect();
     let directory = json!({
-        "connections": [{"id": connection, "name": format!("db-{tag}"), "strategy": "auth0"}],
+        "connections": [{"id": connection, "name": format!("db-{tag}"), "strategy": "auth0"},
+                        {"id": second_connection, "name": format!("db2-{tag}"), "strategy": "auth0"}],
         "users": [{"user_id": format!("auth0|{tag}"), "email": "u@example.com", "name": "U", "created_at": at}],
         "groups": [{"id": group, "name": format!("group-{tag}"), "created_at": at}],
         "members": members,
         "sessions": [{"id": format!("sess-{tag}"), "user_id": format!("auth0|{tag}"), "created_at": at,
+                      "updated_at": at, "authenticated_at": at},
+                     {"id": format!("sess-{tag}-2"), "user_id": format!("auth0|{tag}"), "created_at": at,
                       "updated_at": at, "authenticated_at": at}],
     });
     let imported = call(
@@ -431,59 +435,76 @@ fn tenants_are_selected_by_host_and_isolated() {
     )
     .json();
     assert_eq!(doc["servers"][0]["url"], "https://beta.test");
-    // Cursors: A's on B are refused or page B's own records only.
-    let page = call(
+    // Cursors are bound to their tenant (and list): for every list that pages by cursor, A's
+    // `next` pages A's list on A's host, and is refused with 400 on B's host.
+    let families = [
+        (
+            "/api/v2/organizations?take=1".to_owned(),
+            "/api/v2/organizations?take=10".to_owned(),
+        ),
+        (
+            "/api/v2/connections?take=1".to_owned(),
+            "/api/v2/connections?take=10".to_owned(),
+        ),
+        (
+            format!(
+                "/api/v2/groups/{}/members?take=1",
+                a["group"].as_str().expect("g")
+            ),
+            format!(
+                "/api/v2/groups/{}/members?take=10",
+                b["group"].as_str().expect("g")
+            ),
+        ),
+        (
+            "/api/v2/users/auth0%7Cacme/sessions?take=1".to_owned(),
+            "/api/v2/users/auth0%7Cbeta/sessions?take=10".to_owned(),
+        ),
+    ];
+    let mut a_cursors = Vec::new();
+    for (a_path, b_path) in &families {
+        let page = call(addr, &acme.host, "GET", a_path, Some(&acme.token), None);
+        assert_eq!(page.status, 200, "{a_path}: {}", page.text);
+        let a_next = page.json()["next"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{a_path}: no next in {}", page.text))
+            .to_owned();
+        let own = call(
+            addr,
+            &acme.host,
+            "GET",
+            &format!("{a_path}&from={a_next}"),
+            Some(&acme.token),
+            None,
+        );
+        assert_eq!(own.status, 200, "{a_path} page 2: {}", own.text);
+        let answer = call(
+            addr,
+            &beta.host,
+            "GET",
+            &format!("{b_path}&from={a_next}"),
+            b_tok,
+            None,
+        );
+        assert_eq!(
+            answer.status, 400,
+            "{b_path} with A's cursor: {}",
+            answer.text
+        );
+        assert_eq!(answer.json()["errorCode"], "invalid_query_string");
+        assert!(!answer.text.contains("acme"), "{}", answer.text);
+        a_cursors.push(a_next);
+    }
+    // A cursor of one list is refused by another list of the same tenant.
+    let answer = call(
         addr,
         &acme.host,
         "GET",
-        "/api/v2/organizations?take=1",
+        &format!("/api/v2/connections?take=1&from={}", a_cursors[0]),
         Some(&acme.token),
         None,
-    )
-    .json();
-    let a_next = page["next"].as_str().expect("next").to_owned();
-    let answer = call(
-        addr,
-        &beta.host,
-        "GET",
-        &format!("/api/v2/organizations?take=10&from={a_next}"),
-        b_tok,
-        None,
     );
-    assert!(
-        answer.status == 400 || !answer.text.contains("org-acme"),
-        "{}",
-        answer.text
-    );
-    let members = call(
-        addr,
-        &acme.host,
-        "GET",
-        &format!(
-            "/api/v2/groups/{}/members?take=1",
-            a["group"].as_str().expect("g")
-        ),
-        Some(&acme.token),
-        None,
-    )
-    .json();
-    let m_next = members["next"].as_str().expect("next").to_owned();
-    let answer = call(
-        addr,
-        &beta.host,
-        "GET",
-        &format!(
-            "/api/v2/groups/{}/members?take=10&from={m_next}",
-            b["group"].as_str().expect("g")
-        ),
-        b_tok,
-        None,
-    );
-    assert!(
-        answer.status == 400 || !answer.text.contains("auth0|acme"),
-        "{}",
-        answer.text
-    );
+    assert_eq!(answer.status, 400, "{}", answer.text);
 
     // The operator API: its token only; tenant tokens refused; its token refused by tenants.
     let listed = call(

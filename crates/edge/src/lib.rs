@@ -146,6 +146,7 @@ mod proxy;
 mod sni;
 mod source;
 mod summaries;
+mod tenant_source;
 mod tenants;
 
 pub use client_addr::{
@@ -169,6 +170,7 @@ pub use source::{
     spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
     RemoteRules, SourceError, MAX_RULES_BYTES,
 };
+pub use tenant_source::{spawn_tenant_source, RemoteTenants};
 pub use tenants::{
     tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,
     TenantRouter, TenantRules, OTHER_TENANTS,

@@ -89,6 +89,13 @@ pub enum SourceError {
          not loopback): use https://, or allow it explicitly with --allow-insecure-rules-url"
     )]
     InsecureUrl(String),
+    /// A plain-HTTP platform URL that is not loopback: the operator token is only ever sent
+    /// over `https://` or to a loopback address.
+    #[error(
+        "refusing to send the operator token in clear to {0} (plain HTTP to an address that is \
+         not loopback): use https://"
+    )]
+    InsecurePlatformUrl(String),
     /// The trust anchors for an `https://` rules URL could not be loaded.
     #[error("rules URL TLS: {0}")]
     Tls(#[source] TlsError),
@@ -277,7 +284,7 @@ enum Poll {
 }
 
 /// What a watch answer says about network ACL key material.
-enum KeysAnswer {
+pub(crate) enum KeysAnswer {
     /// Not asked, or the answer has nothing about keys.
     None,
     /// The server withheld it (`scope`: the client lacks `read:network_acl_key_material`;
@@ -290,7 +297,7 @@ enum KeysAnswer {
 /// The `network_acl_keys` of a watch answer, opened: `(id, sealed)` pairs, each bound to the
 /// answer's tenant and the key id. A key that does not open is left out (its signal will be
 /// missing) and logged by id.
-fn open_keys(
+pub(crate) fn open_keys(
     json: &serde_json::Value,
     transit: &TransitKeyPair,
     origin: &str,
@@ -343,7 +350,7 @@ fn held_param(held: &ManagedLists) -> String {
 
 /// The `managed_lists` of a watch answer: every list in force on the server; one without
 /// `items` is one the edge holds with that digest.
-fn parse_lists(
+pub(crate) fn parse_lists(
     value: &serde_json::Value,
     held: &ManagedLists,
     origin: &str,
@@ -429,22 +436,7 @@ impl RemoteClient {
         request: Request<Full<Bytes>>,
         timeout: Duration,
     ) -> Result<(StatusCode, Bytes), SourceError> {
-        let response = tokio::time::timeout(timeout, self.client.send(request))
-            .await
-            .map_err(|_| {
-                SourceError::Remote(format!("{}: no answer within {timeout:?}", self.base))
-            })?
-            .map_err(|e| SourceError::Remote(format!("{}: {e}", self.base)))?;
-        let status = response.status();
-        let body = tokio::time::timeout(
-            timeout,
-            Limited::new(response.into_body(), MAX_RULES_BYTES).collect(),
-        )
-        .await
-        .map_err(|_| SourceError::Remote(format!("{}: body not received in time", self.base)))?
-        .map_err(|e| SourceError::Remote(format!("{}: reading the body: {e}", self.base)))?
-        .to_bytes();
-        Ok((status, body))
+        send_bounded(&self.client, &self.base, request, timeout).await
     }
 
     async fn fetch_token(&self) -> Result<Token, SourceError> {
@@ -566,8 +558,32 @@ impl RemoteClient {
     }
 }
 
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Sends `request` to an admin server and reads the whole answer (at most
+/// [`MAX_RULES_BYTES`]), both within `timeout`.
+pub(crate) async fn send_bounded(
+    client: &OriginClient<Full<Bytes>>,
+    base: &str,
+    request: Request<Full<Bytes>>,
+    timeout: Duration,
+) -> Result<(StatusCode, Bytes), SourceError> {
+    let response = tokio::time::timeout(timeout, client.send(request))
+        .await
+        .map_err(|_| SourceError::Remote(format!("{base}: no answer within {timeout:?}")))?
+        .map_err(|e| SourceError::Remote(format!("{base}: {e}")))?;
+    let status = response.status();
+    let body = tokio::time::timeout(
+        timeout,
+        Limited::new(response.into_body(), MAX_RULES_BYTES).collect(),
+    )
+    .await
+    .map_err(|_| SourceError::Remote(format!("{base}: body not received in time")))?
+    .map_err(|e| SourceError::Remote(format!("{base}: reading the body: {e}")))?
+    .to_bytes();
+    Ok((status, body))
+}
+
+pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(100);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Follows a remote admin server's watch long-poll in a background task: every new version is
 /// compiled and swapped in (on a compile or validation error the previous rules stay and the

@@ -72,6 +72,9 @@ pub struct Kek {
     id: KekId,
     // AES-256-GCM with a random nonce per seal; AWS-LC clears the key schedule when dropped.
     cipher: aws_lc_rs::aead::RandomizedNonceKey,
+    // HMAC-SHA256 under HMAC(key, "netacl-secrets tag-key v1"): authenticates values the
+    // service hands out and takes back (paging cursors), never secrets.
+    tag_key: aws_lc_rs::hmac::Key,
 }
 
 /// A key-encryption key's public identifier: 16 hex digits derived from the key by SHA-256
@@ -123,9 +126,13 @@ impl Kek {
         id.copy_from_slice(&digest[..8]);
         let cipher = aws_lc_rs::aead::RandomizedNonceKey::new(&aws_lc_rs::aead::AES_256_GCM, bytes)
             .map_err(|_| SecretsError::Crypto)?;
+        let derive = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, bytes);
+        let derived = aws_lc_rs::hmac::sign(&derive, b"netacl-secrets tag-key v1");
+        let tag_key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, derived.as_ref());
         Ok(Kek {
             id: KekId(id),
             cipher,
+            tag_key,
         })
     }
 
@@ -133,6 +140,20 @@ impl Kek {
     pub fn generate() -> Result<Kek, SecretsError> {
         let bytes = random_key()?;
         Kek::from_bytes(&bytes)
+    }
+
+    /// An HMAC-SHA256 tag of `message` for `purpose` (a fixed label naming what the tag is
+    /// for, without NUL), under a key derived from this one: the same on every node that holds
+    /// the key. For values the service hands out and must recognise as its own (paging
+    /// cursors), so that a client can neither forge them nor carry them across contexts.
+    pub fn tag(&self, purpose: &str, message: &[u8]) -> [u8; 32] {
+        let mut context = aws_lc_rs::hmac::Context::with_key(&self.tag_key);
+        context.update(purpose.as_bytes());
+        context.update(&[0]);
+        context.update(message);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(context.sign().as_ref());
+        out
     }
 
     /// The key's identifier.

@@ -134,3 +134,18 @@ fn a_directory_is_not_a_key_file() {
     let err = Kek::load(dir.path()).unwrap_err();
     assert!(matches!(err, SecretsError::NotAFile { .. }), "{err:?}");
 }
+
+#[test]
+fn tags_depend_on_the_key_the_purpose_and_the_message_only() {
+    let a = Kek::from_bytes(&[3u8; 32]).expect("key");
+    let a_again = Kek::from_bytes(&[3u8; 32]).expect("key");
+    let b = Kek::from_bytes(&[4u8; 32]).expect("key");
+    let tag = a.tag("purpose", b"message");
+    // The same key (another node holding the same key file) gives the same tag.
+    assert_eq!(tag, a_again.tag("purpose", b"message"));
+    assert_ne!(tag, b.tag("purpose", b"message"));
+    assert_ne!(tag, a.tag("other purpose", b"message"));
+    assert_ne!(tag, a.tag("purpose", b"messagE"));
+    // The purpose and the message are separated: moving a byte across changes the tag.
+    assert_ne!(a.tag("purposem", b"essage"), tag);
+}

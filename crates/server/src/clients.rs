@@ -17,6 +17,7 @@ use netacl_store::StoredClient;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::cursor::Family;
 use crate::error::{json_response, ApiError};
 use crate::groups::Projection;
 use crate::guard::{Authorized, ReadClientGrants, ReadClients, ReadOrganizationClientGrants};
@@ -139,7 +140,12 @@ pub(crate) async fn list_grants(
             page.answer("client_grants", items, clients.len() as u64)
         }
         Paging::Checkpoint { from, take } => {
-            let after = from.map(paging::decode_text).transpose()?;
+            let cursors = state.cursors();
+            let after = from
+                .map(|text| paging::open_checkpoint(&cursors, Family::ClientGrants, &text))
+                .transpose()?
+                .map(paging::decode_text)
+                .transpose()?;
             let rest: Vec<&StoredClient> = clients
                 .iter()
                 .filter(|c| after.as_deref().is_none_or(|a| c.client_id.as_str() > a))
@@ -149,7 +155,7 @@ pub(crate) async fn list_grants(
                 .then(|| served.last().map(|c| c.client_id.as_bytes()))
                 .flatten();
             let items = served.iter().map(|c| grant_json(c, &audience)).collect();
-            paging::checkpoint_answer("client_grants", items, next)
+            paging::checkpoint_answer(&cursors, Family::ClientGrants, "client_grants", items, next)
         }
     };
     Ok(json_response(StatusCode::OK, &body))

@@ -8,6 +8,7 @@ use axum::response::Response;
 use http::StatusCode;
 use netacl_model::Connection;
 
+use crate::cursor::Family;
 use crate::error::{json_response, ApiError};
 use crate::groups::Projection;
 use crate::guard::{Authorized, ReadConnections};
@@ -51,7 +52,12 @@ pub(crate) async fn list(
             page.answer("connections", items, connections.len() as u64)
         }
         Paging::Checkpoint { from, take } => {
-            let after = from.map(paging::decode_text).transpose()?;
+            let cursors = state.cursors();
+            let after = from
+                .map(|text| paging::open_checkpoint(&cursors, Family::Connections, &text))
+                .transpose()?
+                .map(paging::decode_text)
+                .transpose()?;
             let rest: Vec<&Connection> = connections
                 .iter()
                 .filter(|c| after.as_deref().is_none_or(|a| c.id.as_str() > a))
@@ -61,7 +67,7 @@ pub(crate) async fn list(
                 .then(|| served.last().map(|c| c.id.as_bytes()))
                 .flatten();
             let items = served.iter().map(|c| render(c)).collect();
-            paging::checkpoint_answer("connections", items, next)
+            paging::checkpoint_answer(&cursors, Family::Connections, "connections", items, next)
         }
     };
     Ok(json_response(StatusCode::OK, &body))

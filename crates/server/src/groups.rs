@@ -6,7 +6,7 @@ use http::StatusCode;
 use netacl_model::{GroupId, GROUP_ID_PATTERN};
 use serde_json::{Map, Value};
 
-use crate::cursor::{self, DEFAULT_TAKE, MAX_TAKE};
+use crate::cursor::{Family, DEFAULT_TAKE, MAX_TAKE};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadGroupMembers};
 use crate::query::Query;
@@ -111,7 +111,11 @@ pub(crate) async fn members(
     )?;
     let projection = Projection::from_query(&query, &MEMBER_FIELDS)?;
     let take = query.integer("take", 1, MAX_TAKE)?.unwrap_or(DEFAULT_TAKE);
-    let after = query.string("from").map(cursor::decode).transpose()?;
+    let cursors = state.cursors();
+    let after = query
+        .string("from")
+        .map(|text| cursors.decode_seq(Family::GroupMembers, text))
+        .transpose()?;
     let tenant = &state.inner.tenant;
     let page = tenant
         .store()
@@ -132,7 +136,10 @@ pub(crate) async fn members(
     let mut body = Map::new();
     body.insert("members".into(), Value::Array(members));
     if let Some(next) = page.next_after {
-        body.insert("next".into(), cursor::encode(next).into());
+        body.insert(
+            "next".into(),
+            cursors.encode_seq(Family::GroupMembers, next).into(),
+        );
     }
     Ok(json_response(StatusCode::OK, &Value::Object(body)))
 }

@@ -245,18 +245,9 @@ fn sealed_keys(
         .extensions
         .get::<Principal>()
         .is_some_and(|p| p.has_scope(KEY_MATERIAL_SCOPE));
-    let tls = parts.extensions.get::<TlsTransport>().is_some();
-    let loopback = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .is_some_and(|ConnectInfo(peer)| canonical_loopback(peer.ip()));
     let withheld = if !holds_scope {
         Some("scope")
-    } else if !(tls || loopback) {
-        tracing::warn!(
-            "network ACL key material withheld from a watch over plain HTTP from off loopback \
-             (serve the admin API over TLS for remote edges)"
-        );
+    } else if !key_transport_allowed(parts) {
         Some("transport")
     } else {
         None
@@ -267,6 +258,37 @@ fn sealed_keys(
             .into_bytes());
     }
     let tenant = state.inner.tenant.id.as_str();
+    let keys = seal_network_acl_keys(tenant, snapshot, edge_key)?;
+    Ok(json!({"tenant": tenant, "network_acl_keys": keys})
+        .to_string()
+        .into_bytes())
+}
+
+/// Whether key material may travel on this request's connection: TLS, or a loopback peer (a
+/// warning is logged when not).
+pub(crate) fn key_transport_allowed(parts: &http::request::Parts) -> bool {
+    let tls = parts.extensions.get::<TlsTransport>().is_some();
+    let loopback = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .is_some_and(|ConnectInfo(peer)| canonical_loopback(peer.ip()));
+    if !(tls || loopback) {
+        tracing::warn!(
+            "network ACL key material withheld from a watch over plain HTTP from off loopback \
+             (serve the admin API over TLS for remote edges)"
+        );
+    }
+    tls || loopback
+}
+
+/// The one sealing path of network ACL key material to an edge (the tenant watch and the
+/// operator's tenants watch): `[{"id", "sealed"}]`, the keys the snapshot's active rules name,
+/// each sealed to `edge_key` (HPKE, bound to the tenant and the key id).
+pub(crate) fn seal_network_acl_keys(
+    tenant: &str,
+    snapshot: &AclSnapshot,
+    edge_key: &TransitPublicKey,
+) -> Result<Vec<Value>, ApiError> {
     let mut keys = Vec::new();
     for key in snapshot
         .keys
@@ -282,9 +304,7 @@ fn sealed_keys(
             })?;
         keys.push(json!({"id": id, "sealed": sealed}));
     }
-    Ok(json!({"tenant": tenant, "network_acl_keys": keys})
-        .to_string()
-        .into_bytes())
+    Ok(keys)
 }
 
 fn canonical_loopback(ip: std::net::IpAddr) -> bool {
@@ -294,6 +314,30 @@ fn canonical_loopback(ip: std::net::IpAddr) -> bool {
             .map_or(v6.is_loopback(), |v4| v4.is_loopback()),
         std::net::IpAddr::V4(v4) => v4.is_loopback(),
     }
+}
+
+/// Every list in force in `snapshot` (`name`, `source`, `version`, `digest`), with its `items`
+/// unless `held(name, digest)` says the caller holds that content.
+pub(crate) fn lists_json(
+    snapshot: &AclSnapshot,
+    held: impl Fn(ManagedListName, &str) -> bool,
+) -> Vec<Value> {
+    ManagedListName::ALL
+        .into_iter()
+        .filter_map(|name| {
+            let entry = snapshot.lists.effective(name)?;
+            let mut out = json!({
+                "name": name.as_str(),
+                "source": entry.source.as_str(),
+                "version": entry.version,
+                "digest": entry.list.digest(),
+            });
+            if !held(name, entry.list.digest()) {
+                out["items"] = entry.list.items_json();
+            }
+            Some(out)
+        })
+        .collect()
 }
 
 /// `GET /_netacl/v1/network-acls/watch?since=V&timeout_ms=N`: 200 with the whole set as soon as
@@ -351,25 +395,9 @@ pub(crate) async fn watch(
     body.extend_from_slice(&array);
     if let Some(held) = &held {
         // Every list in force; its items only where the caller does not hold that digest.
-        let lists: Vec<Value> = ManagedListName::ALL
-            .into_iter()
-            .filter_map(|name| {
-                let entry = snapshot.lists.effective(name)?;
-                let mut out = json!({
-                    "name": name.as_str(),
-                    "source": entry.source.as_str(),
-                    "version": entry.version,
-                    "digest": entry.list.digest(),
-                });
-                let holds = held
-                    .iter()
-                    .any(|(n, digest)| *n == name && digest == entry.list.digest());
-                if !holds {
-                    out["items"] = entry.list.items_json();
-                }
-                Some(out)
-            })
-            .collect();
+        let lists = lists_json(&snapshot, |name, digest| {
+            held.iter().any(|(n, d)| *n == name && d == digest)
+        });
         body.extend_from_slice(b",\"managed_lists\":");
         body.extend_from_slice(Value::Array(lists).to_string().as_bytes());
     }

@@ -112,6 +112,7 @@ mod signing_keys;
 mod sync;
 mod tenancy;
 mod tenant;
+mod tenant_feed;
 mod tenant_schemas;
 
 use std::sync::Arc;

@@ -227,8 +227,8 @@ fn operation_object(op: &Operation) -> Value {
             }));
             list.push(json!({
                 "message": "^Query validation error: 'Invalid checkpoint: ",
-                "why": "A checkpoint names a position this server handed out (a `next`); its \
-                        content is opaque."
+                "why": "A checkpoint names a position this tenant's list handed out (a `next`, \
+                        bound to the tenant and the list by an HMAC tag); its content is opaque."
             }));
         }
     }
@@ -400,6 +400,12 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
         "post_network-acls" | "put_network-acls_by_id" | "patch_network-acls_by_id" => {
             json!([unknown_key()])
         }
+        "get_group_members" | "get_user_sessions" => json!([refusal(
+            "^Query validation error: 'Invalid cursor: ",
+            "A cursor carries a tag (HMAC) binding it to the tenant and the list that handed it \
+             out; one this tenant's list did not hand out (forged, altered, another tenant's) is \
+             refused."
+        )]),
         "netacl_watch" => json!([refusal(
             "^Query validation error: 'Expected an X25519 public key in base64url \\(43 \
              characters\\)' on property keys\\.$",

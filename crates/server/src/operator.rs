@@ -67,6 +67,7 @@ pub(crate) fn router(registry: Arc<Registry>) -> Router {
     use axum::routing::get;
     Router::new()
         .route("/_netacl/v1/tenants", get(list).post(create))
+        .route("/_netacl/v1/tenants/watch", get(watch))
         .route("/_netacl/v1/tenants/{id}", get(show).delete(delete))
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&registry),
@@ -311,6 +312,231 @@ async fn delete(State(registry): State<Arc<Registry>>, Path(id): Path<String>) -
     }
 }
 
+/// A `since` cursor of the tenants watch, as read.
+#[derive(Debug, PartialEq, Eq)]
+enum WatchCursor {
+    /// No cursor, another process's, or one too old: the full snapshot.
+    Full,
+    /// Changes after `since` (0: everything), continuing after tenant `after` of a pass that
+    /// completes at `start`.
+    Since {
+        since: u64,
+        start: Option<u64>,
+        after: Option<TenantId>,
+    },
+}
+
+fn invalid_cursor() -> ApiError {
+    ApiError::invalid_query(
+        "Invalid cursor: pass the `cursor` value of the previous answer",
+        Some("since"),
+    )
+}
+
+/// `INSTANCE.SEQ` or `INSTANCE.SINCE.START.AFTER_ID`; another instance's cursor is
+/// [`WatchCursor::Full`]; a malformed one is a 400.
+fn parse_watch_cursor(text: &str, instance: &str) -> Result<WatchCursor, ApiError> {
+    let parts: Vec<&str> = text.split('.').collect();
+    let number = |t: &str| -> Result<u64, ApiError> {
+        if t.is_empty() || t.len() > 20 || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid_cursor());
+        }
+        t.parse().map_err(|_| invalid_cursor())
+    };
+    let shape_ok = parts[0].len() == 16 && parts[0].bytes().all(|b| b.is_ascii_hexdigit());
+    let cursor = match parts.as_slice() {
+        [_, seq] if shape_ok => WatchCursor::Since {
+            since: number(seq)?,
+            start: None,
+            after: None,
+        },
+        [_, since, start, after] if shape_ok => {
+            let since = number(since)?;
+            let start = number(start)?;
+            let after = TenantId::new(after).ok_or_else(invalid_cursor)?;
+            if start < since {
+                return Err(invalid_cursor());
+            }
+            WatchCursor::Since {
+                since,
+                start: Some(start),
+                after: Some(after),
+            }
+        }
+        _ => return Err(invalid_cursor()),
+    };
+    Ok(if parts[0] == instance {
+        cursor
+    } else {
+        WatchCursor::Full
+    })
+}
+
+/// `GET /_netacl/v1/tenants/watch?since=CURSOR&timeout_ms=N&lists=true&keys=X25519`: every
+/// tenant that changed since the cursor (see [`crate::tenant_feed`]), 304 after `timeout_ms`
+/// without a change.
+async fn watch(
+    State(registry): State<Arc<Registry>>,
+    parts: http::request::Parts,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    match watch_inner(&registry, &parts, raw.as_deref()).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn watch_inner(
+    registry: &Registry,
+    parts: &http::request::Parts,
+    raw: Option<&str>,
+) -> Result<Response, ApiError> {
+    use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
+    use netacl_secrets::transit::TransitPublicKey;
+
+    let query = Query::parse(raw, &["since", "timeout_ms", "lists", "keys"])?;
+    let timeout_ms = query
+        .integer("timeout_ms", 0, MAX_WATCH_TIMEOUT_MS)?
+        .unwrap_or(DEFAULT_WATCH_TIMEOUT_MS);
+    let lists = query.boolean("lists")?.unwrap_or(false);
+    let edge_key = query
+        .string("keys")
+        .map(|text| {
+            TransitPublicKey::parse(text).ok_or_else(|| {
+                ApiError::invalid_query(
+                    "Expected an X25519 public key in base64url (43 characters)".to_owned(),
+                    Some("keys"),
+                )
+            })
+        })
+        .transpose()?;
+    let feed = registry.feed();
+    let mut cursor = match query.string("since") {
+        None => WatchCursor::Full,
+        Some(text) => parse_watch_cursor(text, feed.instance())?,
+    };
+    if let WatchCursor::Since { since, .. } = cursor {
+        if since != 0 && !feed.remembers(since) {
+            cursor = WatchCursor::Full;
+        }
+    }
+    let (since, start, after) = match cursor {
+        WatchCursor::Full => (0, None, None),
+        WatchCursor::Since {
+            since,
+            start,
+            after,
+        } => (since, start, after),
+    };
+    // Subscribe before reading, so that a change in between is not missed.
+    let mut sequence = feed.subscribe();
+    if since != 0 && start.is_none() && feed.seq() == since {
+        let waited = tokio::time::timeout(
+            std::time::Duration::from_millis(timeout_ms),
+            sequence.wait_for(|seq| *seq != since),
+        )
+        .await;
+        match waited {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return Err(ApiError::unavailable()),
+            Err(_) => return Ok(StatusCode::NOT_MODIFIED.into_response()),
+        }
+    }
+    // The pass completes at the sequence read before any tenant is: a change after it is
+    // shipped again by the next answer.
+    let start = start.unwrap_or_else(|| feed.seq());
+    let changes = feed.since(since, after.as_ref());
+    let keys_allowed = edge_key
+        .as_ref()
+        .map(|_| crate::internal::key_transport_allowed(parts));
+    let mut body: Vec<u8> = Vec::with_capacity(4096);
+    body.extend_from_slice(b"{\"tenants\":[");
+    let mut last: Option<&TenantId> = None;
+    let mut more = false;
+    let mut first = true;
+    for (id, mark) in &changes.tenants {
+        if body.len() >= feed.budget() && last.is_some() {
+            more = true;
+            break;
+        }
+        // Removed since it was recorded: its removal is in a later answer.
+        let Some((state, domains)) = registry.served(id) else {
+            continue;
+        };
+        let snapshot = state.inner.tenant.snapshot();
+        if !first {
+            body.push(b',');
+        }
+        first = false;
+        body.extend_from_slice(b"{\"tenant\":");
+        body.extend_from_slice(Value::from(id.as_str()).to_string().as_bytes());
+        body.extend_from_slice(b",\"domains\":");
+        body.extend_from_slice(json!(domains).to_string().as_bytes());
+        body.extend_from_slice(
+            format!(",\"version\":{},\"network_acls\":", snapshot.version).as_bytes(),
+        );
+        body.extend_from_slice(&snapshot.json_array(0, snapshot.ordered.len()));
+        if lists {
+            // The items of a list only when the edge may not hold them: a full answer, a
+            // tenant added since the cursor, a list changed since it (or not recorded yet).
+            let now = crate::tenant_feed::ChangeFeed::digests_of(&snapshot);
+            let send_all = since == 0 || mark.added > since;
+            let entries = crate::internal::lists_json(&snapshot, |name, digest| {
+                let i = name.index();
+                !send_all
+                    && mark.lists_changed[i] <= since
+                    && now[i].as_deref() == Some(digest)
+                    && mark.digests[i].as_deref() == Some(digest)
+            });
+            body.extend_from_slice(b",\"managed_lists\":");
+            body.extend_from_slice(Value::Array(entries).to_string().as_bytes());
+        }
+        if let (Some(edge_key), Some(true)) = (&edge_key, keys_allowed) {
+            let keys = crate::internal::seal_network_acl_keys(id.as_str(), &snapshot, edge_key)?;
+            body.extend_from_slice(b",\"network_acl_keys\":");
+            body.extend_from_slice(Value::Array(keys).to_string().as_bytes());
+        }
+        body.push(b'}');
+        last = Some(id);
+    }
+    body.extend_from_slice(b"],\"removed\":");
+    body.extend_from_slice(
+        json!(changes
+            .removed
+            .iter()
+            .map(TenantId::as_str)
+            .collect::<Vec<_>>())
+        .to_string()
+        .as_bytes(),
+    );
+    let instance = feed.instance();
+    let next = match (more, last) {
+        (true, Some(last)) => format!("{instance}.{since}.{start}.{last}"),
+        _ => format!("{instance}.{start}"),
+    };
+    body.extend_from_slice(
+        format!(
+            ",\"cursor\":\"{next}\",\"full\":{},\"more\":{more}",
+            since == 0
+        )
+        .as_bytes(),
+    );
+    if keys_allowed == Some(false) {
+        body.extend_from_slice(b",\"network_acl_keys_withheld\":\"transport\"");
+    }
+    body.push(b'}');
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(crate::error::JSON_UTF8),
+    );
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    Ok(response)
+}
+
 /// The operator operations in the OpenAPI document (security: the operator token).
 pub(crate) fn extend_document(document: &mut Value) {
     let error = |description: &str| {
@@ -369,6 +595,53 @@ pub(crate) fn extend_document(document: &mut Value) {
                     "413": error("Body too large"),
                     "415": error("Not JSON"),
                     "503": error("The database is unavailable")
+                }
+            }
+        },
+        "/_netacl/v1/tenants/watch": {
+            "get": {
+                "operationId": "netacl_watch_tenants",
+                "summary": "Long poll for every tenant's changes (remote multi-tenant edges): tenants added, removed, and each changed tenant's rules, lists and sealed keys",
+                "security": security,
+                "parameters": [
+                    {"name": "since", "in": "query", "required": false,
+                     "description": "The cursor of the previous answer; absent, another process's or too old: the full snapshot",
+                     "schema": {"type": "string", "pattern": "^[0-9a-f]{16}\\.[0-9]{1,20}(\\.[0-9]{1,20}\\.[A-Za-z0-9_-]{1,64})?$"}},
+                    {"name": "timeout_ms", "in": "query", "required": false,
+                     "schema": {"type": "integer", "minimum": 0, "maximum": crate::config::MAX_WATCH_TIMEOUT_MS}},
+                    {"name": "lists", "in": "query", "required": false,
+                     "description": "true: each tenant's managed lists in force (items only where the edge may not hold them)",
+                     "schema": {"type": "boolean"}},
+                    {"name": "keys", "in": "query", "required": false,
+                     "description": "The edge's X25519 public key (base64url): the network ACL keys live rules name, sealed to it (over TLS or loopback only)",
+                     "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"}}
+                ],
+                "responses": {
+                    "200": {"description": "What changed since the cursor", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["tenants", "removed", "cursor", "full", "more"],
+                        "properties": {
+                            "tenants": {"type": "array", "items": {"type": "object",
+                                "required": ["tenant", "domains", "version", "network_acls"],
+                                "properties": {
+                                    "tenant": {"type": "string"},
+                                    "domains": {"type": "array", "items": {"type": "string"}},
+                                    "version": {"type": "integer", "minimum": 0},
+                                    "network_acls": {"type": "array", "items": {"$ref": "#/components/schemas/NetworkAcl"}},
+                                    "managed_lists": {"type": "array", "items": {"type": "object"}},
+                                    "network_acl_keys": {"type": "array", "items": {"type": "object",
+                                        "required": ["id", "sealed"],
+                                        "properties": {"id": {"type": "string"}, "sealed": {"type": "string"}}}}
+                                }}},
+                            "removed": {"type": "array", "items": {"type": "string"}},
+                            "cursor": {"type": "string"},
+                            "full": {"type": "boolean"},
+                            "more": {"type": "boolean"},
+                            "network_acl_keys_withheld": {"type": "string", "enum": ["transport"]}
+                        }}}}},
+                    "304": {"description": "Nothing changed within timeout_ms"},
+                    "400": error("Bad query parameter (a malformed cursor, key or timeout)"),
+                    "401": unauthorized,
+                    "503": error("The service is stopping")
                 }
             }
         },

@@ -20,6 +20,7 @@ use rand::RngCore;
 
 use crate::auth::Principal;
 use crate::body::{read_write_body, FormShape};
+use crate::cursor::Family;
 use crate::error::{json_response, ApiError};
 use crate::guard::{
     Authorized, CreateOrganizations, DeleteOrganizations, ReadOrganizations, UpdateOrganizations,
@@ -181,14 +182,25 @@ pub(crate) async fn list(
             page.answer("organizations", items.collect(), found.total.unwrap_or(0))
         }
         Paging::Checkpoint { from, take } => {
-            let after = from.map(decode_cursor).transpose()?;
+            let cursors = state.cursors();
+            let after = from
+                .map(|text| paging::open_checkpoint(&cursors, Family::Organizations, &text))
+                .transpose()?
+                .map(decode_cursor)
+                .transpose()?;
             let found = tenant
                 .store()
                 .organizations_after(&tenant.id, after.as_ref(), take)
                 .await?;
             let items = found.organizations.iter().map(Organization::record_json);
             let next = found.next.as_ref().map(encode_cursor);
-            paging::checkpoint_answer("organizations", items.collect(), next.as_deref())
+            paging::checkpoint_answer(
+                &cursors,
+                Family::Organizations,
+                "organizations",
+                items.collect(),
+                next.as_deref(),
+            )
         }
     };
     Ok(json_response(StatusCode::OK, &body))

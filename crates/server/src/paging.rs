@@ -6,15 +6,15 @@
 //!   a page past the end is an empty array.
 //! - **checkpoint** (where the endpoint has it): `take` (1..100, default 50) and `from` (the
 //!   `next` of the previous page): `{<key>: [...], next?}`, `next` absent on the last page. The
-//!   checkpoint is opaque (base64url without padding); anything this server did not hand out is
-//!   a 400. `include_totals` is accepted and changes nothing (the official SDKs always send it).
+//!   checkpoint is opaque (base64url without padding) and bound to the tenant and the list
+//!   ([`crate::cursor`]); anything this tenant's list did not hand out is a 400.
+//!   `include_totals` is accepted and changes nothing (the official SDKs always send it).
 //!
 //! A request naming `from` or `take` pages by checkpoint; naming them together with `page` or
 //! `per_page` is a 400.
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
 use serde_json::{Map, Value};
 
+use crate::cursor::{Cursors, Family};
 use crate::error::ApiError;
 use crate::query::Query;
 
@@ -22,8 +22,6 @@ use crate::query::Query;
 pub(crate) const DEFAULT_PAGE_SIZE: u64 = 50;
 /// The largest `per_page` and `take`.
 pub(crate) const MAX_PAGE_SIZE: u64 = 100;
-/// The longest checkpoint accepted, in characters (ours are far shorter).
-const MAX_CHECKPOINT_LEN: usize = 512;
 
 /// The offset parameters.
 pub(crate) const OFFSET_PARAMETERS: [&str; 3] = ["page", "per_page", "include_totals"];
@@ -74,8 +72,8 @@ impl OffsetPage {
 pub(crate) enum Paging {
     /// `page`, `per_page`, `include_totals`.
     Offset(OffsetPage),
-    /// `from` (decoded), `take`.
-    Checkpoint { from: Option<Vec<u8>>, take: u32 },
+    /// `from` (as given: [`open_checkpoint`] reads it), `take`.
+    Checkpoint { from: Option<String>, take: u32 },
 }
 
 impl Paging {
@@ -94,36 +92,38 @@ impl Paging {
             ));
         }
         Ok(Self::Checkpoint {
-            from: from.map(decode).transpose()?,
+            from: from.map(str::to_owned),
             take: u32::try_from(take.unwrap_or(DEFAULT_PAGE_SIZE)).unwrap_or(u32::MAX),
         })
     }
 }
 
-/// The answer of a checkpoint page: `{key: [...], next?}`.
-pub(crate) fn checkpoint_answer(key: &str, items: Vec<Value>, next: Option<&[u8]>) -> Value {
+/// The answer of a checkpoint page: `{key: [...], next?}`, `next` the checkpoint of position
+/// `next` in `family`.
+pub(crate) fn checkpoint_answer(
+    cursors: &Cursors<'_>,
+    family: Family,
+    key: &str,
+    items: Vec<Value>,
+    next: Option<&[u8]>,
+) -> Value {
     let mut body = Map::new();
     body.insert(key.into(), Value::Array(items));
     if let Some(next) = next {
-        body.insert("next".into(), encode(next).into());
+        body.insert("next".into(), cursors.seal(family, next).into());
     }
     Value::Object(body)
 }
 
-/// A checkpoint as clients see it.
-pub(crate) fn encode(position: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(position)
-}
-
-/// The position a `from` checkpoint names; 400 `invalid_query_string` for text that is not
-/// one (its shape is checked again by whoever reads the position).
-pub(crate) fn decode(text: &str) -> Result<Vec<u8>, ApiError> {
-    if text.is_empty() || text.len() > MAX_CHECKPOINT_LEN {
-        return Err(invalid_checkpoint());
-    }
-    URL_SAFE_NO_PAD
-        .decode(text)
-        .map_err(|_| invalid_checkpoint())
+/// The position a `from` checkpoint of `family` names; 400 `invalid_query_string` for text
+/// this tenant's list did not hand out (its shape is checked again by whoever reads the
+/// position).
+pub(crate) fn open_checkpoint(
+    cursors: &Cursors<'_>,
+    family: Family,
+    text: &str,
+) -> Result<Vec<u8>, ApiError> {
+    cursors.open(family, text, invalid_checkpoint)
 }
 
 /// 400 for a `from` this server did not hand out.
@@ -164,11 +164,10 @@ mod tests {
                 take: 50
             }
         );
-        let from = encode(b"abc");
         assert_eq!(
-            paging(&format!("from={from}")).expect("from"),
+            paging("from=YWJj").expect("from"),
             Paging::Checkpoint {
-                from: Some(b"abc".to_vec()),
+                from: Some("YWJj".to_owned()),
                 take: 50
             }
         );
@@ -178,9 +177,6 @@ mod tests {
             "take=x",
             "per_page=101",
             "page=-1",
-            "from=",
-            "from=a+b",
-            "from=AAAA=",
             "page=1&take=5",
             "per_page=5&from=YWJj",
         ] {
@@ -217,12 +213,30 @@ mod tests {
             serde_json::json!([1, 2])
         );
         assert_eq!(page(u64::MAX, 100, true).offset(), u64::MAX);
+        let kek = netacl_secrets::Kek::from_bytes(&[1u8; 32]).expect("kek");
+        let cursors = Cursors::new(&kek, "acme");
+        let answer = checkpoint_answer(&cursors, Family::Connections, "things", items, Some(b"x"));
+        assert_eq!(answer["things"], serde_json::json!([1, 2]));
+        let next = answer["next"].as_str().expect("next");
         assert_eq!(
-            checkpoint_answer("things", items, Some(b"x")),
-            serde_json::json!({"things": [1, 2], "next": "eA"})
+            open_checkpoint(&cursors, Family::Connections, next).expect("open"),
+            b"x"
         );
+        // Checkpoints of another tenant or list, or no checkpoint at all: refused alike.
+        for (cursors, family, text) in [
+            (Cursors::new(&kek, "beta"), Family::Connections, next),
+            (Cursors::new(&kek, "acme"), Family::ClientGrants, next),
+            (Cursors::new(&kek, "acme"), Family::Connections, "eA"),
+            (Cursors::new(&kek, "acme"), Family::Connections, ""),
+            (Cursors::new(&kek, "acme"), Family::Connections, "a+b"),
+            (Cursors::new(&kek, "acme"), Family::Connections, "AAAA="),
+        ] {
+            let err = open_checkpoint(&cursors, family, text).expect_err(text);
+            assert_eq!(err.error_code(), Some("invalid_query_string"), "{text}");
+            assert!(err.message().contains("checkpoint"), "{}", err.message());
+        }
         assert_eq!(
-            checkpoint_answer("things", vec![], None),
+            checkpoint_answer(&cursors, Family::Connections, "things", vec![], None),
             serde_json::json!({"things": []})
         );
     }

@@ -276,6 +276,13 @@ impl AdminService {
             ))
     }
 
+    /// Sets the size past which an answer of the operator's tenants watch stops adding tenants
+    /// (16 MiB by default); for tests of the continuation (`"more": true`).
+    #[doc(hidden)]
+    pub fn set_tenants_watch_budget(&self, bytes: usize) {
+        self.registry.feed().set_budget(bytes);
+    }
+
     /// Every tenant this service serves, a new value on every tenant added or removed (or its
     /// domains changed). An edge in the same process selects a tenant per request with
     /// [`TenantDirectory::for_host`] and enforces with that tenant's engine; rule changes inside
@@ -299,6 +306,7 @@ impl AdminService {
             Arc::clone(&self.state.inner.signing_keys),
             listener,
             interval,
+            Arc::downgrade(&self.registry),
         )
     }
 

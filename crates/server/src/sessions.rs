@@ -4,7 +4,7 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::{Map, Value};
 
-use crate::cursor::{self, DEFAULT_TAKE, MAX_TAKE};
+use crate::cursor::{Family, DEFAULT_TAKE, MAX_TAKE};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadSessions};
 use crate::query::Query;
@@ -22,7 +22,11 @@ pub(crate) async fn list(
     let query = Query::parse(raw.as_deref(), &["include_totals", "from", "take"])?;
     let with_total = query.boolean("include_totals")?.unwrap_or(false);
     let take = query.integer("take", 1, MAX_TAKE)?.unwrap_or(DEFAULT_TAKE);
-    let after = query.string("from").map(cursor::decode).transpose()?;
+    let cursors = state.cursors();
+    let after = query
+        .string("from")
+        .map(|text| cursors.decode_seq(Family::UserSessions, text))
+        .transpose()?;
     let tenant = &state.inner.tenant;
     let page = tenant
         .store()
@@ -38,7 +42,10 @@ pub(crate) async fn list(
     let mut body = Map::new();
     body.insert("sessions".into(), Value::Array(page.items));
     if let Some(next) = page.next_after {
-        body.insert("next".into(), cursor::encode(next).into());
+        body.insert(
+            "next".into(),
+            cursors.encode_seq(Family::UserSessions, next).into(),
+        );
     }
     if let Some(total) = page.total {
         body.insert("total".into(), total.into());

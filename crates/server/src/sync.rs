@@ -39,7 +39,7 @@
 //! balancer spreading a client over N nodes, the client's effective limit is up to N times the
 //! configured one. This keeps the hot path free of database round trips and keeps the limiter
 //! working while the database is away; size `--rate-limit-*` per node accordingly.
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use netacl_store::{ChangeListener, ChangeNotice};
@@ -48,6 +48,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::auth::TenantAuthority;
 use crate::signing_keys::SigningKeys;
+use crate::tenancy::Registry;
 use crate::tenant::{LoadError, TenantRuntime};
 
 /// How often a follower compares the committed version with the served one, by default.
@@ -69,9 +70,10 @@ impl StoreFollower {
         keys: Arc<SigningKeys>,
         listener: Option<ChangeListener>,
         interval: Duration,
+        others: Weak<Registry>,
     ) -> Self {
         let interval = interval.max(Duration::from_millis(10));
-        let task = tokio::spawn(follow(tenant, authority, keys, listener, interval));
+        let task = tokio::spawn(follow(tenant, authority, keys, listener, interval, others));
         Self { task }
     }
 }
@@ -95,6 +97,7 @@ async fn follow(
     keys: Arc<SigningKeys>,
     mut listener: Option<ChangeListener>,
     interval: Duration,
+    others: Weak<Registry>,
 ) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -120,6 +123,14 @@ async fn follow(
                 if *id == tenant.id {
                     keys_read_at = Instant::now();
                     reload_keys(&keys).await;
+                } else if let Some(registry) = others.upgrade() {
+                    registry.catch_up(id, true);
+                }
+                continue;
+            }
+            Wake::Notice(ChangeNotice::TenantsChanged) => {
+                if let Some(registry) = others.upgrade() {
+                    registry.tenants_changed();
                 }
                 continue;
             }
@@ -132,7 +143,13 @@ async fn follow(
                 tenant: ref id,
                 version,
             }) if *id != tenant.id || version == tenant.snapshot().version => {
-                // Another tenant's change, or our own write.
+                // Another tenant's change (caught up at once: its rules, lists and keys are
+                // served from its own runtime), or our own write.
+                if *id != tenant.id {
+                    if let Some(registry) = others.upgrade() {
+                        registry.catch_up(id, false);
+                    }
+                }
                 continue;
             }
             Wake::Notice(_) | Wake::Tick => {}
@@ -331,6 +348,7 @@ mod tests {
             keys(&b).await,
             None,
             Duration::from_millis(20),
+            Weak::new(),
         );
 
         let record = acl(1, 10);
@@ -371,6 +389,7 @@ mod tests {
             keys(&b).await,
             None,
             Duration::from_millis(20),
+            Weak::new(),
         );
         let list = Arc::new(ManagedList::from_lines("192.0.2.0/24\n", 10).expect("list"));
         a.apply(Change::PutList(ManagedListName::Tor, Arc::clone(&list)))
@@ -454,6 +473,7 @@ mod tests {
             keys(&b).await,
             None,
             Duration::from_millis(20),
+            Weak::new(),
         );
         assert!(eventually(|| authority.client("ops").is_some()).await);
         let record = authority.client("ops").expect("client");

@@ -144,6 +144,8 @@ pub(crate) struct Registry {
     changes: tokio::sync::Mutex<()>,
     /// Whether the poll also catches up each tenant's rules (nodes sharing a database).
     follow_rules: std::sync::atomic::AtomicBool,
+    /// Every tenant's changes, for the operator's tenants watch.
+    feed: Arc<crate::tenant_feed::ChangeFeed>,
 }
 
 /// The hosts that select the default tenant: its configured domain without the port.
@@ -208,8 +210,10 @@ impl Registry {
             directory,
             changes: tokio::sync::Mutex::new(()),
             follow_rules: std::sync::atomic::AtomicBool::new(false),
+            feed: crate::tenant_feed::ChangeFeed::new(),
         });
         registry.publish();
+        crate::tenant_feed::follow(&registry, Arc::clone(&registry.feed));
         tokio::spawn(poll(Arc::downgrade(&registry)));
         Ok(registry)
     }
@@ -232,6 +236,28 @@ impl Registry {
 
     pub(crate) fn kek(&self) -> &Arc<Kek> {
         &self.kek
+    }
+
+    /// The change feed of the operator's tenants watch.
+    pub(crate) fn feed(&self) -> &Arc<crate::tenant_feed::ChangeFeed> {
+        &self.feed
+    }
+
+    /// Every served tenant's runtime, by id.
+    pub(crate) fn served_runtimes(&self) -> HashMap<TenantId, Arc<TenantRuntime>> {
+        self.table
+            .load()
+            .by_id
+            .iter()
+            .map(|(id, state)| (id.clone(), Arc::clone(&state.inner.tenant)))
+            .collect()
+    }
+
+    /// A served tenant's state and its domains, as the directory publishes them.
+    pub(crate) fn served(&self, id: &TenantId) -> Option<(AppState, Vec<String>)> {
+        let state = self.table.load().by_id.get(id).cloned()?;
+        let domains = self.directory.borrow().get(id).map(|t| t.domains.clone())?;
+        Some((state, domains))
     }
 
     pub(crate) fn follow_rules(&self) {
@@ -331,6 +357,33 @@ impl Registry {
         }));
         self.publish();
         tracing::info!(tenant = %id, "tenant no longer served");
+    }
+
+    /// Catches tenant `id` up with the store now (another node announced a change of its
+    /// rules, or with `keys` of its signing keys), in the background; the poll remains the
+    /// safety net for a notification lost.
+    pub(crate) fn catch_up(&self, id: &netacl_store::TenantId, keys: bool) {
+        let Some(state) = self.table.load().by_id.get(id).cloned() else {
+            return;
+        };
+        let id = id.clone();
+        tokio::spawn(async move {
+            if keys {
+                let _ = state.inner.signing_keys.reload().await;
+            } else if let Err(err) = state.inner.tenant.refresh_from_store().await {
+                tracing::debug!(tenant = %id, error = %err, "cannot catch up the tenant");
+            }
+        });
+    }
+
+    /// Re-reads the set of tenants now (another node created or deleted one), in the background.
+    pub(crate) fn tenants_changed(self: &Arc<Self>) {
+        let registry = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Err(err) = registry.sync_tenants().await {
+                tracing::debug!(error = %err, "cannot read the tenants");
+            }
+        });
     }
 
     /// Brings the served set in line with the store's when its tenants generation moved.

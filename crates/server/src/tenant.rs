@@ -467,6 +467,11 @@ impl TenantRuntime {
     }
 
     /// The store (for the tenant's other resources, which are read and written directly).
+    /// The key-encryption key (sealing, and the tags of the tenant's paging cursors).
+    pub(crate) fn kek(&self) -> &Kek {
+        &self.kek
+    }
+
     pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
