@@ -92,4 +92,5 @@ pub(crate) const TENANT_TABLES: &[&str] = &[
     "managed_lists",
     "network_acl_keys",
     "tenant_domains",
+    "network_acl_history",
 ];

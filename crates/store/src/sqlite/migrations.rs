@@ -211,6 +211,22 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     INSERT INTO tenants_generation (id, generation) VALUES (1, 0);
     "#,
+    // 8: rule-set history. One row per version of a tenant (written in the transaction that
+    // bumps it): when, by which client, in answer to which request, and `changes`, the JSON
+    // array of the records it changed (network ACLs before and after; keys and lists by id and
+    // metadata, never their material or items). Versions committed before this migration have
+    // no entry.
+    r#"
+    CREATE TABLE network_acl_history (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        version    INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        client_id  TEXT,
+        request_id TEXT,
+        changes    TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, version)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.
