@@ -90,6 +90,7 @@ mod directory;
 mod error;
 mod groups;
 mod guard;
+mod history;
 mod internal;
 mod managed_lists;
 mod network_acls;
@@ -102,6 +103,7 @@ mod paging;
 mod policy;
 pub mod provisioning;
 mod query;
+mod request_context;
 mod routes;
 mod service;
 mod sessions;
@@ -119,6 +121,7 @@ pub use config::{
 };
 pub use error::ApiError;
 pub use operator::OperatorToken;
+pub use request_context::{RequestContext, MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
 pub use signing_keys::{
     KeysError, KEY_REFRESH_INTERVAL, SIGNING_KEY_PURPOSE, UNKNOWN_KID_RELOAD_INTERVAL,

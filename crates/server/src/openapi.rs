@@ -101,6 +101,9 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
         for (name, schema) in crate::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
+        for (name, schema) in crate::history::openapi::components() {
+            schemas.insert(name.into(), schema);
+        }
     }
     add_form_schemas(&mut document);
     document
@@ -125,6 +128,8 @@ fn operation_object(op: &Operation) -> Value {
     } else if let Some(params) = crate::acl_keys::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if let Some(params) = crate::history::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if op.path.contains("{id}") {
         parameters.push(json!({
@@ -245,6 +250,11 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
         "since" => json!({"type": "integer", "minimum": 0, "maximum": u64::MAX}),
         "timeout_ms" => json!({"type": "integer", "minimum": 0, "maximum": MAX_WATCH_TIMEOUT_MS,
                                "default": DEFAULT_WATCH_TIMEOUT_MS}),
+        "from" if operation_id == "netacl_versions" => {
+            json!({"type": "string", "pattern": "^[0-9]{1,20}$",
+                   "description": "The `next` value of the previous page (a version number)."})
+        }
+        "against" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
         "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
             json!({"type": "string", "pattern": CURSOR_PATTERN,
                    "description": "The `next` value of the previous page."})
@@ -729,6 +739,7 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::DirectoryImport => "DirectoryImport",
         BodySchema::ManagedListPut => "ManagedListPut",
         BodySchema::NetworkAclKeyCreate => "NetworkAclKeyCreate",
+        BodySchema::Rollback => "Rollback",
     }
 }
 
@@ -743,6 +754,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::acl_keys::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::history::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
