@@ -83,6 +83,16 @@ pub struct Args {
           default_value_t = netacl_server::DEFAULT_LOG_RETENTION_DAYS,
           value_parser = clap::value_parser!(u64).range(0..=36_500))]
     log_retention_days: u64,
+    /// Rule-set history: the newest N versions of each tenant are kept whatever their age
+    /// (at least 1).
+    #[arg(long, env = "NETACL_HISTORY_VERSIONS", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    history_versions: u64,
+    /// Rule-set history: versions younger than D days are kept whatever their number (a
+    /// version is removed only once both this and --history-versions let it go).
+    #[arg(long, env = "NETACL_HISTORY_DAYS", default_value_t = 90,
+          value_parser = clap::value_parser!(u64).range(0..=36_500))]
+    history_days: u64,
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
@@ -275,11 +285,16 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
 
     let limits = config.limits;
+    let retention = netacl_store::HistoryRetention {
+        versions: args.history_versions,
+        days: args.history_days,
+    };
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
         Some(url) => {
             let store = PostgresStore::connect(url, limits)
                 .await
-                .context("cannot use the database of --database-url")?;
+                .context("cannot use the database of --database-url")?
+                .with_history_retention(retention);
             let changes = store.listen();
             (
                 Arc::new(store),
@@ -294,7 +309,8 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 .context("store task failed")?
                 .with_context(|| {
                     format!("cannot open the database in {}", args.data_dir.display())
-                })?;
+                })?
+                .with_history_retention(retention);
             let location = format!("data {}", args.data_dir.display());
             (Arc::new(store), None, location)
         }

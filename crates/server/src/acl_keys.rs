@@ -18,6 +18,7 @@ use crate::body::{read_write_body, FormShape};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, CreateNetworkAclKeys, DeleteNetworkAclKeys, ReadNetworkAclKeys};
 use crate::query::Query;
+use crate::request_context::RequestContext;
 use crate::tenant::Change;
 use crate::AppState;
 
@@ -79,6 +80,7 @@ pub(crate) async fn get(
 /// `POST /keys/network-acls`: `{name, alg, value}`; 201 with the record (never the value).
 pub(crate) async fn create(
     _: Authorized<CreateNetworkAclKeys>,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -112,7 +114,10 @@ pub(crate) async fn create(
         updated_at: now,
     };
     tenant
-        .apply(Change::CreateKey(Box::new((record.clone(), spec.material))))
+        .apply_as(
+            Change::CreateKey(Box::new((record.clone(), spec.material))),
+            context.origin(),
+        )
         .await?;
     Ok(json_response(StatusCode::CREATED, &record.to_json()))
 }
@@ -121,11 +126,15 @@ pub(crate) async fn create(
 pub(crate) async fn delete(
     _: Authorized<DeleteNetworkAclKeys>,
     KeyPath(id): KeyPath,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
-    state.inner.tenant.apply(Change::DeleteKey(id)).await?;
+    let tenant = &state.inner.tenant;
+    tenant
+        .apply_as(Change::DeleteKey(id), context.origin())
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

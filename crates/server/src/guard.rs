@@ -19,6 +19,7 @@ use http::request::Parts;
 
 use crate::auth::{AuthError, Principal};
 use crate::error::ApiError;
+use crate::request_context::RequestContext;
 use crate::AppState;
 
 /// The middleware (see the module docs).
@@ -43,8 +44,19 @@ pub(crate) async fn guard(state: AppState, mut request: Request, next: Next) -> 
     } else {
         match verified {
             Ok(principal) => {
+                let context = request
+                    .extensions_mut()
+                    .get_mut::<RequestContext>()
+                    .map(|context| {
+                        context.client_id = Some(principal.client_id().to_owned());
+                        context.clone()
+                    });
                 request.extensions_mut().insert(principal);
-                next.run(request).await
+                let mut response = next.run(request).await;
+                if let Some(context) = context {
+                    response.extensions_mut().insert(context);
+                }
+                response
             }
             Err(err) => {
                 tracing::debug!(error = ?err, "authentication failed");

@@ -92,6 +92,7 @@ mod directory;
 mod error;
 mod groups;
 mod guard;
+mod history;
 mod internal;
 mod logs;
 mod managed_lists;
@@ -105,6 +106,7 @@ mod paging;
 mod policy;
 pub mod provisioning;
 mod query;
+mod request_context;
 mod routes;
 mod service;
 mod sessions;
@@ -126,6 +128,7 @@ pub use logs::{
     days_ms, default_log_retention, DEFAULT_LOG_RETENTION_DAYS, DEFAULT_LOG_RETENTION_EVENTS,
 };
 pub use operator::OperatorToken;
+pub use request_context::{RequestContext, MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
 pub use signing_keys::{
     KeysError, KEY_REFRESH_INTERVAL, SIGNING_KEY_PURPOSE, UNKNOWN_KID_RELOAD_INTERVAL,

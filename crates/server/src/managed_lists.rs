@@ -19,6 +19,7 @@ use crate::body::{read_write_body, FormShape};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadNetworkAcls, UpdateNetworkAcls};
 use crate::query::Query;
+use crate::request_context::RequestContext;
 use crate::tenant::{AclSnapshot, Change};
 use crate::AppState;
 
@@ -123,6 +124,7 @@ pub(crate) async fn get(
 pub(crate) async fn put(
     _: Authorized<UpdateNetworkAcls>,
     ListPath(name): ListPath,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -143,7 +145,10 @@ pub(crate) async fn put(
         .map_err(|_| ApiError::internal())??;
     let tenant = &state.inner.tenant;
     tenant
-        .apply(Change::PutList(name, std::sync::Arc::new(list)))
+        .apply_as(
+            Change::PutList(name, std::sync::Arc::new(list)),
+            context.origin(),
+        )
         .await?;
     let snapshot = tenant.snapshot();
     Ok(json_response(
@@ -157,11 +162,15 @@ pub(crate) async fn put(
 pub(crate) async fn delete(
     _: Authorized<UpdateNetworkAcls>,
     ListPath(name): ListPath,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
-    state.inner.tenant.apply(Change::DeleteList(name)).await?;
+    let tenant = &state.inner.tenant;
+    tenant
+        .apply_as(Change::DeleteList(name), context.origin())
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -14,6 +14,7 @@ use crate::guard::{
     Authorized, CreateNetworkAcls, DeleteNetworkAcls, ReadNetworkAcls, UpdateNetworkAcls,
 };
 use crate::query::Query;
+use crate::request_context::RequestContext;
 use crate::tenant::{Applied, Change, StoredAcl};
 use crate::AppState;
 
@@ -89,6 +90,7 @@ pub(crate) async fn list(
 /// `POST /network-acls`: 201 with the stored record.
 pub(crate) async fn create(
     _: Authorized<CreateNetworkAcls>,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -107,7 +109,7 @@ pub(crate) async fn create(
     let applied = state
         .inner
         .tenant
-        .apply(Change::Create(Box::new(acl)))
+        .apply_as(Change::Create(Box::new(acl)), context.origin())
         .await?;
     applied_response(&state, StatusCode::CREATED, applied).await
 }
@@ -131,6 +133,7 @@ pub(crate) async fn get(
 pub(crate) async fn replace(
     _: Authorized<UpdateNetworkAcls>,
     AclPath(id): AclPath,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -145,13 +148,14 @@ pub(crate) async fn replace(
         created_at: old.created_at,
         updated_at: Timestamp::now().max(old.updated_at),
     });
-    updated(&state, id, build).await
+    updated(&state, &context, id, build).await
 }
 
 /// `PATCH /network-acls/{id}`: any subset of the four fields; a `rule` replaces the whole rule.
 pub(crate) async fn update(
     _: Authorized<UpdateNetworkAcls>,
     AclPath(id): AclPath,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -166,18 +170,19 @@ pub(crate) async fn update(
         created_at: old.created_at,
         updated_at: Timestamp::now().max(old.updated_at),
     });
-    updated(&state, id, build).await
+    updated(&state, &context, id, build).await
 }
 
 async fn updated(
     state: &AppState,
+    context: &RequestContext,
     id: AclId,
     build: Box<dyn FnOnce(&NetworkAcl) -> NetworkAcl + Send>,
 ) -> Result<Response, ApiError> {
     let applied = state
         .inner
         .tenant
-        .apply(Change::Replace { id, build })
+        .apply_as(Change::Replace { id, build }, context.origin())
         .await?;
     applied_response(state, StatusCode::OK, applied).await
 }
@@ -219,11 +224,15 @@ async fn applied_response(
 pub(crate) async fn delete(
     _: Authorized<DeleteNetworkAcls>,
     AclPath(id): AclPath,
+    context: RequestContext,
     state: AppState,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
-    state.inner.tenant.apply(Change::Delete(id)).await?;
+    let tenant = &state.inner.tenant;
+    tenant
+        .apply_as(Change::Delete(id), context.origin())
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -101,7 +101,10 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
         for (name, schema) in crate::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
-        for (name, schema) in crate::logs::openapi::components() {
+        for (name, schema) in crate::logs::openapi::components()
+            .into_iter()
+            .chain(crate::history::openapi::components())
+        {
             schemas.insert(name.into(), schema);
         }
     }
@@ -130,6 +133,8 @@ fn operation_object(op: &Operation) -> Value {
     } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if let Some(params) = crate::logs::openapi::path_parameters(op.path) {
+        parameters.extend(params);
+    } else if let Some(params) = crate::history::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if op.path.contains("{id}") {
         parameters.push(json!({
@@ -253,6 +258,11 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
         "since" => json!({"type": "integer", "minimum": 0, "maximum": u64::MAX}),
         "timeout_ms" => json!({"type": "integer", "minimum": 0, "maximum": MAX_WATCH_TIMEOUT_MS,
                                "default": DEFAULT_WATCH_TIMEOUT_MS}),
+        "from" if operation_id == "netacl_versions" => {
+            json!({"type": "string", "pattern": "^[0-9]{1,20}$",
+                   "description": "The `next` value of the previous page (a version number)."})
+        }
+        "against" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
         "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
             json!({"type": "string", "pattern": CURSOR_PATTERN,
                    "description": "The `next` value of the previous page."})
@@ -760,6 +770,7 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::ManagedListPut => "ManagedListPut",
         BodySchema::NetworkAclKeyCreate => "NetworkAclKeyCreate",
         BodySchema::EdgeSummaries => "EdgeSummaries",
+        BodySchema::Rollback => "Rollback",
     }
 }
 
@@ -777,6 +788,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::logs::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::history::openapi::success_schema(operation_id) {
         return schema;
     }
     match operation_id {

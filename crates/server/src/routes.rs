@@ -10,7 +10,8 @@ use http::Method;
 
 use crate::error::ApiError;
 use crate::{
-    acl_keys, branding, directory, groups, managed_lists, organizations, sessions, signing_keys,
+    acl_keys, branding, directory, groups, history, managed_lists, organizations, sessions,
+    signing_keys,
 };
 use crate::{analysis, guard, internal, network_acls, openapi};
 
@@ -33,6 +34,7 @@ pub(crate) enum BodySchema {
     ManagedListPut,
     NetworkAclKeyCreate,
     EdgeSummaries,
+    Rollback,
 }
 
 /// One operation.
@@ -120,6 +122,7 @@ pub(crate) fn operations() -> Vec<Operation> {
     operations.extend(organization_operations::operations());
     operations.extend(network_acl_key_operations());
     operations.extend(log_operations());
+    operations.extend(history_operations());
     operations
 }
 
@@ -216,6 +219,79 @@ fn log_operations() -> Vec<Operation> {
             success: (200, "How many events were recorded"),
             errors: &[400, 413, 415],
             route: || post(crate::logs::post_summaries),
+        },
+    ]
+}
+
+const VERSIONS_QUERY: &[(&str, &str, &str)] = &[
+    (
+        "from",
+        "string",
+        "The `next` of the previous page (a version number: list from it down).",
+    ),
+    ("take", "integer", "Versions per page, 1..100 (default 50)."),
+];
+
+const DIFF_QUERY: &[(&str, &str, &str)] = &[(
+    "against",
+    "integer",
+    "The kept version to compare with (required).",
+)];
+
+/// `/_netacl/v1/network-acls/versions` and `/rollback` (see [`history`]).
+fn history_operations() -> Vec<Operation> {
+    vec![
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/network-acls/versions",
+            operation_id: "netacl_versions",
+            summary: "The rule-set history, newest first: who changed what, when, in which request",
+            scope: Some("read:network_acls"),
+            query: VERSIONS_QUERY,
+            body: None,
+            form: false,
+            success: (200, "A page of versions"),
+            errors: &[400],
+            route: || get(history::list),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/network-acls/versions/{version}",
+            operation_id: "netacl_version",
+            summary: "The network ACLs of a kept version, with what that version changed",
+            scope: Some("read:network_acls"),
+            query: &[],
+            body: None,
+            form: false,
+            success: (200, "The version's network ACLs"),
+            errors: &[400, 404],
+            route: || get(history::get),
+        },
+        Operation {
+            method: Method::GET,
+            path: "/_netacl/v1/network-acls/versions/{version}/diff",
+            operation_id: "netacl_version_diff",
+            summary: "What differs between two kept versions (updated_at ignored)",
+            scope: Some("read:network_acls"),
+            query: DIFF_QUERY,
+            body: None,
+            form: false,
+            success: (200, "Records added, removed and changed"),
+            errors: &[400, 404],
+            route: || get(history::diff),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/network-acls/rollback",
+            operation_id: "netacl_rollback",
+            summary: "Restore the network ACLs of a kept version as a new version (also needs create:network_acls and delete:network_acls)",
+            scope: Some("update:network_acls"),
+            query: &[],
+            body: Some(BodySchema::Rollback),
+            form: false,
+            success: (200, "The version in force and its network ACLs"),
+            errors: &[400, 404, 409, 413, 415],
+            route: || post(history::rollback),
         },
     ]
 }

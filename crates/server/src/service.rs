@@ -227,8 +227,11 @@ impl AdminService {
     /// `GET /.well-known/jwks.json`. `POST /oauth/token` is rate limited per peer address (a
     /// bucket apart from the API's, same limits).
     ///
-    /// Outermost is the panic guard: should a handler ever panic, the client gets a 500 in the
-    /// error shape (the panic is logged), never a dropped connection.
+    /// Outermost is the request id (`X-Request-Id` on every answer, see [`RequestContext`]), then
+    /// the panic guard: should a handler ever panic, the client gets a 500 in the error shape
+    /// (the panic is logged), never a dropped connection.
+    ///
+    /// [`RequestContext`]: crate::RequestContext
     pub fn router(&self) -> Router {
         self.router_with(Router::new())
     }
@@ -274,6 +277,7 @@ impl AdminService {
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                 crate::error::panic_response,
             ))
+            .layer(axum::middleware::from_fn(crate::request_context::assign))
     }
 
     /// Sets the size past which an answer of the operator's tenants watch stops adding tenants

@@ -25,7 +25,8 @@ use netacl_model::{
 };
 use netacl_secrets::{Kek, SecretContext};
 use netacl_store::{
-    Store, StoreError, StoredManagedList, StoredNetworkAclKey, TenantId, TenantPolicy,
+    ChangeOp, RecordChange, RecordKind, Store, StoreError, StoredManagedList, StoredNetworkAclKey,
+    TenantId, TenantPolicy, WriteOrigin,
 };
 use tokio::sync::{watch, Mutex};
 
@@ -39,7 +40,7 @@ pub(crate) struct StoredAcl {
 }
 
 impl StoredAcl {
-    fn new(acl: NetworkAcl) -> Arc<Self> {
+    pub(crate) fn new(acl: NetworkAcl) -> Arc<Self> {
         let json = Bytes::from(acl.to_json().to_string());
         Arc::new(Self { acl, json })
     }
@@ -385,13 +386,17 @@ pub(crate) enum Change {
     CreateKey(Box<(NetworkAclKey, KeyMaterial)>),
     /// Remove a network ACL key (409 while a rule names it).
     DeleteKey(NetworkAclKeyId),
+    /// Restore the network ACLs of a kept version, if the tenant is still at
+    /// `expected_version` (409 otherwise; see `history`).
+    Rollback { version: u64, expected_version: u64 },
 }
 
-/// What a change produced: the stored record (none for a delete or a list change) and the
-/// tenant's version afterwards.
+/// What a change produced: the stored record (none for a delete or a list change), the
+/// tenant's version afterwards and the snapshot it serves from then on.
 pub(crate) struct Applied {
     pub(crate) record: Option<Arc<StoredAcl>>,
     pub(crate) version: u64,
+    pub(crate) snapshot: Arc<AclSnapshot>,
 }
 
 /// A tenant's live state.
@@ -557,11 +562,20 @@ impl TenantRuntime {
         Ok(version)
     }
 
-    /// Applies a change through the whole write path (see the module docs). Runs to completion
-    /// even if the caller goes away.
+    /// [`TenantRuntime::apply_as`] for a change this node makes itself (no client, no request).
     pub(crate) async fn apply(self: &Arc<Self>, change: Change) -> Result<Applied, ApiError> {
+        self.apply_as(change, WriteOrigin::default()).await
+    }
+
+    /// Applies a change through the whole write path (see the module docs), recording `origin`
+    /// in the version's history entry. Runs to completion even if the caller goes away.
+    pub(crate) async fn apply_as(
+        self: &Arc<Self>,
+        change: Change,
+        origin: WriteOrigin,
+    ) -> Result<Applied, ApiError> {
         let this = Arc::clone(self);
-        tokio::spawn(async move { this.apply_inner(change).await })
+        tokio::spawn(async move { this.apply_inner(change, origin).await })
             .await
             .map_err(|err| {
                 tracing::error!(error = %err, "write task failed");
@@ -569,7 +583,7 @@ impl TenantRuntime {
             })?
     }
 
-    async fn apply_inner(&self, change: Change) -> Result<Applied, ApiError> {
+    async fn apply_inner(&self, change: Change, origin: WriteOrigin) -> Result<Applied, ApiError> {
         let _guard = self.write_lock.lock().await;
         let current = self.snapshot();
         let mut records: Vec<Arc<StoredAcl>> = current.ordered.clone();
@@ -626,8 +640,18 @@ impl TenantRuntime {
                 (None, Write::DeleteList(name))
             }
             Change::FileList(name, list) => {
+                let reload = RecordChange {
+                    kind: RecordKind::ManagedList,
+                    op: ChangeOp::Reload,
+                    id: name.to_string(),
+                    before: None,
+                    after: Some(serde_json::json!({
+                        "name": name.as_str(), "source": ListSource::File.as_str(),
+                        "entries": list.len(), "digest": list.digest(),
+                    })),
+                };
                 files[name.index()] = Some(list_entry(&list, ListSource::File));
-                (None, Write::Bump)
+                (None, Write::Bump(Box::new(reload)))
             }
             Change::CreateKey(key) => {
                 let (record, material) = *key;
@@ -657,6 +681,36 @@ impl TenantRuntime {
                 keys.retain(|k| k.record.id != id);
                 (None, Write::DeleteKey(id))
             }
+            Change::Rollback {
+                version,
+                expected_version,
+            } => {
+                if expected_version != current.version {
+                    return Err(crate::history::stale_version(
+                        expected_version,
+                        current.version,
+                    ));
+                }
+                let then = self
+                    .store
+                    .network_acls_at(&self.id, version)
+                    .await?
+                    .ok_or_else(crate::history::no_such_version)?;
+                let restored =
+                    crate::history::restored_records(&current, then.acls, version, |acl| {
+                        check_key_references(acl, &current.keys)
+                    })?;
+                let Some(restored) = restored else {
+                    // The rule set of `version` is the one in force: nothing to record.
+                    return Ok(Applied {
+                        record: None,
+                        version: current.version,
+                        snapshot: current,
+                    });
+                };
+                records = restored;
+                (None, Write::Restore)
+            }
         };
         let limits = self.limits;
         let previous = Arc::clone(&current.lists);
@@ -676,7 +730,12 @@ impl TenantRuntime {
             tracing::error!(error = %err, "compile task failed");
             ApiError::internal()
         })?;
-        let next = AclSnapshot::new(next_version, records, Arc::new(lists), keys);
+        let next = Arc::new(AclSnapshot::new(
+            next_version,
+            records,
+            Arc::new(lists),
+            keys,
+        ));
         let policy = policy.map_err(|err| {
             ApiError::invalid_body(format!(
                 "Payload validation error: 'The rule set cannot be compiled: {err}'."
@@ -687,33 +746,42 @@ impl TenantRuntime {
         let version = match (&write, &record) {
             (Write::Create, Some(stored)) => {
                 self.store
-                    .create_network_acl(&self.id, expected, &stored.acl)
+                    .create_network_acl(&self.id, expected, &stored.acl, &origin)
                     .await?
             }
             (Write::Replace, Some(stored)) => {
                 self.store
-                    .replace_network_acl(&self.id, expected, &stored.acl)
+                    .replace_network_acl(&self.id, expected, &stored.acl, &origin)
                     .await?
             }
             (Write::Delete(id), _) => {
                 self.store
-                    .delete_network_acl(&self.id, expected, id)
+                    .delete_network_acl(&self.id, expected, id, &origin)
                     .await?
             }
             (Write::PutList(name, list), _) => {
                 self.store
-                    .put_managed_list(&self.id, expected, *name, list, now)
+                    .put_managed_list(&self.id, expected, *name, list, now, &origin)
                     .await?
             }
             (Write::DeleteList(name), _) => {
                 self.store
-                    .delete_managed_list(&self.id, expected, *name)
+                    .delete_managed_list(&self.id, expected, *name, &origin)
                     .await?
             }
-            (Write::Bump, _) => self.store.bump_version(&self.id, expected).await?,
+            (Write::Bump(change), _) => {
+                self.store
+                    .bump_version(&self.id, expected, &origin, change)
+                    .await?
+            }
+            (Write::Restore, _) => {
+                self.store
+                    .restore_network_acls(&self.id, expected, &rules.acls, &origin)
+                    .await?
+            }
             (Write::CreateKey(stored), _) => self
                 .store
-                .create_network_acl_key(&self.id, expected, stored)
+                .create_network_acl_key(&self.id, expected, stored, &origin)
                 .await
                 .map_err(|err| match err {
                     StoreError::NameTaken(_) => ApiError::key_name_taken(),
@@ -721,7 +789,7 @@ impl TenantRuntime {
                 })?,
             (Write::DeleteKey(id), _) => self
                 .store
-                .delete_network_acl_key(&self.id, expected, id)
+                .delete_network_acl_key(&self.id, expected, id, &origin)
                 .await
                 .map_err(|err| match err {
                     StoreError::NotFound(_) => ApiError::no_such_network_acl_key(),
@@ -739,9 +807,13 @@ impl TenantRuntime {
         *self
             .snapshot
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+            .unwrap_or_else(PoisonError::into_inner) = Arc::clone(&next);
         self.installed.send_replace(Arc::new(rules));
-        Ok(Applied { record, version })
+        Ok(Applied {
+            record,
+            version,
+            snapshot: next,
+        })
     }
 
     /// Puts a reloaded list file of this node in force (bumping the tenant's version, as any
@@ -775,7 +847,8 @@ enum Write {
     Delete(AclId),
     PutList(ManagedListName, Arc<ManagedList>),
     DeleteList(ManagedListName),
-    Bump,
+    Bump(Box<RecordChange>),
+    Restore,
     CreateKey(Box<StoredNetworkAclKey>),
     DeleteKey(NetworkAclKeyId),
 }

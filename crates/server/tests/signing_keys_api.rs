@@ -291,6 +291,7 @@ async fn keys_stored_in_clear_are_sealed_at_first_start() {
              ALTER TABLE signing_keys DROP COLUMN current_since;
              ALTER TABLE signing_keys DROP COLUMN current_until;
              ALTER TABLE signing_keys DROP COLUMN revoked_at;
+             DROP TABLE network_acl_history;
              DROP TABLE network_acl_keys;
              DROP TABLE tenant_domains;
              DROP TABLE tenants_generation;

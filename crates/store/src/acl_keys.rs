@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use netacl_model::{NetworkAclKey, NetworkAclKeyId};
 
-use crate::{StoreError, TenantId};
+use crate::{StoreError, TenantId, WriteOrigin};
 
 /// One stored key: its public record and its sealed material.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +31,7 @@ pub trait NetworkAclKeyStore: Send + Sync {
         tenant: &TenantId,
         expected_version: u64,
         key: &StoredNetworkAclKey,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 
     /// Removes a key; [`StoreError::NotFound`] when there is none with this id.
@@ -39,6 +40,7 @@ pub trait NetworkAclKeyStore: Send + Sync {
         tenant: &TenantId,
         expected_version: u64,
         id: &NetworkAclKeyId,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 }
 

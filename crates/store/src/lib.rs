@@ -17,7 +17,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use netacl_model::{AclId, Limits, NetworkAcl, NetworkAclSpec, Timestamp};
-//! use netacl_store::{SqliteStore, Store, StoreError, TenantId};
+//! use netacl_store::{SqliteStore, Store, StoreError, TenantId, WriteOrigin};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path(), Limits::default())?);
@@ -32,18 +32,24 @@
 //! }), &Limits::default())?;
 //! let now = Timestamp::now();
 //! let acl = NetworkAcl { id: AclId::from_random(7), spec, created_at: now, updated_at: now };
-//! let version = store.create_network_acl(&tenant, 0, &acl).await?;
+//! let origin = WriteOrigin { client_id: Some("ops".into()), request_id: None };
+//! let version = store.create_network_acl(&tenant, 0, &acl, &origin).await?;
 //! assert_eq!(version, 1);
 //!
 //! // The same priority again is refused by the database, and nothing is written.
 //! let twin = NetworkAcl { id: AclId::from_random(8), ..acl.clone() };
 //! assert!(matches!(
-//!     store.create_network_acl(&tenant, 1, &twin).await,
+//!     store.create_network_acl(&tenant, 1, &twin, &origin).await,
 //!     Err(StoreError::PriorityTaken(_))
 //! ));
 //! let rules = store.network_acl_rule_set(&tenant).await?;
 //! assert_eq!((rules.version, rules.acls.len()), (1, 1));
 //! assert_eq!(rules.acls[0], acl);
+//!
+//! // Every version is recorded with who wrote it; the rule set of each kept one rebuilds.
+//! let history = store.versions(&tenant, None, 10).await?;
+//! assert_eq!(history[0].client_id.as_deref(), Some("ops"));
+//! assert_eq!(store.network_acls_at(&tenant, 0).await?.map(|r| r.acls.len()), Some(0));
 //! # Ok(())
 //! # }
 //! ```
@@ -55,6 +61,7 @@ mod credentials;
 mod directory;
 mod error;
 mod logs;
+mod history;
 mod managed;
 mod organizations;
 mod postgres;
@@ -70,6 +77,9 @@ pub use credentials::{StoredClient, StoredSigningKey};
 pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
 pub use logs::{LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoredLogEvent};
+pub use history::{
+    ChangeOp, HistoryRetention, RecordChange, RecordKind, VersionEntry, WriteOrigin,
+};
 pub use managed::{ManagedListStore, StoredManagedList, TenantPolicy};
 pub use organizations::{
     OrganizationConnectionEntry, OrganizationConnectionPage, OrganizationCursor, OrganizationPage,
@@ -162,6 +172,7 @@ pub trait NetworkAclStore: Send + Sync {
         tenant: &TenantId,
         expected_version: u64,
         acl: &NetworkAcl,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 
     /// Replaces the record with `acl.id` (which must exist) by `acl`.
@@ -170,6 +181,7 @@ pub trait NetworkAclStore: Send + Sync {
         tenant: &TenantId,
         expected_version: u64,
         acl: &NetworkAcl,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 
     /// Deletes the record; [`StoreError::NotFound`] when it does not exist.
@@ -178,6 +190,55 @@ pub trait NetworkAclStore: Send + Sync {
         tenant: &TenantId,
         expected_version: u64,
         id: &AclId,
+        origin: &WriteOrigin,
+    ) -> Result<u64, StoreError>;
+}
+
+/// A tenant's rule-set history: every write of [`NetworkAclStore`], [`ManagedListStore`] and
+/// [`NetworkAclKeyStore`] records its version's [`VersionEntry`] in its own transaction, with the
+/// [`WriteOrigin`] it is given (network ACLs before and after; keys and lists by id and metadata,
+/// never their material or items). A version's rule set is rebuilt from the current one by
+/// undoing the later versions, so a version stores what it changed, not the whole rule set. The
+/// oldest entries are removed by later writes as the store's [`HistoryRetention`] allows,
+/// contiguously, so every kept version rebuilds exactly.
+#[async_trait]
+pub trait HistoryStore: Send + Sync {
+    /// Up to `limit` entries with versions at most `from` (the newest when `None`), newest
+    /// first.
+    async fn versions(
+        &self,
+        tenant: &TenantId,
+        from: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<VersionEntry>, StoreError>;
+
+    /// The entry of `version`, if it is kept.
+    async fn version_entry(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+    ) -> Result<Option<VersionEntry>, StoreError>;
+
+    /// The network ACLs as they were right after `version` was committed, rebuilt from the
+    /// current ones and the later entries, in one snapshot; `None` when the history does not
+    /// reach back to it (never recorded, removed by retention, or newer than the current
+    /// version). The current version is always available; version 0 (no records) while the
+    /// entry of version 1 is kept.
+    async fn network_acls_at(
+        &self,
+        tenant: &TenantId,
+        version: u64,
+    ) -> Result<Option<RuleSet>, StoreError>;
+
+    /// Makes the tenant's network ACLs exactly `acls` in one transaction conditioned on
+    /// `expected_version`: records that differ are replaced, missing ones inserted, extra ones
+    /// deleted; one version records every change. Returns the new version.
+    async fn restore_network_acls(
+        &self,
+        tenant: &TenantId,
+        expected_version: u64,
+        acls: &[NetworkAcl],
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 }
 
@@ -267,6 +328,7 @@ pub fn current_key(keys: &[StoredSigningKey]) -> Option<&StoredSigningKey> {
 pub trait Store:
     TenantStore
     + NetworkAclStore
+    + HistoryStore
     + ManagedListStore
     + NetworkAclKeyStore
     + CredentialStore
@@ -280,6 +342,7 @@ pub trait Store:
 impl<T> Store for T where
     T: TenantStore
         + NetworkAclStore
+        + HistoryStore
         + ManagedListStore
         + NetworkAclKeyStore
         + CredentialStore

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use netacl_model::{ManagedList, ManagedListName, RuleSet};
 
-use crate::{StoreError, TenantId};
+use crate::{RecordChange, StoreError, TenantId, WriteOrigin};
 
 /// One stored managed list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +51,7 @@ pub trait ManagedListStore: Send + Sync {
         name: ManagedListName,
         list: &ManagedList,
         updated_at_ms: i64,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 
     /// Removes `name` (it becomes unconfigured); [`StoreError::NotFound`] when it has no
@@ -60,14 +61,18 @@ pub trait ManagedListStore: Send + Sync {
         tenant: &TenantId,
         expected_version: u64,
         name: ManagedListName,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
 
     /// Bumps the tenant's version without any other write: a node announces that something
-    /// outside the database changed its decisions (a managed list file it reloaded).
+    /// outside the database changed its decisions (a managed list file it reloaded), which
+    /// `change` describes in the version's history entry.
     async fn bump_version(
         &self,
         tenant: &TenantId,
         expected_version: u64,
+        origin: &WriteOrigin,
+        change: &RecordChange,
     ) -> Result<u64, StoreError>;
 }
 

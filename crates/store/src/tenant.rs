@@ -93,4 +93,5 @@ pub(crate) const TENANT_TABLES: &[&str] = &[
     "network_acl_keys",
     "tenant_logs",
     "tenant_domains",
+    "network_acl_history",
 ];

@@ -13,14 +13,23 @@ use netacl_model::{
     OrganizationSpec, Timestamp,
 };
 use netacl_store::{
-    ChangeNotice, ImportReport, LogFilter, LogOrder, LogRetention, ManagedListStore,
-    NetworkAclStore, NewLogEvent, OrganizationCursor, PostgresStore, SqliteStore, Store,
-    StoreError, StoredClient, StoredSigningKey, TenantId, TenantStore,
+    ChangeNotice, ChangeOp, HistoryRetention, ImportReport, LogFilter, LogOrder, LogRetention,
+    ManagedListStore, NetworkAclStore, NewLogEvent, OrganizationCursor, PostgresStore,
+    RecordChange, RecordKind, SqliteStore, Store, StoreError, StoredClient, StoredSigningKey,
+    TenantId, TenantStore, WriteOrigin,
 };
 use serde_json::json;
 
 /// The write time the managed-list tests give the store.
 const NOW_MS: i64 = 1_767_225_600_000;
+
+/// The origin the tests' writes record.
+fn origin() -> WriteOrigin {
+    WriteOrigin {
+        client_id: Some("conformance".into()),
+        request_id: Some("req-1".into()),
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Backends
@@ -29,9 +38,17 @@ const NOW_MS: i64 = 1_767_225_600_000;
 type Reopen =
     Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>> + Send + Sync>;
 
+/// Opens another handle on the same database with another history retention.
+type ReopenRetaining = Box<
+    dyn Fn(HistoryRetention) -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>
+        + Send
+        + Sync,
+>;
+
 struct Backend {
     store: Arc<dyn Store>,
     reopen: Reopen,
+    reopen_retaining: ReopenRetaining,
     _keep: Option<tempfile::TempDir>,
 }
 
@@ -40,6 +57,7 @@ async fn sqlite() -> Backend {
     let path = dir.path().to_owned();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&path, Limits::default()).expect("open sqlite"));
+    let again = path.clone();
     let reopen: Reopen = Box::new(move || {
         let path = path.clone();
         Box::pin(async move {
@@ -47,9 +65,20 @@ async fn sqlite() -> Backend {
                 as Arc<dyn Store>
         })
     });
+    let reopen_retaining: ReopenRetaining = Box::new(move |retention| {
+        let path = again.clone();
+        Box::pin(async move {
+            Arc::new(
+                SqliteStore::open(&path, Limits::default())
+                    .expect("reopen sqlite")
+                    .with_history_retention(retention),
+            ) as Arc<dyn Store>
+        })
+    });
     Backend {
         store,
         reopen,
+        reopen_retaining,
         _keep: Some(dir),
     }
 }
@@ -127,10 +156,23 @@ async fn postgres(url: &str) -> (Backend, String) {
             ) as Arc<dyn Store>
         })
     });
+    let retaining_url = db.clone();
+    let reopen_retaining: ReopenRetaining = Box::new(move |retention| {
+        let url = retaining_url.clone();
+        Box::pin(async move {
+            Arc::new(
+                PostgresStore::connect(&url, Limits::default())
+                    .await
+                    .expect("reconnect postgres")
+                    .with_history_retention(retention),
+            ) as Arc<dyn Store>
+        })
+    });
     (
         Backend {
             store,
             reopen,
+            reopen_retaining,
             _keep: None,
         },
         db,
@@ -183,6 +225,9 @@ conformance!(
     refused_tenant_creations_write_nothing,
     tenants_racing_for_one_domain_have_one_winner,
     logs_are_numbered_filtered_paged_retained_and_kept,
+    history_records_every_write_and_rebuilds_every_version,
+    restore_brings_a_version_back_in_one_write,
+    history_retention_keeps_a_version_while_either_bound_holds,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -225,11 +270,17 @@ async fn crud_bumps_the_version_and_orders_by_priority(backend: Backend) {
     let a = acl(1, 30, "10.0.0.0/8");
     let b = acl(2, 10, "192.0.2.1");
     assert_eq!(
-        store.create_network_acl(&tenant, 0, &a).await.expect("a"),
+        store
+            .create_network_acl(&tenant, 0, &a, &origin())
+            .await
+            .expect("a"),
         1
     );
     assert_eq!(
-        store.create_network_acl(&tenant, 1, &b).await.expect("b"),
+        store
+            .create_network_acl(&tenant, 1, &b, &origin())
+            .await
+            .expect("b"),
         2
     );
 
@@ -247,7 +298,7 @@ async fn crud_bumps_the_version_and_orders_by_priority(backend: Backend) {
     a2.updated_at = Timestamp::from_unix_millis(a.created_at.unix_millis() + 5);
     assert_eq!(
         store
-            .replace_network_acl(&tenant, 2, &a2)
+            .replace_network_acl(&tenant, 2, &a2, &origin())
             .await
             .expect("put"),
         3
@@ -259,7 +310,7 @@ async fn crud_bumps_the_version_and_orders_by_priority(backend: Backend) {
     // Priorities can be swapped through a free one without tripping the unique constraint.
     assert_eq!(
         store
-            .delete_network_acl(&tenant, 3, &b.id)
+            .delete_network_acl(&tenant, 3, &b.id, &origin())
             .await
             .expect("del"),
         4
@@ -283,45 +334,55 @@ async fn refused_writes_change_nothing(backend: Backend) {
     let store = backend.store;
     let tenant = with_tenant(&store).await;
     let a = acl(1, 30, "10.0.0.0/8");
-    store.create_network_acl(&tenant, 0, &a).await.expect("a");
+    store
+        .create_network_acl(&tenant, 0, &a, &origin())
+        .await
+        .expect("a");
 
     let twin = acl(2, 30, "10.0.0.0/8");
     assert!(matches!(
-        store.create_network_acl(&tenant, 1, &twin).await,
+        store.create_network_acl(&tenant, 1, &twin, &origin()).await,
         Err(StoreError::PriorityTaken(p)) if p.get() == 30
     ));
     let same_id = acl(1, 31, "10.0.0.0/8");
     assert!(matches!(
-        store.create_network_acl(&tenant, 1, &same_id).await,
+        store
+            .create_network_acl(&tenant, 1, &same_id, &origin())
+            .await,
         Err(StoreError::DuplicateId(_))
     ));
     let c = acl(3, 40, "10.0.0.0/8");
     assert!(matches!(
-        store.create_network_acl(&tenant, 0, &c).await,
+        store.create_network_acl(&tenant, 0, &c, &origin()).await,
         Err(StoreError::VersionConflict {
             expected: 0,
             actual: 1
         })
     ));
     assert!(matches!(
-        store.create_network_acl(&tenant, 7, &c).await,
+        store.create_network_acl(&tenant, 7, &c, &origin()).await,
         Err(StoreError::VersionConflict {
             expected: 7,
             actual: 1
         })
     ));
     assert!(matches!(
-        store.replace_network_acl(&tenant, 1, &c).await,
+        store.replace_network_acl(&tenant, 1, &c, &origin()).await,
         Err(StoreError::NotFound(_))
     ));
     assert!(matches!(
-        store.delete_network_acl(&tenant, 1, &c.id).await,
+        store.delete_network_acl(&tenant, 1, &c.id, &origin()).await,
         Err(StoreError::NotFound(_))
     ));
-    store.create_network_acl(&tenant, 1, &c).await.expect("c");
+    store
+        .create_network_acl(&tenant, 1, &c, &origin())
+        .await
+        .expect("c");
     let moved = acl(3, 30, "10.0.0.0/8");
     assert!(matches!(
-        store.replace_network_acl(&tenant, 2, &moved).await,
+        store
+            .replace_network_acl(&tenant, 2, &moved, &origin())
+            .await,
         Err(StoreError::PriorityTaken(_))
     ));
 
@@ -339,9 +400,12 @@ async fn tenants_are_isolated(backend: Backend) {
         .await
         .expect("other");
     let a = acl(1, 30, "10.0.0.0/8");
-    store.create_network_acl(&tenant, 0, &a).await.expect("a");
     store
-        .create_network_acl(&other, 0, &a)
+        .create_network_acl(&tenant, 0, &a, &origin())
+        .await
+        .expect("a");
+    store
+        .create_network_acl(&other, 0, &a, &origin())
         .await
         .expect("other a");
     assert_eq!(
@@ -354,7 +418,7 @@ async fn tenants_are_isolated(backend: Backend) {
     );
     let unknown = TenantId::new("nobody").expect("id");
     assert!(matches!(
-        store.create_network_acl(&unknown, 0, &a).await,
+        store.create_network_acl(&unknown, 0, &a, &origin()).await,
         Err(StoreError::NotFound(_))
     ));
     assert!(matches!(
@@ -389,7 +453,10 @@ async fn records_and_credentials_survive_a_reopen(backend: Backend) {
     {
         let store = &backend.store;
         with_tenant(store).await;
-        store.create_network_acl(&tenant, 0, &a).await.expect("a");
+        store
+            .create_network_acl(&tenant, 0, &a, &origin())
+            .await
+            .expect("a");
         store.add_signing_key(&tenant, &key).await.expect("key");
         assert!(store.add_signing_key(&tenant, &key).await.is_err());
         store.put_client(&tenant, &client).await.expect("client");
@@ -430,7 +497,12 @@ async fn concurrent_writers_on_one_version_have_one_winner(backend: Backend) {
         let (store, tenant) = (Arc::clone(&store), tenant.clone());
         tasks.push(tokio::spawn(async move {
             store
-                .create_network_acl(&tenant, 0, &acl(100 + seed, 10 + seed as u64, "10.0.0.0/8"))
+                .create_network_acl(
+                    &tenant,
+                    0,
+                    &acl(100 + seed, 10 + seed as u64, "10.0.0.0/8"),
+                    &origin(),
+                )
                 .await
         }));
     }
@@ -474,6 +546,7 @@ async fn two_handles_racing_for_one_priority_have_one_winner(backend: Backend) {
                 &t1,
                 version,
                 &acl(1000 + round as u128, priority, "10.0.0.0/8"),
+                &origin(),
             )
             .await
         });
@@ -482,6 +555,7 @@ async fn two_handles_racing_for_one_priority_have_one_winner(backend: Backend) {
                 &t2,
                 version,
                 &acl(2000 + round as u128, priority, "10.0.0.0/8"),
+                &origin(),
             )
             .await
         });
@@ -1555,19 +1629,19 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     let tor = managed_list("192.0.2.0/24\n2001:db8::1\ne7d705a3286e19ea42f587b344ee6865\n");
     let vpn = managed_list("198.51.100.7\n");
     store
-        .create_network_acl(&tenant, 0, &acl(1, 10, "10.0.0.0/8"))
+        .create_network_acl(&tenant, 0, &acl(1, 10, "10.0.0.0/8"), &origin())
         .await
         .expect("acl");
     assert_eq!(
         store
-            .put_managed_list(&tenant, 1, ManagedListName::Tor, &tor, NOW_MS)
+            .put_managed_list(&tenant, 1, ManagedListName::Tor, &tor, NOW_MS, &origin())
             .await
             .expect("put"),
         2
     );
     assert_eq!(
         store
-            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &vpn, NOW_MS)
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &vpn, NOW_MS, &origin())
             .await
             .expect("put"),
         3
@@ -1575,7 +1649,7 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     // A stale version is refused and writes nothing.
     assert!(matches!(
         store
-            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &tor, NOW_MS)
+            .put_managed_list(&tenant, 2, ManagedListName::Vpn, &tor, NOW_MS, &origin())
             .await,
         Err(StoreError::VersionConflict {
             expected: 2,
@@ -1620,7 +1694,14 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     let replaced = managed_list("203.0.113.0/24\n");
     assert_eq!(
         store
-            .put_managed_list(&tenant, 3, ManagedListName::Tor, &replaced, NOW_MS)
+            .put_managed_list(
+                &tenant,
+                3,
+                ManagedListName::Tor,
+                &replaced,
+                NOW_MS,
+                &origin()
+            )
             .await
             .expect("replace"),
         4
@@ -1632,7 +1713,8 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
                 4,
                 ManagedListName::Proxy,
                 &ManagedList::empty(),
-                NOW_MS
+                NOW_MS,
+                &origin()
             )
             .await
             .expect("empty"),
@@ -1640,20 +1722,26 @@ async fn managed_lists_bump_the_version_and_read_back_what_changed(backend: Back
     );
     assert_eq!(
         store
-            .delete_managed_list(&tenant, 5, ManagedListName::Vpn)
+            .delete_managed_list(&tenant, 5, ManagedListName::Vpn, &origin())
             .await
             .expect("delete"),
         6
     );
     assert!(matches!(
         store
-            .delete_managed_list(&tenant, 6, ManagedListName::Vpn)
+            .delete_managed_list(&tenant, 6, ManagedListName::Vpn, &origin())
             .await,
         Err(StoreError::NotFound(_))
     ));
-    assert_eq!(store.bump_version(&tenant, 6).await.expect("bump"), 7);
+    assert_eq!(
+        store
+            .bump_version(&tenant, 6, &origin(), &reload())
+            .await
+            .expect("bump"),
+        7
+    );
     assert!(matches!(
-        store.bump_version(&tenant, 6).await,
+        store.bump_version(&tenant, 6, &origin(), &reload()).await,
         Err(StoreError::VersionConflict { .. })
     ));
     let policy = store.tenant_policy(&tenant, &[]).await.expect("policy");
@@ -1778,7 +1866,10 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
         let file = sqlite.path().to_owned();
         let store: Arc<dyn Store> = Arc::new(sqlite);
         with_tenant(&store).await;
-        store.create_network_acl(&tenant, 0, &a).await.expect("acl");
+        store
+            .create_network_acl(&tenant, 0, &a, &origin())
+            .await
+            .expect("acl");
         file
     };
     {
@@ -1802,6 +1893,7 @@ async fn sqlite_managed_lists_migration_keeps_existing_data() {
                 ManagedListName::Tor,
                 &managed_list("10.0.0.1\n"),
                 NOW_MS,
+                &origin(),
             )
             .await
             .expect("the new table works"),
@@ -1828,7 +1920,7 @@ fn domains(names: &[&str]) -> Vec<String> {
 /// Gives the tenant a record in every family the store keeps.
 async fn fill(store: &Arc<dyn Store>, tenant: &TenantId) {
     store
-        .create_network_acl(tenant, 0, &acl(1, 10, "10.0.0.0/8"))
+        .create_network_acl(tenant, 0, &acl(1, 10, "10.0.0.0/8"), &origin())
         .await
         .expect("acl");
     store
@@ -1838,11 +1930,12 @@ async fn fill(store: &Arc<dyn Store>, tenant: &TenantId) {
             ManagedListName::Tor,
             &managed_list("192.0.2.1\n"),
             NOW_MS,
+            &origin(),
         )
         .await
         .expect("list");
     store
-        .create_network_acl_key(tenant, 2, &stored_key(3, "k", NOW_MS))
+        .create_network_acl_key(tenant, 2, &stored_key(3, "k", NOW_MS), &origin())
         .await
         .expect("acl key");
     store
@@ -1906,6 +1999,7 @@ async fn holdings(store: &Arc<dyn Store>, tenant: &TenantId) -> serde_json::Valu
         "branding": store.branding(tenant).await.expect("branding").to_json(),
         "logs": store.list_log_events(tenant, &LogFilter::default(), LogOrder::Ascending, 0, 10)
             .await.expect("logs").total,
+        "history": store.versions(tenant, None, 100).await.expect("history").len(),
     })
 }
 
@@ -2012,7 +2106,7 @@ async fn tenants_are_created_listed_and_deleted_with_everything_they_own(backend
         holdings(&store, &acme).await,
         json!({"acls": 0, "lists": 0, "acl_keys": 0, "signing_keys": 1, "clients": 1,
                "connections": 0, "members": null, "sessions": null, "organizations": 0,
-               "branding": {}, "logs": 0})
+               "branding": {}, "logs": 0, "history": 0})
     );
     assert_eq!(
         store
@@ -2106,10 +2200,71 @@ async fn tenants_racing_for_one_domain_have_one_winner(backend: Backend) {
     }
 }
 
-/// Takes a database back from schema 7 (many tenants) to 6, in both dialects.
-/// Undoes migrations 9 (tenant logs) and 7 (many tenants); 8 changes nothing yet.
+/// Takes a database back from schema 9 to 7 (8: history), in both dialects.
+const UNDO_8: &str = "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
+                      DROP TABLE network_acl_history;";
+
+/// Takes a database back from schema 9 to 6 (7: many tenants), in both dialects.
 const UNDO_7: &str = "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
-                      DROP TABLE tenant_domains; DROP TABLE tenants_generation;";
+                      DROP TABLE network_acl_history; DROP TABLE tenant_domains; \
+                      DROP TABLE tenants_generation;";
+
+/// Migration 8 (history) applied to a database at schema 7 keeps its rules; the history starts
+/// with the first write after it (the version current at migration is available until then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_history_migration_starts_at_the_current_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tenant = TenantId::default_tenant();
+    let file = {
+        let sqlite = SqliteStore::open(dir.path(), Limits::default()).expect("open");
+        let file = sqlite.path().to_owned();
+        let store: Arc<dyn Store> = Arc::new(sqlite);
+        with_tenant(&store).await;
+        for (version, priority) in [(0, 10), (1, 20)] {
+            let rule = acl(u128::from(priority), priority, "192.0.2.1");
+            store
+                .create_network_acl(&tenant, version, &rule, &origin())
+                .await
+                .expect("write");
+        }
+        file
+    };
+    {
+        let conn = rusqlite::Connection::open(&file).expect("open file");
+        conn.execute_batch(&format!("{UNDO_8} PRAGMA user_version = 7;"))
+            .expect("downgrade");
+    }
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("migrate"));
+    assert!(store
+        .versions(&tenant, None, 10)
+        .await
+        .expect("h")
+        .is_empty());
+    let current = store.network_acls_at(&tenant, 2).await.expect("current");
+    assert_eq!(current.map(|r| r.acls.len()), Some(2));
+    assert_eq!(store.network_acls_at(&tenant, 1).await.expect("v1"), None);
+    assert_eq!(store.network_acls_at(&tenant, 0).await.expect("v0"), None);
+    store
+        .delete_network_acl(&tenant, 2, &AclId::from_random(10), &origin())
+        .await
+        .expect("delete");
+    let kept: Vec<u64> = store
+        .versions(&tenant, None, 10)
+        .await
+        .expect("h")
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(kept, [3]);
+    let after = store.network_acls_at(&tenant, 3).await.expect("v3");
+    assert_eq!(after.map(|r| r.acls.len()), Some(1));
+    assert_eq!(
+        store.network_acls_at(&tenant, 2).await.expect("v2"),
+        None,
+        "committed before the history: no entry"
+    );
+}
 
 fn stored_key(seed: u128, name: &str, at: i64) -> netacl_store::StoredNetworkAclKey {
     netacl_store::StoredNetworkAclKey {
@@ -2131,21 +2286,24 @@ async fn network_acl_keys_bump_the_version_and_names_are_unique(backend: Backend
     let newer = stored_key(2, "proxy-b", 1_700_000_000_500);
     assert_eq!(
         store
-            .create_network_acl_key(&tenant, 0, &older)
+            .create_network_acl_key(&tenant, 0, &older, &origin())
             .await
             .expect("a"),
         1
     );
     assert_eq!(
         store
-            .create_network_acl_key(&tenant, 1, &newer)
+            .create_network_acl_key(&tenant, 1, &newer, &origin())
             .await
             .expect("b"),
         2
     );
     // A second key of the same name is refused and changes nothing.
     let clash = stored_key(3, "proxy-a", 1_700_000_001_000);
-    match store.create_network_acl_key(&tenant, 2, &clash).await {
+    match store
+        .create_network_acl_key(&tenant, 2, &clash, &origin())
+        .await
+    {
         Err(StoreError::NameTaken(_)) => {}
         other => panic!("expected NameTaken, got {other:?}"),
     }
@@ -2161,7 +2319,7 @@ async fn network_acl_keys_bump_the_version_and_names_are_unique(backend: Backend
     // A stale version is a conflict.
     assert!(matches!(
         store
-            .create_network_acl_key(&tenant, 1, &stored_key(4, "c", 1))
+            .create_network_acl_key(&tenant, 1, &stored_key(4, "c", 1), &origin())
             .await,
         Err(StoreError::VersionConflict { .. })
     ));
@@ -2175,20 +2333,450 @@ async fn network_acl_keys_bump_the_version_and_names_are_unique(backend: Backend
     );
     assert_eq!(
         store
-            .delete_network_acl_key(&tenant, 2, &older.record.id)
+            .delete_network_acl_key(&tenant, 2, &older.record.id, &origin())
             .await
             .expect("delete"),
         3
     );
     assert!(matches!(
         store
-            .delete_network_acl_key(&tenant, 3, &older.record.id)
+            .delete_network_acl_key(&tenant, 3, &older.record.id, &origin())
             .await,
         Err(StoreError::NotFound(_))
     ));
     assert_eq!(
         store.network_acl_keys(&tenant).await.expect("list"),
         vec![newer]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// History
+
+/// The change a node records when it reloads a managed list file.
+fn reload() -> RecordChange {
+    RecordChange {
+        kind: RecordKind::ManagedList,
+        op: ChangeOp::Reload,
+        id: "auth0.tor".into(),
+        before: None,
+        after: Some(json!({"name": "auth0.tor", "source": "file"})),
+    }
+}
+
+/// `(kind, op, id)` of each change of an entry.
+fn summary(changes: &[RecordChange]) -> Vec<(&'static str, &'static str, String)> {
+    changes
+        .iter()
+        .map(|c| (c.kind.as_str(), c.op.as_str(), c.id.clone()))
+        .collect()
+}
+
+async fn rules_now(store: &Arc<dyn Store>, tenant: &TenantId) -> Vec<NetworkAcl> {
+    store
+        .network_acl_rule_set(tenant)
+        .await
+        .expect("rules")
+        .acls
+}
+
+async fn history_records_every_write_and_rebuilds_every_version(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let by = |client: &str, request: &str| WriteOrigin {
+        client_id: Some(client.into()),
+        request_id: Some(request.into()),
+    };
+    // The rule set after each version, as the writes leave it.
+    let mut expected: Vec<Vec<NetworkAcl>> = vec![Vec::new()];
+    let a = acl(1, 30, "10.0.0.0/8");
+    let b = acl(2, 10, "192.0.2.1");
+    store
+        .create_network_acl(&tenant, 0, &a, &by("ops", "r1"))
+        .await
+        .expect("a");
+    expected.push(rules_now(&store, &tenant).await);
+    store
+        .create_network_acl(&tenant, 1, &b, &by("ops", "r2"))
+        .await
+        .expect("b");
+    expected.push(rules_now(&store, &tenant).await);
+    let mut a2 = acl(1, 20, "10.0.0.0/16");
+    a2.updated_at = Timestamp::from_unix_millis(a.updated_at.unix_millis() + 9);
+    store
+        .replace_network_acl(&tenant, 2, &a2, &by("deploy", "r3"))
+        .await
+        .expect("replace");
+    expected.push(rules_now(&store, &tenant).await);
+    store
+        .delete_network_acl(&tenant, 3, &b.id, &by("ops", "r4"))
+        .await
+        .expect("delete");
+    expected.push(rules_now(&store, &tenant).await);
+    let key = stored_key(7, "proxy", 1_700_000_000_000);
+    store
+        .create_network_acl_key(&tenant, 4, &key, &by("ops", "r5"))
+        .await
+        .expect("key");
+    expected.push(rules_now(&store, &tenant).await);
+    store
+        .put_managed_list(
+            &tenant,
+            5,
+            ManagedListName::Tor,
+            &managed_list("192.0.2.7\n198.51.100.0/24\n"),
+            NOW_MS,
+            &by("ops", "r6"),
+        )
+        .await
+        .expect("list");
+    expected.push(rules_now(&store, &tenant).await);
+    store
+        .delete_network_acl_key(&tenant, 6, &key.record.id, &by("ops", "r7"))
+        .await
+        .expect("delete key");
+    expected.push(rules_now(&store, &tenant).await);
+    store
+        .bump_version(&tenant, 7, &WriteOrigin::default(), &reload())
+        .await
+        .expect("bump");
+    expected.push(rules_now(&store, &tenant).await);
+    store
+        .delete_managed_list(&tenant, 8, ManagedListName::Tor, &by("ops", "r9"))
+        .await
+        .expect("delete list");
+    expected.push(rules_now(&store, &tenant).await);
+    // Refused writes record nothing.
+    assert!(store
+        .create_network_acl(&tenant, 9, &acl(3, 20, "192.0.2.2"), &by("ops", "x"))
+        .await
+        .is_err());
+    assert!(store
+        .delete_network_acl(&tenant, 9, &b.id, &by("ops", "x"))
+        .await
+        .is_err());
+
+    let all = store.versions(&tenant, None, 100).await.expect("versions");
+    let versions: Vec<u64> = all.iter().map(|e| e.version).collect();
+    assert_eq!(versions, (1..=9).rev().collect::<Vec<_>>(), "newest first");
+    let listed: Vec<_> = all
+        .iter()
+        .rev()
+        .map(|e| {
+            (
+                e.client_id.clone(),
+                e.request_id.clone(),
+                summary(&e.changes),
+            )
+        })
+        .collect();
+    let key_id = key.record.id.to_string();
+    let some = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        listed,
+        vec![
+            (
+                some("ops"),
+                some("r1"),
+                vec![("network_acl", "create", a.id.to_string())]
+            ),
+            (
+                some("ops"),
+                some("r2"),
+                vec![("network_acl", "create", b.id.to_string())]
+            ),
+            (
+                some("deploy"),
+                some("r3"),
+                vec![("network_acl", "update", a.id.to_string())]
+            ),
+            (
+                some("ops"),
+                some("r4"),
+                vec![("network_acl", "delete", b.id.to_string())]
+            ),
+            (
+                some("ops"),
+                some("r5"),
+                vec![("network_acl_key", "create", key_id.clone())]
+            ),
+            (
+                some("ops"),
+                some("r6"),
+                vec![("managed_list", "create", "auth0.tor".into())]
+            ),
+            (
+                some("ops"),
+                some("r7"),
+                vec![("network_acl_key", "delete", key_id.clone())]
+            ),
+            (
+                None,
+                None,
+                vec![("managed_list", "reload", "auth0.tor".into())]
+            ),
+            (
+                some("ops"),
+                some("r9"),
+                vec![("managed_list", "delete", "auth0.tor".into())]
+            ),
+        ]
+    );
+    assert!(all
+        .windows(2)
+        .all(|w| w[0].created_at_ms >= w[1].created_at_ms));
+
+    // A network ACL change carries both records; key and list changes only their metadata.
+    let replace = store
+        .version_entry(&tenant, 3)
+        .await
+        .expect("entry")
+        .expect("kept");
+    assert_eq!(replace.changes[0].before, Some(a.to_json()));
+    assert_eq!(replace.changes[0].after, Some(a2.to_json()));
+    let text = format!("{all:?}");
+    assert!(
+        !text.contains(&key.sealed_material) && !text.contains(&key.record.fingerprint),
+        "no key material in the history"
+    );
+    assert!(
+        !text.contains("198.51.100.0/24"),
+        "no list items in the history"
+    );
+    let list = &all[3].changes[0];
+    assert_eq!(
+        list.after.as_ref().and_then(|v| v.get("entries")),
+        Some(&json!(2))
+    );
+
+    // Paging: `from` is inclusive, newest first.
+    let page: Vec<u64> = store
+        .versions(&tenant, Some(4), 2)
+        .await
+        .expect("page")
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(page, [4, 3]);
+    assert!(store
+        .versions(&tenant, Some(0), 10)
+        .await
+        .expect("past the end")
+        .is_empty());
+    assert_eq!(store.version_entry(&tenant, 10).await.expect("entry"), None);
+
+    // Every version's rule set, rebuilt from the current one.
+    for (version, acls) in expected.iter().enumerate() {
+        let rebuilt = store
+            .network_acls_at(&tenant, version as u64)
+            .await
+            .expect("rebuild")
+            .unwrap_or_else(|| panic!("version {version} is kept"));
+        assert_eq!(rebuilt.version, version as u64);
+        assert_eq!(&rebuilt.acls, acls, "version {version}");
+    }
+    assert_eq!(
+        store.network_acls_at(&tenant, 10).await.expect("future"),
+        None
+    );
+
+    // Another handle (process, node) reads the same history; another tenant has none of it.
+    let reopened = (backend.reopen)().await;
+    assert_eq!(
+        reopened
+            .versions(&tenant, None, 100)
+            .await
+            .expect("reopened"),
+        all
+    );
+    let other = TenantId::new("other").expect("id");
+    store
+        .create_tenant(&other, &domains(&["other.test"]), &credentials(), NOW_MS)
+        .await
+        .expect("other");
+    assert!(store
+        .versions(&other, None, 10)
+        .await
+        .expect("other")
+        .is_empty());
+    assert_eq!(store.network_acls_at(&other, 3).await.expect("other"), None);
+    assert_eq!(store.version_entry(&other, 3).await.expect("other"), None);
+}
+
+async fn restore_brings_a_version_back_in_one_write(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let a = acl(1, 30, "10.0.0.0/8");
+    let b = acl(2, 10, "192.0.2.1");
+    store
+        .create_network_acl(&tenant, 0, &a, &origin())
+        .await
+        .expect("a");
+    store
+        .create_network_acl(&tenant, 1, &b, &origin())
+        .await
+        .expect("b");
+    let at_two = rules_now(&store, &tenant).await;
+    // b goes, a takes b's priority, c takes a's: a restore must free priorities before it
+    // reuses them.
+    store
+        .delete_network_acl(&tenant, 2, &b.id, &origin())
+        .await
+        .expect("del b");
+    let mut a2 = acl(1, 10, "10.0.0.0/8");
+    a2.updated_at = Timestamp::from_unix_millis(a.updated_at.unix_millis() + 1);
+    store
+        .replace_network_acl(&tenant, 3, &a2, &origin())
+        .await
+        .expect("a2");
+    let c = acl(3, 30, "203.0.113.0/24");
+    store
+        .create_network_acl(&tenant, 4, &c, &origin())
+        .await
+        .expect("c");
+    let at_five = rules_now(&store, &tenant).await;
+
+    // Stale: refused, nothing written.
+    assert!(matches!(
+        store
+            .restore_network_acls(&tenant, 4, &at_two, &origin())
+            .await,
+        Err(StoreError::VersionConflict {
+            expected: 4,
+            actual: 5
+        })
+    ));
+    assert_eq!(rules_now(&store, &tenant).await, at_five);
+    assert_eq!(
+        store.versions(&tenant, None, 100).await.expect("h").len(),
+        5
+    );
+
+    let rollback = WriteOrigin {
+        client_id: Some("ops".into()),
+        request_id: Some("rollback-1".into()),
+    };
+    assert_eq!(
+        store
+            .restore_network_acls(&tenant, 5, &at_two, &rollback)
+            .await
+            .expect("restore"),
+        6
+    );
+    assert_eq!(rules_now(&store, &tenant).await, at_two);
+    let entry = store
+        .version_entry(&tenant, 6)
+        .await
+        .expect("entry")
+        .expect("kept");
+    assert_eq!(entry.request_id.as_deref(), Some("rollback-1"));
+    let mut changes = summary(&entry.changes);
+    changes.sort();
+    let mut want = vec![
+        ("network_acl", "update", a.id.to_string()),
+        ("network_acl", "delete", c.id.to_string()),
+        ("network_acl", "create", b.id.to_string()),
+    ];
+    want.sort();
+    assert_eq!(changes, want);
+    // The versions in between are still there, and rebuild as they were.
+    assert_eq!(
+        store
+            .network_acls_at(&tenant, 5)
+            .await
+            .expect("v5")
+            .expect("kept")
+            .acls,
+        at_five
+    );
+    assert_eq!(
+        store
+            .network_acls_at(&tenant, 2)
+            .await
+            .expect("v2")
+            .expect("kept")
+            .acls,
+        at_two
+    );
+    // Restoring what is there changes no record (the version still moves: callers that want a
+    // no-op compare first).
+    store
+        .restore_network_acls(&tenant, 6, &at_two, &origin())
+        .await
+        .expect("same");
+    let same = store
+        .version_entry(&tenant, 7)
+        .await
+        .expect("e")
+        .expect("kept");
+    assert!(same.changes.is_empty());
+}
+
+async fn history_retention_keeps_a_version_while_either_bound_holds(backend: Backend) {
+    let tenant = with_tenant(&backend.store).await;
+    // Young versions are kept whatever their number.
+    let young = (backend.reopen_retaining)(HistoryRetention {
+        versions: 3,
+        days: 1,
+    })
+    .await;
+    for version in 0..6u64 {
+        let rule = acl(u128::from(version) + 1, 10 + version, "192.0.2.1");
+        young
+            .create_network_acl(&tenant, version, &rule, &origin())
+            .await
+            .expect("write");
+    }
+    assert_eq!(
+        young.versions(&tenant, None, 100).await.expect("h").len(),
+        6
+    );
+    assert!(young
+        .network_acls_at(&tenant, 0)
+        .await
+        .expect("v0")
+        .is_some());
+
+    // With no age allowance only the newest three are kept; older ones are gone for good.
+    let counted = (backend.reopen_retaining)(HistoryRetention {
+        versions: 3,
+        days: 0,
+    })
+    .await;
+    for version in 6..10u64 {
+        // Each write a millisecond apart, so that every older entry is strictly older than it.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let rule = acl(u128::from(version) + 1, 10 + version, "192.0.2.1");
+        counted
+            .create_network_acl(&tenant, version, &rule, &origin())
+            .await
+            .expect("write");
+    }
+    let kept: Vec<u64> = counted
+        .versions(&tenant, None, 100)
+        .await
+        .expect("h")
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(kept, [10, 9, 8]);
+    assert!(counted
+        .network_acls_at(&tenant, 8)
+        .await
+        .expect("v8")
+        .is_some());
+    assert_eq!(counted.network_acls_at(&tenant, 7).await.expect("v7"), None);
+    assert_eq!(counted.network_acls_at(&tenant, 0).await.expect("v0"), None);
+    assert_eq!(counted.version_entry(&tenant, 7).await.expect("e7"), None);
+    assert_eq!(
+        counted
+            .network_acls_at(&tenant, 8)
+            .await
+            .expect("v8")
+            .expect("kept")
+            .acls
+            .len(),
+        8
     );
 }
 
@@ -2203,7 +2791,10 @@ async fn sqlite_network_acl_keys_migration_keeps_existing_data() {
         let file = sqlite.path().to_owned();
         let store: Arc<dyn Store> = Arc::new(sqlite);
         with_tenant(&store).await;
-        store.create_network_acl(&tenant, 0, &a).await.expect("acl");
+        store
+            .create_network_acl(&tenant, 0, &a, &origin())
+            .await
+            .expect("acl");
         file
     };
     {
@@ -2219,7 +2810,7 @@ async fn sqlite_network_acl_keys_migration_keeps_existing_data() {
     assert_eq!((rules.version, rules.acls), (1, vec![a]));
     assert_eq!(
         store
-            .create_network_acl_key(&tenant, 1, &stored_key(9, "k", 1))
+            .create_network_acl_key(&tenant, 1, &stored_key(9, "k", 1), &origin())
             .await
             .expect("the new table works"),
         2
@@ -2240,7 +2831,7 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
     let a = acl(4, 30, "198.51.100.0/24");
     backend
         .store
-        .create_network_acl(&tenant, 0, &a)
+        .create_network_acl(&tenant, 0, &a, &origin())
         .await
         .expect("acl");
     drop(backend);
@@ -2270,6 +2861,7 @@ async fn postgres_managed_lists_migration_keeps_existing_data() {
                 ManagedListName::Vpn,
                 &managed_list("10.0.0.1\n"),
                 NOW_MS,
+                &origin(),
             )
             .await
             .expect("the new table works"),
@@ -2381,7 +2973,10 @@ async fn postgres_commits_are_announced_and_the_listener_reconnects() {
         .await
         .expect("tenant");
     let a = acl(1, 10, "10.0.0.0/8");
-    store.create_network_acl(&tenant, 0, &a).await.expect("a");
+    store
+        .create_network_acl(&tenant, 0, &a, &origin())
+        .await
+        .expect("a");
     assert_eq!(
         next(&mut listener).await,
         ChangeNotice::Changed {
@@ -2390,9 +2985,12 @@ async fn postgres_commits_are_announced_and_the_listener_reconnects() {
         }
     );
     // A refused write announces nothing: the next notice is the next commit's.
-    assert!(store.create_network_acl(&tenant, 0, &a).await.is_err());
+    assert!(store
+        .create_network_acl(&tenant, 0, &a, &origin())
+        .await
+        .is_err());
     store
-        .delete_network_acl(&tenant, 1, &a.id)
+        .delete_network_acl(&tenant, 1, &a.id, &origin())
         .await
         .expect("delete");
     assert_eq!(
@@ -2420,7 +3018,7 @@ async fn postgres_commits_are_announced_and_the_listener_reconnects() {
     assert_eq!(killed, 1);
     assert_eq!(next(&mut listener).await, ChangeNotice::Connected);
     store
-        .create_network_acl(&tenant, 2, &a)
+        .create_network_acl(&tenant, 2, &a, &origin())
         .await
         .expect("again");
     assert_eq!(
@@ -2464,7 +3062,7 @@ async fn postgres_corrupted_records_are_reported_not_served() {
     let store = backend.store;
     let tenant = with_tenant(&store).await;
     store
-        .create_network_acl(&tenant, 0, &acl(4, 20, "10.0.0.0/8"))
+        .create_network_acl(&tenant, 0, &acl(4, 20, "10.0.0.0/8"), &origin())
         .await
         .expect("a");
     let (admin, connection) = tokio_postgres::connect(&db, tokio_postgres::NoTls)

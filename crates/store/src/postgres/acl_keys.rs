@@ -1,10 +1,15 @@
 use async_trait::async_trait;
 use netacl_model::NetworkAclKeyId;
 
+use super::history::record_version;
 use super::tenants::bump_acl_version;
 use super::{unique_violation, PostgresStore};
 use crate::acl_keys::key_from_row;
-use crate::{NetworkAclKeyStore, StoreError, StoredNetworkAclKey, TenantId};
+use crate::history::key_metadata;
+use crate::{
+    ChangeOp, NetworkAclKeyStore, RecordChange, RecordKind, StoreError, StoredNetworkAclKey,
+    TenantId, WriteOrigin,
+};
 
 #[async_trait]
 impl NetworkAclKeyStore for PostgresStore {
@@ -45,7 +50,9 @@ impl NetworkAclKeyStore for PostgresStore {
         tenant: &TenantId,
         expected_version: u64,
         key: &StoredNetworkAclKey,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
@@ -71,6 +78,18 @@ impl NetworkAclKeyStore for PostgresStore {
                 }
                 _ => StoreError::from(err),
             })?;
+            let change = RecordChange {
+                kind: RecordKind::NetworkAclKey,
+                op: ChangeOp::Create,
+                id: record.id.to_string(),
+                before: None,
+                after: Some(key_metadata(
+                    record.id.as_str(),
+                    &record.name,
+                    record.created_at.unix_millis(),
+                )),
+            };
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
@@ -82,19 +101,29 @@ impl NetworkAclKeyStore for PostgresStore {
         tenant: &TenantId,
         expected_version: u64,
         id: &NetworkAclKeyId,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
-            let changed = tx
-                .execute(
-                    "DELETE FROM network_acl_keys WHERE tenant_id = $1 AND id = $2",
+            let row = tx
+                .query_opt(
+                    "DELETE FROM network_acl_keys WHERE tenant_id = $1 AND id = $2
+                     RETURNING name, created_at",
                     &[&tenant.as_str(), &id.as_str()],
                 )
-                .await?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("network ACL key {id}")));
-            }
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL key {id}")))?;
+            let (name, created_at): (String, i64) = (row.get(0), row.get(1));
+            let change = RecordChange {
+                kind: RecordKind::NetworkAclKey,
+                op: ChangeOp::Delete,
+                id: id.to_string(),
+                before: Some(key_metadata(id.as_str(), &name, created_at)),
+                after: None,
+            };
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })

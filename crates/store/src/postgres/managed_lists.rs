@@ -1,11 +1,18 @@
 use async_trait::async_trait;
 use netacl_model::{ManagedList, ManagedListName, RuleSet};
 
+use tokio_postgres::GenericClient;
+
+use super::history::record_version;
 use super::network_acls::query_acls;
 use super::tenants::{acl_version, bump_acl_version};
 use super::{from_version, read_snapshot, to_version, PostgresStore};
+use crate::history::list_metadata;
 use crate::managed::{items_text, name_of, parse_items};
-use crate::{ManagedListStore, StoreError, StoredManagedList, TenantId, TenantPolicy};
+use crate::{
+    ChangeOp, ManagedListStore, RecordChange, RecordKind, StoreError, StoredManagedList, TenantId,
+    TenantPolicy, WriteOrigin,
+};
 
 #[async_trait]
 impl ManagedListStore for PostgresStore {
@@ -75,11 +82,15 @@ impl ManagedListStore for PostgresStore {
         name: ManagedListName,
         list: &ManagedList,
         updated_at_ms: i64,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
         let items = items_text(list)?;
+        let entries = list.len();
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
+            let before = list_before(&*tx, tenant, name.as_str()).await?;
             tx.execute(
                 "INSERT INTO managed_lists (tenant_id, name, items, version, updated_at)
                  VALUES ($1, $2, $3, $4, $5)
@@ -95,6 +106,23 @@ impl ManagedListStore for PostgresStore {
                 ],
             )
             .await?;
+            let change = RecordChange {
+                kind: RecordKind::ManagedList,
+                op: if before.is_some() {
+                    ChangeOp::Update
+                } else {
+                    ChangeOp::Create
+                },
+                id: name.to_string(),
+                before,
+                after: Some(list_metadata(
+                    name.as_str(),
+                    version,
+                    updated_at_ms,
+                    Some(entries),
+                )),
+            };
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
@@ -106,19 +134,28 @@ impl ManagedListStore for PostgresStore {
         tenant: &TenantId,
         expected_version: u64,
         name: ManagedListName,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
-            let changed = tx
-                .execute(
-                    "DELETE FROM managed_lists WHERE tenant_id = $1 AND name = $2",
-                    &[&tenant.as_str(), &name.as_str()],
-                )
-                .await?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("managed list {name}")));
-            }
+            let before = list_before(&*tx, tenant, name.as_str())
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("managed list {name}")))?;
+            tx.execute(
+                "DELETE FROM managed_lists WHERE tenant_id = $1 AND name = $2",
+                &[&tenant.as_str(), &name.as_str()],
+            )
+            .await?;
+            let change = RecordChange {
+                kind: RecordKind::ManagedList,
+                op: ChangeOp::Delete,
+                id: name.to_string(),
+                before: Some(before),
+                after: None,
+            };
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
@@ -129,13 +166,33 @@ impl ManagedListStore for PostgresStore {
         &self,
         tenant: &TenantId,
         expected_version: u64,
+        origin: &WriteOrigin,
+        change: &RecordChange,
     ) -> Result<u64, StoreError> {
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
+            let changes = std::slice::from_ref(change);
+            record_version(&*tx, tenant, version, origin, changes, &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
         .await
     }
+}
+
+/// A stored list's metadata (for its history entry), `None` when it has no stored content.
+async fn list_before(
+    tx: &impl GenericClient,
+    tenant: &TenantId,
+    name: &str,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let row = tx
+        .query_opt(
+            "SELECT version, updated_at FROM managed_lists WHERE tenant_id = $1 AND name = $2",
+            &[&tenant.as_str(), &name],
+        )
+        .await?;
+    Ok(row.map(|row| list_metadata(name, to_version(row.get(0)), row.get(1), None)))
 }

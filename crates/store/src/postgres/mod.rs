@@ -15,6 +15,7 @@ mod acl_keys;
 mod branding;
 mod credentials;
 mod directory;
+mod history;
 mod listen;
 mod logs;
 mod managed_lists;
@@ -32,7 +33,7 @@ use netacl_model::Limits;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
-use crate::StoreError;
+use crate::{HistoryRetention, StoreError};
 
 pub use listen::{ChangeListener, ChangeNotice, CHANGES_CHANNEL};
 
@@ -72,6 +73,7 @@ pub struct PostgresStore {
     pool: Pool,
     config: tokio_postgres::Config,
     limits: Limits,
+    retention: HistoryRetention,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -130,6 +132,7 @@ impl PostgresStore {
             pool,
             config,
             limits,
+            retention: HistoryRetention::default(),
         };
         let mut client = store.pool.get().await.map_err(|err| {
             StoreError::Setup(format!(
@@ -139,6 +142,13 @@ impl PostgresStore {
         })?;
         migrations::apply(&mut client).await?;
         Ok(store)
+    }
+
+    /// How long the rule-set history is kept (default [`HistoryRetention::default`]); applied
+    /// by every later write of this value.
+    pub fn with_history_retention(mut self, retention: HistoryRetention) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Starts listening for committed changes on a dedicated connection (see

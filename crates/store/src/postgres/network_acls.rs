@@ -3,9 +3,12 @@ use netacl_model::{AclId, Limits, NetworkAcl, RuleSet};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::GenericClient;
 
+use super::history::record_version;
 use super::tenants::{acl_version, bump_acl_version};
 use super::{read_snapshot, to_version, unique_violation, PostgresStore};
-use crate::{AclPage, NetworkAclStore, StoreError, TenantId};
+use crate::{
+    AclPage, ChangeOp, NetworkAclStore, RecordChange, RecordKind, StoreError, TenantId, WriteOrigin,
+};
 
 #[async_trait]
 impl NetworkAclStore for PostgresStore {
@@ -94,25 +97,16 @@ impl NetworkAclStore for PostgresStore {
         tenant: &TenantId,
         expected_version: u64,
         acl: &NetworkAcl,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
         let row = Row::of(acl)?;
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
-            tx.execute(
-                "INSERT INTO network_acls (tenant_id, id, priority, record, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                &[
-                    &tenant.as_str(),
-                    &row.acl.id.as_str(),
-                    &i32::from(row.acl.spec.priority.get()),
-                    &row.record,
-                    &row.acl.created_at.unix_millis(),
-                    &row.acl.updated_at.unix_millis(),
-                ],
-            )
-            .await
-            .map_err(|err| row.constraint_error(err))?;
+            row.insert(&*tx, tenant).await?;
+            let change = RecordChange::network_acl(None, Some(&row.acl));
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
@@ -124,11 +118,16 @@ impl NetworkAclStore for PostgresStore {
         tenant: &TenantId,
         expected_version: u64,
         acl: &NetworkAcl,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
         let row = Row::of(acl)?;
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
+            let before = stored_record(&*tx, tenant, row.acl.id.as_str())
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL {}", row.acl.id)))?;
             let changed = tx
                 .execute(
                     "UPDATE network_acls SET priority = $3, record = $4, updated_at = $5
@@ -146,6 +145,14 @@ impl NetworkAclStore for PostgresStore {
             if changed == 0 {
                 return Err(StoreError::NotFound(format!("network ACL {}", row.acl.id)));
             }
+            let change = RecordChange {
+                kind: RecordKind::NetworkAcl,
+                op: ChangeOp::Update,
+                id: row.acl.id.to_string(),
+                before: Some(before),
+                after: Some(row.acl.to_json()),
+            };
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
@@ -157,19 +164,28 @@ impl NetworkAclStore for PostgresStore {
         tenant: &TenantId,
         expected_version: u64,
         id: &AclId,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
+        let retention = self.retention;
         self.call(|mut client| async move {
             let tx = client.transaction().await?;
             let version = bump_acl_version(&*tx, tenant, expected_version).await?;
-            let changed = tx
-                .execute(
-                    "DELETE FROM network_acls WHERE tenant_id = $1 AND id = $2",
+            let before: String = tx
+                .query_opt(
+                    "DELETE FROM network_acls WHERE tenant_id = $1 AND id = $2 RETURNING record",
                     &[&tenant.as_str(), &id.as_str()],
                 )
-                .await?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("network ACL {id}")));
-            }
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL {id}")))?
+                .get(0);
+            let change = RecordChange {
+                kind: RecordKind::NetworkAcl,
+                op: ChangeOp::Delete,
+                id: id.to_string(),
+                before: Some(parse_record(tenant, id.as_str(), &before)?),
+                after: None,
+            };
+            record_version(&*tx, tenant, version, origin, &[change], &retention).await?;
             tx.commit().await?;
             Ok(version)
         })
@@ -177,14 +193,62 @@ impl NetworkAclStore for PostgresStore {
     }
 }
 
+/// A stored record's JSON.
+fn parse_record(tenant: &TenantId, id: &str, text: &str) -> Result<serde_json::Value, StoreError> {
+    serde_json::from_str(text).map_err(|err| StoreError::Corrupt {
+        tenant: tenant.to_string(),
+        id: id.to_owned(),
+        reason: err.to_string(),
+    })
+}
+
+/// The stored JSON of a record (for its history entry), `None` when it does not exist.
+async fn stored_record(
+    tx: &impl GenericClient,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let row = tx
+        .query_opt(
+            "SELECT record FROM network_acls WHERE tenant_id = $1 AND id = $2",
+            &[&tenant.as_str(), &id],
+        )
+        .await?;
+    row.map(|row| parse_record(tenant, id, row.get(0)))
+        .transpose()
+}
+
 /// A record ready to be written: the validated value and its JSON text.
-struct Row {
+pub(super) struct Row {
     acl: NetworkAcl,
     record: String,
 }
 
 impl Row {
-    fn of(acl: &NetworkAcl) -> Result<Self, StoreError> {
+    /// Inserts the record (a unique-constraint violation mapped to what it means).
+    pub(super) async fn insert(
+        &self,
+        tx: &impl GenericClient,
+        tenant: &TenantId,
+    ) -> Result<(), StoreError> {
+        tx.execute(
+            "INSERT INTO network_acls (tenant_id, id, priority, record, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &tenant.as_str(),
+                &self.acl.id.as_str(),
+                &i32::from(self.acl.spec.priority.get()),
+                &self.record,
+                &self.acl.created_at.unix_millis(),
+                &self.acl.updated_at.unix_millis(),
+            ],
+        )
+        .await
+        .map_err(|err| self.constraint_error(err))?;
+        Ok(())
+    }
+
+    pub(super) fn of(acl: &NetworkAcl) -> Result<Self, StoreError> {
         let record = serde_json::to_string(&acl.to_json())
             .map_err(|err| StoreError::Unavailable(format!("cannot serialise record: {err}")))?;
         Ok(Self {

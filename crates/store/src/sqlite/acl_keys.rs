@@ -1,11 +1,16 @@
 use async_trait::async_trait;
 use netacl_model::NetworkAclKeyId;
-use rusqlite::{params, ErrorCode};
+use rusqlite::{params, ErrorCode, OptionalExtension};
 
+use super::history::record_version;
 use super::tenants::bump_acl_version;
 use super::SqliteStore;
 use crate::acl_keys::key_from_row;
-use crate::{NetworkAclKeyStore, StoreError, StoredNetworkAclKey, TenantId};
+use crate::history::key_metadata;
+use crate::{
+    ChangeOp, NetworkAclKeyStore, RecordChange, RecordKind, StoreError, StoredNetworkAclKey,
+    TenantId, WriteOrigin,
+};
 
 #[async_trait]
 impl NetworkAclKeyStore for SqliteStore {
@@ -44,8 +49,10 @@ impl NetworkAclKeyStore for SqliteStore {
         tenant: &TenantId,
         expected_version: u64,
         key: &StoredNetworkAclKey,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let (tenant, key) = (tenant.clone(), key.clone());
+        let (tenant, key, origin) = (tenant.clone(), key.clone(), origin.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
@@ -73,6 +80,18 @@ impl NetworkAclKeyStore for SqliteStore {
                 }
                 _ => StoreError::from(err),
             })?;
+            let change = RecordChange {
+                kind: RecordKind::NetworkAclKey,
+                op: ChangeOp::Create,
+                id: record.id.to_string(),
+                before: None,
+                after: Some(key_metadata(
+                    record.id.as_str(),
+                    &record.name,
+                    record.created_at.unix_millis(),
+                )),
+            };
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
@@ -84,18 +103,34 @@ impl NetworkAclKeyStore for SqliteStore {
         tenant: &TenantId,
         expected_version: u64,
         id: &NetworkAclKeyId,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let (tenant, id) = (tenant.clone(), id.clone());
+        let (tenant, id, origin) = (tenant.clone(), id.clone(), origin.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
-            let changed = tx.execute(
+            let (name, created_at): (String, i64) = tx
+                .query_row(
+                    "SELECT name, created_at FROM network_acl_keys
+                     WHERE tenant_id = ?1 AND id = ?2",
+                    params![tenant.as_str(), id.as_str()],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL key {id}")))?;
+            tx.execute(
                 "DELETE FROM network_acl_keys WHERE tenant_id = ?1 AND id = ?2",
                 params![tenant.as_str(), id.as_str()],
             )?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("network ACL key {id}")));
-            }
+            let change = RecordChange {
+                kind: RecordKind::NetworkAclKey,
+                op: ChangeOp::Delete,
+                id: id.to_string(),
+                before: Some(key_metadata(id.as_str(), &name, created_at)),
+                after: None,
+            };
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })

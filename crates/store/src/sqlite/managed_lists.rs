@@ -1,12 +1,17 @@
 use async_trait::async_trait;
 use netacl_model::{ManagedList, ManagedListName, RuleSet};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::history::record_version;
 use super::network_acls::query_acls;
 use super::tenants::{acl_version, bump_acl_version};
 use super::{to_version, SqliteStore};
+use crate::history::list_metadata;
 use crate::managed::{items_text, name_of, parse_items};
-use crate::{ManagedListStore, StoreError, StoredManagedList, TenantId, TenantPolicy};
+use crate::{
+    ChangeOp, ManagedListStore, RecordChange, RecordKind, StoreError, StoredManagedList, TenantId,
+    TenantPolicy, WriteOrigin,
+};
 
 #[async_trait]
 impl ManagedListStore for SqliteStore {
@@ -80,13 +85,17 @@ impl ManagedListStore for SqliteStore {
         name: ManagedListName,
         list: &ManagedList,
         updated_at_ms: i64,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let (tenant, items) = (tenant.clone(), items_text(list)?);
+        let (tenant, items, origin) = (tenant.clone(), items_text(list)?, origin.clone());
+        let entries = list.len();
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
             let stored = i64::try_from(version)
                 .map_err(|_| StoreError::Unavailable("rule-set version overflow".into()))?;
+            let before = list_before(&tx, &tenant, name.as_str())?;
             tx.execute(
                 "INSERT INTO managed_lists (tenant_id, name, items, version, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)
@@ -95,6 +104,23 @@ impl ManagedListStore for SqliteStore {
                      updated_at = excluded.updated_at",
                 params![tenant.as_str(), name.as_str(), items, stored, updated_at_ms],
             )?;
+            let change = RecordChange {
+                kind: RecordKind::ManagedList,
+                op: if before.is_some() {
+                    ChangeOp::Update
+                } else {
+                    ChangeOp::Create
+                },
+                id: name.to_string(),
+                before,
+                after: Some(list_metadata(
+                    name.as_str(),
+                    version,
+                    updated_at_ms,
+                    Some(entries),
+                )),
+            };
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
@@ -106,18 +132,27 @@ impl ManagedListStore for SqliteStore {
         tenant: &TenantId,
         expected_version: u64,
         name: ManagedListName,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let tenant = tenant.clone();
+        let (tenant, origin) = (tenant.clone(), origin.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
-            let changed = tx.execute(
+            let before = list_before(&tx, &tenant, name.as_str())?
+                .ok_or_else(|| StoreError::NotFound(format!("managed list {name}")))?;
+            tx.execute(
                 "DELETE FROM managed_lists WHERE tenant_id = ?1 AND name = ?2",
                 params![tenant.as_str(), name.as_str()],
             )?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("managed list {name}")));
-            }
+            let change = RecordChange {
+                kind: RecordKind::ManagedList,
+                op: ChangeOp::Delete,
+                id: name.to_string(),
+                before: Some(before),
+                after: None,
+            };
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
@@ -128,14 +163,35 @@ impl ManagedListStore for SqliteStore {
         &self,
         tenant: &TenantId,
         expected_version: u64,
+        origin: &WriteOrigin,
+        change: &RecordChange,
     ) -> Result<u64, StoreError> {
-        let tenant = tenant.clone();
+        let (tenant, origin, change) = (tenant.clone(), origin.clone(), change.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
         .await
     }
+}
+
+/// A stored list's metadata (for its history entry), `None` when it has no stored content.
+fn list_before(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    name: &str,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let row = tx
+        .prepare_cached(
+            "SELECT version, updated_at FROM managed_lists WHERE tenant_id = ?1 AND name = ?2",
+        )?
+        .query_row(params![tenant.as_str(), name], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))
+        })
+        .optional()?;
+    Ok(row.map(|(version, updated_at)| list_metadata(name, to_version(version), updated_at, None)))
 }

@@ -211,9 +211,22 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     INSERT INTO tenants_generation (id, generation) VALUES (1, 0);
     "#,
-    // 8: reserved for rule-set history (the history branch's migration takes this place at
-    // merge; this placeholder does nothing).
-    "-- 8: rule-set history",
+    // 8: rule-set history. One row per version of a tenant (written in the transaction that
+    // bumps it): when, by which client, in answer to which request, and `changes`, the JSON
+    // array of the records it changed (network ACLs before and after; keys and lists by id and
+    // metadata, never their material or items). Versions committed before this migration have
+    // no entry.
+    r#"
+    CREATE TABLE network_acl_history (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        version    INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        client_id  TEXT,
+        request_id TEXT,
+        changes    TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, version)
+    ) STRICT;
+    "#,
     // 9: tenant logs. One row per event; `seq` is the tenant's own event counter
     // (`tenants.log_seq`, never reused, so a log id is never handed out twice even after every
     // event aged out); `record` the event's other members as JSON.

@@ -10,6 +10,7 @@ mod branding;
 mod credentials;
 mod directory;
 mod logs;
+mod history;
 mod managed_lists;
 mod migrations;
 mod network_acls;
@@ -23,7 +24,7 @@ use std::time::Duration;
 use netacl_model::Limits;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::StoreError;
+use crate::{HistoryRetention, StoreError};
 
 /// The database file's name inside the data directory.
 pub const DATABASE_FILE: &str = "netacl.db";
@@ -35,6 +36,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
+    retention: HistoryRetention,
 }
 
 struct Inner {
@@ -63,7 +65,15 @@ impl SqliteStore {
                 limits,
                 path,
             }),
+            retention: HistoryRetention::default(),
         })
+    }
+
+    /// How long the rule-set history is kept (default [`HistoryRetention::default`]); applied
+    /// by every later write of this value.
+    pub fn with_history_retention(mut self, retention: HistoryRetention) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// The database file.

@@ -1,10 +1,13 @@
 use async_trait::async_trait;
 use netacl_model::{AclId, NetworkAcl, RuleSet};
-use rusqlite::{params, Connection, ErrorCode};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction};
 
+use super::history::record_version;
 use super::tenants::{acl_version, bump_acl_version};
 use super::SqliteStore;
-use crate::{AclPage, NetworkAclStore, StoreError, TenantId};
+use crate::{
+    AclPage, NetworkAclStore, RecordChange, RecordKind, StoreError, TenantId, WriteOrigin,
+};
 
 #[async_trait]
 impl NetworkAclStore for SqliteStore {
@@ -86,24 +89,16 @@ impl NetworkAclStore for SqliteStore {
         tenant: &TenantId,
         expected_version: u64,
         acl: &NetworkAcl,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let (tenant, row) = (tenant.clone(), Row::of(acl)?);
+        let (tenant, row, origin) = (tenant.clone(), Row::of(acl)?, origin.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
-            tx.execute(
-                "INSERT INTO network_acls (tenant_id, id, priority, record, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    tenant.as_str(),
-                    row.acl.id.as_str(),
-                    row.acl.spec.priority.get(),
-                    row.record,
-                    row.acl.created_at.unix_millis(),
-                    row.acl.updated_at.unix_millis()
-                ],
-            )
-            .map_err(|err| row.constraint_error(err))?;
+            row.insert(&tx, &tenant)?;
+            let change = RecordChange::network_acl(None, Some(&row.acl));
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
@@ -115,11 +110,15 @@ impl NetworkAclStore for SqliteStore {
         tenant: &TenantId,
         expected_version: u64,
         acl: &NetworkAcl,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let (tenant, row) = (tenant.clone(), Row::of(acl)?);
+        let (tenant, row, origin) = (tenant.clone(), Row::of(acl)?, origin.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
+            let before = stored_record(&tx, &tenant, row.acl.id.as_str())?
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL {}", row.acl.id)))?;
             let changed = tx
                 .execute(
                     "UPDATE network_acls SET priority = ?3, record = ?4, updated_at = ?5
@@ -136,6 +135,14 @@ impl NetworkAclStore for SqliteStore {
             if changed == 0 {
                 return Err(StoreError::NotFound(format!("network ACL {}", row.acl.id)));
             }
+            let change = RecordChange {
+                kind: RecordKind::NetworkAcl,
+                op: crate::ChangeOp::Update,
+                id: row.acl.id.to_string(),
+                before: Some(before),
+                after: Some(row.acl.to_json()),
+            };
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
@@ -147,18 +154,27 @@ impl NetworkAclStore for SqliteStore {
         tenant: &TenantId,
         expected_version: u64,
         id: &AclId,
+        origin: &WriteOrigin,
     ) -> Result<u64, StoreError> {
-        let (tenant, id) = (tenant.clone(), id.clone());
+        let (tenant, id, origin) = (tenant.clone(), id.clone(), origin.clone());
+        let retention = self.retention;
         self.write(move |conn, _| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
-            let changed = tx.execute(
+            let before = stored_record(&tx, &tenant, id.as_str())?
+                .ok_or_else(|| StoreError::NotFound(format!("network ACL {id}")))?;
+            tx.execute(
                 "DELETE FROM network_acls WHERE tenant_id = ?1 AND id = ?2",
                 params![tenant.as_str(), id.as_str()],
             )?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("network ACL {id}")));
-            }
+            let change = RecordChange {
+                kind: RecordKind::NetworkAcl,
+                op: crate::ChangeOp::Delete,
+                id: id.to_string(),
+                before: Some(before),
+                after: None,
+            };
+            record_version(&tx, &tenant, version, &origin, &[change], &retention)?;
             tx.commit()?;
             Ok(version)
         })
@@ -166,14 +182,52 @@ impl NetworkAclStore for SqliteStore {
     }
 }
 
+/// The stored JSON of a record (for its history entry), `None` when it does not exist.
+fn stored_record(
+    tx: &Transaction<'_>,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let text: Option<String> = tx
+        .prepare_cached("SELECT record FROM network_acls WHERE tenant_id = ?1 AND id = ?2")?
+        .query_row(params![tenant.as_str(), id], |row| row.get(0))
+        .optional()?;
+    text.map(|text| {
+        serde_json::from_str(&text).map_err(|err| StoreError::Corrupt {
+            tenant: tenant.to_string(),
+            id: id.to_owned(),
+            reason: err.to_string(),
+        })
+    })
+    .transpose()
+}
+
 /// A record ready to be written: the validated value and its JSON text.
-struct Row {
+pub(super) struct Row {
     acl: NetworkAcl,
     record: String,
 }
 
 impl Row {
-    fn of(acl: &NetworkAcl) -> Result<Self, StoreError> {
+    /// Inserts the record (a unique-constraint failure mapped to what it means).
+    pub(super) fn insert(&self, tx: &Transaction<'_>, tenant: &TenantId) -> Result<(), StoreError> {
+        tx.prepare_cached(
+            "INSERT INTO network_acls (tenant_id, id, priority, record, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            tenant.as_str(),
+            self.acl.id.as_str(),
+            self.acl.spec.priority.get(),
+            self.record,
+            self.acl.created_at.unix_millis(),
+            self.acl.updated_at.unix_millis()
+        ])
+        .map_err(|err| self.constraint_error(err))?;
+        Ok(())
+    }
+
+    pub(super) fn of(acl: &NetworkAcl) -> Result<Self, StoreError> {
         let record = serde_json::to_string(&acl.to_json())
             .map_err(|err| StoreError::Unavailable(format!("cannot serialise record: {err}")))?;
         Ok(Self {

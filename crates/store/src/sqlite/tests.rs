@@ -82,7 +82,12 @@ fn a_newer_schema_is_refused() {
 async fn a_corrupted_record_is_reported_not_served() {
     let (dir, store, tenant) = fresh().await;
     store
-        .create_network_acl(&tenant, 0, &acl(4, 20, "10.0.0.0/8"))
+        .create_network_acl(
+            &tenant,
+            0,
+            &acl(4, 20, "10.0.0.0/8"),
+            &crate::WriteOrigin::default(),
+        )
         .await
         .expect("a");
     let conn = Connection::open(dir.path().join(DATABASE_FILE)).expect("conn");
