@@ -32,6 +32,9 @@ fn scope_slot(scope: RequestScope) -> usize {
     }
 }
 
+/// Each rule's totals (evaluated, matched, connections refused) at the last summary.
+type RuleTotals = HashMap<AclId, (u64, u64, u64)>;
+
 /// Counters written per request, striped: one stripe per thread slot (threads take slots in
 /// turn, modulo the number of stripes, the available parallelism), each stripe at least a cache
 /// line away from the next, so that threads deciding at once on different cores do not write
@@ -518,11 +521,7 @@ impl EdgeMetrics {
 
     /// Emits the summary events for the counts since `last`; returns the new totals and the
     /// reports of the rules that matched or refused something.
-    fn emit_summary(
-        &self,
-        last: &HashMap<AclId, (u64, u64, u64)>,
-        interval: Duration,
-    ) -> (HashMap<AclId, (u64, u64, u64)>, Vec<AclSummary>) {
+    fn emit_summary(&self, last: &RuleTotals, interval: Duration) -> (RuleTotals, Vec<AclSummary>) {
         let version = self.table.load().version;
         let mut next = HashMap::new();
         let mut reports = Vec::new();

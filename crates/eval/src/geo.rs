@@ -602,7 +602,7 @@ mod tests {
         );
         // Values drawn from a pool a quarter larger than the listed one, a fifth missing.
         let draw = |r: u64, n: usize| -> Option<u64> {
-            (r % 5 != 0).then(|| (r >> 8) % (n as u64 + n as u64 / 4 + 1))
+            (!r.is_multiple_of(5)).then(|| (r >> 8) % (n as u64 + n as u64 / 4 + 1))
         };
         let mut ranges = Vec::new();
         let mut cursor = 0u32;

@@ -293,6 +293,7 @@ fn difference(old: &[NetworkAcl], new: &[NetworkAcl]) -> Value {
 /// `{version, network_acls}`. Needs every network ACL write scope (a rollback may create,
 /// update and delete records): `update:network_acls` is checked by the route, the other two
 /// here.
+#[allow(clippy::too_many_arguments)] // three scope guards, each an extractor
 pub(crate) async fn rollback(
     _: Authorized<CreateNetworkAcls>,
     _: Authorized<UpdateNetworkAcls>,
@@ -485,7 +486,10 @@ mod tests {
             json!([{"id": b.id.to_string(), "fields": ["description", "priority"],
                     "before": b.to_json(), "after": b_changed.to_json()}])
         );
-        let back = difference(&[b_changed.clone()], &[b_changed.clone(), c.clone()]);
+        let back = difference(
+            std::slice::from_ref(&b_changed),
+            &[b_changed.clone(), c.clone()],
+        );
         assert_eq!(back["added"], json!([c.to_json()]));
     }
 

@@ -145,7 +145,8 @@ fn operation_object(op: &Operation) -> Value {
     }
     for (name, kind, description) in op.query {
         parameters.push(json!({
-            "name": name, "in": "query", "required": false,
+            "name": name, "in": "query",
+            "required": op.operation_id == "netacl_version_diff" && *name == "against",
             "description": description, "schema": query_schema(op.operation_id, name, kind)
         }));
     }
@@ -166,9 +167,11 @@ fn operation_object(op: &Operation) -> Value {
                 json!({"schema": {"$ref": format!("#/components/schemas/{name}{FORM_SUFFIX}")}}),
             );
         }
+        // The analysis takes no body at all for the live rules.
+        let required = op.operation_id != "netacl_analyze";
         operation.insert(
             "requestBody".into(),
-            json!({"required": true, "content": content}),
+            json!({"required": required, "content": content}),
         );
     }
     let guarded = op.scope.is_some();
@@ -377,6 +380,14 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
         )
     };
     Some(match operation_id {
+        "netacl_edge_summaries" => json!([refusal(
+            "^Payload validation error: 'invalid type: floating point `[0-9.e+-]+`, expected u64' on property summaries\\[[0-9]+\\]\\.$",
+            "Counts are JSON integers written without a fraction (`12`, not `12.0`).",
+        )]),
+        "netacl_rollback" => json!([refusal(
+            "^Payload validation error: 'Expected an integer between 0 and 2\\^63 - 1' on property (version|expected_version)\\.$",
+            "Versions are JSON integers written without a fraction (`12`, not `12.0`).",
+        )]),
         "netacl_dry_run" => json!([
             refusal(
                 "^Payload validation error: 'Cannot compile: rule id \\S+ appears twice",

@@ -274,11 +274,21 @@ async fn an_invalid_proposed_rule_is_the_create_message_with_the_path_prefixed()
 async fn a_rule_set_too_large_to_analyse_in_the_api_is_refused() {
     let api = api().await;
     let acls: Vec<Value> = (0..501u64)
-        .map(|i| acl(i % 250 + 1, "block", &format!("10.{}.{}.0/24", i / 256, i % 256)))
+        .map(|i| {
+            acl(
+                i % 100 + 1,
+                "block",
+                &format!("10.{}.{}.0/24", i / 256, i % 256),
+            )
+        })
         .collect();
     let answer = api
         .send(Method::POST, ANALYZE, Some(json!({ "network_acls": acls })))
         .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
-    assert_eq!(answer.body["errorCode"], "too_many_rules", "{}", answer.body);
+    assert_eq!(
+        answer.body["errorCode"], "too_many_rules",
+        "{}",
+        answer.body
+    );
 }

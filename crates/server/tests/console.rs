@@ -115,7 +115,10 @@ async fn sign_in_goes_through_the_token_endpoint_and_keeps_the_token_on_the_serv
     assert_eq!(answer.body["client_id"], CLIENT);
     assert!(answer.body["csrf_token"].as_str().unwrap().len() >= 40);
     let raw = String::from_utf8(answer.raw.clone()).unwrap();
-    assert!(!raw.contains("access_token") && !raw.contains(SECRET), "{raw}");
+    assert!(
+        !raw.contains("access_token") && !raw.contains(SECRET),
+        "{raw}"
+    );
     assert!(!raw.contains("eyJ"), "a JWT in the answer: {raw}");
 
     // Bad bodies: not JSON, unknown member.
@@ -183,7 +186,15 @@ async fn the_proxy_needs_the_cookie_and_the_csrf_token() {
     let bad = json!({"description": "bad", "active": true, "priority": 6,
         "rule": {"action": {"block": true}, "scope": "tenant",
                  "match": {"ipv4_cidrs": ["198.51.100.0/33"]}}});
-    let refused = through(&api, Method::POST, list, Some(&cookie), Some(&csrf), Some(bad)).await;
+    let refused = through(
+        &api,
+        Method::POST,
+        list,
+        Some(&cookie),
+        Some(&csrf),
+        Some(bad),
+    )
+    .await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
     assert!(
         refused.body["message"]
@@ -208,7 +219,11 @@ async fn the_proxy_needs_the_cookie_and_the_csrf_token() {
     assert_eq!(cross.status, StatusCode::FORBIDDEN);
 
     // Only the API's own prefixes are reachable.
-    for path in ["oauth/token", ".well-known/jwks.json", "api/v2/../../console"] {
+    for path in [
+        "oauth/token",
+        ".well-known/jwks.json",
+        "api/v2/../../console",
+    ] {
         let answer = through(&api, Method::GET, path, Some(&cookie), Some(&csrf), None).await;
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}");
     }

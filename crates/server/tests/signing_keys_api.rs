@@ -292,6 +292,8 @@ async fn keys_stored_in_clear_are_sealed_at_first_start() {
              ALTER TABLE signing_keys DROP COLUMN current_until;
              ALTER TABLE signing_keys DROP COLUMN revoked_at;
              DROP TABLE network_acl_history;
+             DROP TABLE tenant_logs;
+             ALTER TABLE tenants DROP COLUMN log_seq;
              DROP TABLE network_acl_keys;
              DROP TABLE tenant_domains;
              DROP TABLE tenants_generation;

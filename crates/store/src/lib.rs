@@ -60,8 +60,8 @@ mod branding;
 mod credentials;
 mod directory;
 mod error;
-mod logs;
 mod history;
+mod logs;
 mod managed;
 mod organizations;
 mod postgres;
@@ -76,10 +76,10 @@ pub use branding::BrandingStore;
 pub use credentials::{StoredClient, StoredSigningKey};
 pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
-pub use logs::{LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoredLogEvent};
 pub use history::{
     ChangeOp, HistoryRetention, RecordChange, RecordKind, VersionEntry, WriteOrigin,
 };
+pub use logs::{LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoredLogEvent};
 pub use managed::{ManagedListStore, StoredManagedList, TenantPolicy};
 pub use organizations::{
     OrganizationConnectionEntry, OrganizationConnectionPage, OrganizationCursor, OrganizationPage,

@@ -99,11 +99,11 @@ async fn security_headers(mut response: Response) -> Response {
 }
 
 async fn page() -> Response {
-    assets::respond("index.html").unwrap_or_else(|| not_found_response())
+    assets::respond("index.html").unwrap_or_else(not_found_response)
 }
 
 async fn asset(Path(file): Path<String>) -> Response {
-    assets::respond(&file).unwrap_or_else(|| not_found_response())
+    assets::respond(&file).unwrap_or_else(not_found_response)
 }
 
 async fn not_found() -> Response {
@@ -135,7 +135,11 @@ async fn sign_in(State(console): State<Console>, request: Request) -> Response {
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
     if !is_json {
         return ApiError::unsupported_media_type("").into_response();
     }
@@ -178,7 +182,12 @@ async fn sign_in(State(console): State<Console>, request: Request) -> Response {
     let session = Session::new(
         authority.issuer().to_owned(),
         credentials.client_id,
-        token.scope.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+        token
+            .scope
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
         token.access_token,
         lifetime,
     );
