@@ -380,6 +380,10 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
         )
     };
     Some(match operation_id {
+        "netacl_analyze" => json!([refusal(
+            "^The analysis takes at most [0-9]+ rules; this rule set has [0-9]+\\.$",
+            "The analysis inside the API is bounded in rules (README, Rule analysis).",
+        )]),
         "netacl_edge_summaries" => json!([refusal(
             "^Payload validation error: 'invalid type: floating point `[0-9.e+-]+`, expected u64' on property summaries\\[[0-9]+\\]\\.$",
             "Counts are JSON integers written without a fraction (`12`, not `12.0`).",
