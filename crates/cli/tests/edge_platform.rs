@@ -6,59 +6,15 @@
 mod cluster_support;
 mod serve_support;
 
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_support::{exchange, Answer, Server};
+use serve_support::{at_host, create_tenant, tenant_cli, Answer, Server};
 
 /// The longest the test waits for a change to reach the edge (the server picks a tenant made
 /// by the CLI up within its 1 s poll; the edge's long poll answers at once).
 const PICK_UP: Duration = Duration::from_secs(30);
-
-fn at_host(
-    addr: SocketAddr,
-    host: &str,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&serde_json::Value>,
-) -> Answer {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(40)))
-        .expect("timeout");
-    exchange(&mut stream, host, method, path, token, body).expect("exchange")
-}
-
-fn tenant_cli(data: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_netacl"))
-        .arg("tenant")
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .output()
-        .expect("run netacl tenant");
-    assert!(
-        output.status.success(),
-        "netacl tenant {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn create_tenant(data: &Path, name: &str, domain: &str) -> (String, String) {
-    let out = tenant_cli(data, &["create", name, "--domain", domain, "--json"]);
-    let created: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
-    (
-        created["client_id"].as_str().expect("client_id").to_owned(),
-        created["client_secret"]
-            .as_str()
-            .expect("client_secret")
-            .to_owned(),
-    )
-}
 
 fn wait_for_edge_status(edge: SocketAddr, host: &str, status: u16) -> Duration {
     let start = Instant::now();

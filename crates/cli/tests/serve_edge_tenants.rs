@@ -5,62 +5,14 @@
 mod cluster_support;
 mod serve_support;
 
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::Command;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use serve_support::{exchange, free_port, Answer, Server};
+use serve_support::{at_host, create_tenant, free_port, tenant_cli, Server};
 
 /// The longest the test waits for the server to pick a created or deleted tenant up (its follow
 /// interval is at most 5 s).
 const PICK_UP: Duration = Duration::from_secs(30);
-
-/// One HTTP/1.1 request to `addr` with `Host: host`.
-fn at_host(
-    addr: SocketAddr,
-    host: &str,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    body: Option<&serde_json::Value>,
-) -> Answer {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    exchange(&mut stream, host, method, path, token, body).expect("exchange")
-}
-
-/// `netacl tenant ARGS... --data-dir DATA`; its stdout.
-fn tenant_cli(data: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_netacl"))
-        .arg("tenant")
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .output()
-        .expect("run netacl tenant");
-    assert!(
-        output.status.success(),
-        "netacl tenant {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// Creates tenant `name` on `domain`; its bootstrap client `(id, secret)`.
-fn create_tenant(data: &Path, name: &str, domain: &str) -> (String, String) {
-    let out = tenant_cli(data, &["create", name, "--domain", domain, "--json"]);
-    let created: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
-    (
-        created["client_id"].as_str().expect("client_id").to_owned(),
-        created["client_secret"]
-            .as_str()
-            .expect("client_secret")
-            .to_owned(),
-    )
-}
 
 /// Waits (bounded by [`PICK_UP`]) until `GET /` through the edge with `Host: host` answers
 /// `status`; panics with the last answer otherwise.

@@ -335,3 +335,50 @@ pub fn wait_with_output(
     let stderr = stderr.join().unwrap_or_default();
     (status, stdout, stderr)
 }
+
+/// One HTTP/1.1 request to `addr` with `Host: host` (40 s read timeout: long polls answer
+/// within it).
+pub fn at_host(
+    addr: SocketAddr,
+    host: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&serde_json::Value>,
+) -> Answer {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(40)))
+        .expect("timeout");
+    exchange(&mut stream, host, method, path, token, body).expect("exchange")
+}
+
+/// `netacl tenant ARGS... --data-dir DATA`; its stdout.
+pub fn tenant_cli(data: &Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_netacl"))
+        .arg("tenant")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .expect("run netacl tenant");
+    assert!(
+        output.status.success(),
+        "netacl tenant {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Creates tenant `name` on `domain` with the CLI; its bootstrap client `(id, secret)`.
+pub fn create_tenant(data: &Path, name: &str, domain: &str) -> (String, String) {
+    let out = tenant_cli(data, &["create", name, "--domain", domain, "--json"]);
+    let created: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    (
+        created["client_id"].as_str().expect("client_id").to_owned(),
+        created["client_secret"]
+            .as_str()
+            .expect("client_secret")
+            .to_owned(),
+    )
+}
