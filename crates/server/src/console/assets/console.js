@@ -11,24 +11,28 @@ const SIGNALS = [
 ];
 const ROW_LIMIT = 500;
 
-const state = { csrf: null, scopes: [], rules: [], version: null, editing: null, decision: null };
-const $ = (id) => document.getElementById(id);
+// Shared with the console's other modules (each view in its own file imports what it needs).
+export const state = { csrf: null, scopes: [], rules: [], version: null, editing: null, decision: null };
+export const $ = (id) => document.getElementById(id);
 
-function el(tag, text, cls) {
+export function el(tag, text, cls) {
   const e = document.createElement(tag);
   if (text !== undefined && text !== null) e.textContent = String(text);
   if (cls) e.className = cls;
   return e;
 }
 
-function show(...ids) {
-  for (const id of ["signin", "rules", "editor", "try"]) $(id).hidden = !ids.includes(id);
+// Shows the views `ids` (sections of <main>) and hides every other one.
+export function show(...ids) {
+  for (const section of document.querySelectorAll("main > section")) {
+    section.hidden = !ids.includes(section.id);
+  }
   const signedIn = !ids.includes("signin");
   $("nav").hidden = !signedIn;
   $("who").hidden = !signedIn;
 }
 
-async function call(method, url, body) {
+export async function call(method, url, body) {
   const headers = { "Accept": "application/json" };
   if (state.csrf) headers["X-CSRF-Token"] = state.csrf;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -45,8 +49,14 @@ async function call(method, url, body) {
   return { status: response.status, json };
 }
 
-const api = (method, path, body) => call(method, "/console/api/" + path, body);
-const can = (scope) => state.scopes.includes(scope);
+export const api = (method, path, body) => call(method, "/console/api/" + path, body);
+export const can = (scope) => state.scopes.includes(scope);
+
+// Extension points for the other modules: functions `(rule, tr)` that append cells to a rule's
+// row (after "Signals", before "Active"; the module adds the matching <th> to the table head
+// once), and the events "console:signed-in" (detail: the session) and "console:rules-loaded"
+// (after every load of the rules, `state.rules` in evaluation order) on `document`.
+export const rowDecorators = [];
 
 function signedIn(info) {
   state.csrf = info.csrf_token;
@@ -55,6 +65,7 @@ function signedIn(info) {
     (can("update:network_acls") || can("create:network_acls") ? "" : " (read only)");
   $("new-rule").hidden = !can("create:network_acls");
   show("rules");
+  document.dispatchEvent(new CustomEvent("console:signed-in", { detail: info }));
   loadRules();
 }
 
@@ -84,7 +95,7 @@ async function signOut() {
 
 // ---- rules ----
 
-async function loadRules() {
+export async function loadRules() {
   const r = await api("GET", "_netacl/v1/network-acls/watch?timeout_ms=0");
   if (r.status !== 200) {
     $("rules-error").textContent = (r.json && r.json.message) || ("Could not load the rules (" + r.status + ").");
@@ -96,6 +107,7 @@ async function loadRules() {
     a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   $("rules-version").textContent = "version " + state.version;
   renderRules();
+  document.dispatchEvent(new CustomEvent("console:rules-loaded"));
 }
 
 function actionOf(rule) {
@@ -126,7 +138,7 @@ function matches(rule, needle) {
   return hay.includes(needle);
 }
 
-function renderRules() {
+export function renderRules() {
   const needle = $("rule-filter").value.trim().toLowerCase();
   const shown = state.rules.filter((r) => matches(r, needle));
   const body = $("rules-body");
@@ -139,6 +151,7 @@ function renderRules() {
     if (d && (d.monitored || []).includes(rule.id)) tr.classList.add("monitored");
     tr.append(el("td", rule.priority), el("td", rule.description), el("td", actionOf(rule)),
       el("td", rule.rule && rule.rule.scope), el("td", signalsOf(rule)));
+    for (const decorate of rowDecorators) decorate(rule, tr);
     const activeCell = el("td");
     const box = el("input");
     box.type = "checkbox";
