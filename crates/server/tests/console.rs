@@ -288,3 +288,38 @@ async fn a_read_only_client_gets_a_read_only_console() {
     .await;
     assert_eq!(write.status, StatusCode::FORBIDDEN, "{}", write.body);
 }
+
+#[tokio::test]
+async fn a_write_through_the_console_is_recorded_with_its_client_and_request_id() {
+    let api = api().await;
+    let answer = sign_in(&api, CLIENT, SECRET).await;
+    let cookie = cookie_of(&answer);
+    let csrf = answer.body["csrf_token"].as_str().unwrap().to_owned();
+    let body = json!({"description": "x", "active": true, "priority": 5,
+        "rule": {"action": {"block": true}, "scope": "tenant",
+                 "match": {"ipv4_cidrs": ["198.51.100.0/24"]}}});
+    let write = through(
+        &api,
+        Method::POST,
+        "api/v2/network-acls",
+        Some(&cookie),
+        Some(&csrf),
+        Some(body),
+    )
+    .await;
+    assert_eq!(write.status, StatusCode::CREATED, "{}", write.body);
+    let request_id = write.headers["x-request-id"].to_str().unwrap().to_owned();
+    let history = through(
+        &api,
+        Method::GET,
+        "_netacl/v1/network-acls/versions",
+        Some(&cookie),
+        Some(&csrf),
+        None,
+    )
+    .await;
+    assert_eq!(history.status, StatusCode::OK, "{}", history.body);
+    let newest = &history.body["versions"][0];
+    assert_eq!(newest["client_id"], CLIENT, "{newest}");
+    assert_eq!(newest["request_id"], request_id.as_str(), "{newest}");
+}
