@@ -109,6 +109,7 @@ export async function loadRules() {
     a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   $("rules-version").textContent = "version " + state.version;
   renderRules();
+  performance.clearMarks("console:rules-drawn"); // one mark: the latest drawing (timed by the tests)
   performance.mark("console:rules-drawn");
   document.dispatchEvent(new CustomEvent("console:rules-loaded"));
 }
