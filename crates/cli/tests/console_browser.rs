@@ -1,9 +1,13 @@
 //! The console in a real browser: Debian's `chromium` driven by `chromedriver` through Selenium
 //! (`tests/console/test_console.py`), against the real binary on loopback. It signs in, has a
 //! rule refused with the API's message at its field, creates a rule whose description holds
-//! markup (shown as text), sees it decide a tried request, toggles it, filters, signs out, and
-//! checks a read-only client's console. Screenshots go to `target/console-screenshots/` (the
-//! README's, and one of the page on failure).
+//! markup (shown as text), sees it decide a tried request, toggles it, opens the history (a
+//! version's diff), has a stale rollback refused and rolls the toggle back, sees a finding on a
+//! shadowed rule, previews a change's impact over pasted requests (and a proposed rule refused at
+//! its field), filters, signs out, and checks a read-only client's console (no rollback). It
+//! then times the rules view of a second server whose tenant holds 10,000 rules (printed, and in
+//! the README). Screenshots go to `target/console-screenshots/` (the README's, and one of the
+//! page on failure).
 //!
 //! Without chromium, chromedriver or Selenium the test is skipped locally and FAILS when `CI` is
 //! set (`.ci/run` installs them).
@@ -13,7 +17,11 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use netacl_store::{CredentialStore, SqliteStore, StoredClient, TenantId};
+use netacl_model::{AclId, NetworkAcl, NetworkAclSpec, Timestamp};
+use netacl_store::{
+    CredentialStore, HistoryStore, NetworkAclStore, SqliteStore, StoredClient, TenantId,
+    WriteOrigin,
+};
 use serve_support::{repo_root, start_for_sdk, wait_with_output, CLIENT_ID, CLIENT_SECRET};
 
 const READER_ID: &str = "console-reader";
@@ -60,6 +68,79 @@ fn add_reader(dir: &std::path::Path) {
     });
 }
 
+/// The number of rules of the timed tenant (the most a rule set may hold).
+const BIG_RULES: usize = 10_000;
+
+/// Fills the default tenant of the store in `dir` (the server is stopped) with [`BIG_RULES`]
+/// rules in one write: varied actions, scopes and signals.
+///
+/// The admin API cannot make such a tenant: priorities are 1..100 and unique in a tenant (the
+/// public API's rule), so a tenant holds at most 100 rules. This throw-away database has its
+/// unique priority index dropped, and each priority is held by 100 rules (ties by id, as in a
+/// rule file): the server loads, compiles and serves them as any rule set.
+fn add_big_rule_set(dir: &std::path::Path) {
+    let db = rusqlite::Connection::open(dir.join("netacl.db")).expect("the test tenant's database");
+    db.execute_batch("DROP INDEX network_acls_priority")
+        .expect("drop the unique priority index");
+    drop(db);
+    let limits = netacl_model::Limits::default();
+    let acls: Vec<NetworkAcl> = (0..BIG_RULES)
+        .map(|i| {
+            let action = match i % 4 {
+                0 => serde_json::json!({"block": true}),
+                1 => serde_json::json!({"allow": true}),
+                2 => serde_json::json!({"log": true}),
+                _ => serde_json::json!({"redirect": true, "redirect_uri": "https://example.com/denied"}),
+            };
+            let scope = ["tenant", "authentication", "management"][i % 3];
+            let mut matched = serde_json::json!({
+                "ipv4_cidrs": [format!("10.{}.{}.0/24", i / 256, i % 256)],
+            });
+            if i % 5 == 0 {
+                matched["geo_country_codes"] = serde_json::json!(["FR", "DE", "US"]);
+            }
+            if i % 7 == 0 {
+                matched["asns"] = serde_json::json!([64_512 + (i % 1000) as u64]);
+            }
+            let spec = NetworkAclSpec::from_json(
+                &serde_json::json!({
+                    "description": format!("rule {i}: generated for the timing"),
+                    "active": i % 10 != 9,
+                    "priority": i % 100 + 1,
+                    "rule": {"action": action, "scope": scope, "match": matched},
+                }),
+                &limits,
+            )
+            .expect("valid rule");
+            let now = Timestamp::from_unix_millis(1_700_000_000_000 + i as i64);
+            NetworkAcl {
+                id: AclId::from_random(0x5eed_0000 + i as u128),
+                spec,
+                created_at: now,
+                updated_at: now,
+            }
+        })
+        .collect();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let store = SqliteStore::open(dir, limits).expect("store");
+        let tenant = TenantId::default_tenant();
+        let version = store
+            .network_acl_rule_set(&tenant)
+            .await
+            .expect("rule set")
+            .version;
+        let origin = WriteOrigin {
+            client_id: Some("console-browser-test".into()),
+            request_id: None,
+        };
+        store
+            .restore_network_acls(&tenant, version, &acls, &origin)
+            .await
+            .expect("10,000 rules written");
+    });
+}
+
 #[test]
 fn the_console_works_in_a_real_browser() {
     if !browser_or_skip() {
@@ -70,6 +151,11 @@ fn the_console_works_in_a_real_browser() {
     start_for_sdk(dir.path()).kill();
     add_reader(dir.path());
     let server = start_for_sdk(dir.path());
+    // The timed tenant: 10,000 rules written through the store before its server starts.
+    let big_dir = tempfile::tempdir().expect("tempdir");
+    start_for_sdk(big_dir.path()).kill();
+    add_big_rule_set(big_dir.path());
+    let big = start_for_sdk(big_dir.path());
     let shots: PathBuf = repo_root().join("target/console-screenshots");
     std::fs::create_dir_all(&shots).expect("screenshot directory");
     let child = Command::new("python3")
@@ -80,6 +166,7 @@ fn the_console_works_in_a_real_browser() {
         .env("NETACL_READER_ID", READER_ID)
         .env("NETACL_READER_SECRET", READER_SECRET)
         .env("NETACL_SHOTS", &shots)
+        .env("NETACL_BIG_BASE", format!("http://{}", big.addr))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -87,16 +174,24 @@ fn the_console_works_in_a_real_browser() {
     let (status, stdout, stderr) =
         wait_with_output(child, Duration::from_secs(240), "the console browser test");
     server.kill();
+    big.kill();
     assert!(
         status.success(),
         "console browser test failed ({status}); screenshots in {}:\n{stdout}\n{stderr}",
         shots.display()
     );
     assert!(stdout.contains("console: all checks passed"), "{stdout}");
+    // The timing of the 10,000-rule rules view, for the README (measured, not asserted).
+    for line in stdout.lines().filter(|l| l.contains("big_rules_view")) {
+        eprintln!("{line}");
+    }
     for shot in [
         "console-rules.png",
         "console-try.png",
         "console-editor-error.png",
+        "console-history.png",
+        "console-preview.png",
+        "console-findings.png",
     ] {
         assert!(shots.join(shot).exists(), "{shot} not taken");
     }

@@ -288,3 +288,116 @@ async fn a_read_only_client_gets_a_read_only_console() {
     .await;
     assert_eq!(write.status, StatusCode::FORBIDDEN, "{}", write.body);
 }
+
+#[tokio::test]
+async fn every_file_the_page_names_is_served_with_its_type() {
+    let api = api().await;
+    let page = api
+        .call(Request::get("/console").body(Body::empty()).unwrap())
+        .await;
+    let html = String::from_utf8(page.raw).unwrap();
+    let named: Vec<&str> = html
+        .split(['"', '\''])
+        .filter(|s| s.starts_with("/console/assets/"))
+        .collect();
+    // The main script and style sheet, and the change-safety modules and style sheet.
+    for expected in [
+        "console.js",
+        "findings.js",
+        "history.js",
+        "preview.js",
+        "safety.css",
+    ] {
+        assert!(
+            named.contains(&format!("/console/assets/{expected}").as_str()),
+            "{expected} not named by the page: {named:?}"
+        );
+    }
+    for path in named {
+        let answer = api
+            .call(Request::get(path).body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{path}");
+        let kind = if path.ends_with(".js") {
+            "text/javascript"
+        } else {
+            "text/css"
+        };
+        assert!(
+            answer.content_type.as_deref().unwrap().starts_with(kind),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_proxy_passes_the_findings_header_of_a_write_on() {
+    let api = api().await;
+    let answer = sign_in(&api, CLIENT, SECRET).await;
+    let cookie = cookie_of(&answer);
+    let csrf = answer.body["csrf_token"].as_str().unwrap().to_owned();
+    let rule = |priority: u32, cidr: &str| {
+        json!({"description": format!("p{priority}"), "active": true, "priority": priority,
+            "rule": {"action": {"block": true}, "scope": "tenant",
+                     "match": {"ipv4_cidrs": [cidr]}}})
+    };
+    let first = through(
+        &api,
+        Method::POST,
+        "api/v2/network-acls",
+        Some(&cookie),
+        Some(&csrf),
+        Some(rule(10, "198.51.100.0/24")),
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
+    assert!(!first.headers.contains_key("netacl-findings"));
+    let shadowed = through(
+        &api,
+        Method::POST,
+        "api/v2/network-acls",
+        Some(&cookie),
+        Some(&csrf),
+        Some(rule(20, "198.51.100.0/25")),
+    )
+    .await;
+    assert_eq!(shadowed.status, StatusCode::CREATED, "{}", shadowed.body);
+    let findings = shadowed.headers["netacl-findings"].to_str().unwrap();
+    let by = first.body["id"].as_str().unwrap();
+    assert_eq!(findings, format!("shadowed by {by}"));
+}
+
+#[tokio::test]
+async fn a_write_through_the_console_is_recorded_with_its_client_and_request_id() {
+    let api = api().await;
+    let answer = sign_in(&api, CLIENT, SECRET).await;
+    let cookie = cookie_of(&answer);
+    let csrf = answer.body["csrf_token"].as_str().unwrap().to_owned();
+    let body = json!({"description": "x", "active": true, "priority": 5,
+        "rule": {"action": {"block": true}, "scope": "tenant",
+                 "match": {"ipv4_cidrs": ["198.51.100.0/24"]}}});
+    let write = through(
+        &api,
+        Method::POST,
+        "api/v2/network-acls",
+        Some(&cookie),
+        Some(&csrf),
+        Some(body),
+    )
+    .await;
+    assert_eq!(write.status, StatusCode::CREATED, "{}", write.body);
+    let request_id = write.headers["x-request-id"].to_str().unwrap().to_owned();
+    let history = through(
+        &api,
+        Method::GET,
+        "_netacl/v1/network-acls/versions",
+        Some(&cookie),
+        Some(&csrf),
+        None,
+    )
+    .await;
+    assert_eq!(history.status, StatusCode::OK, "{}", history.body);
+    let newest = &history.body["versions"][0];
+    assert_eq!(newest["client_id"], CLIENT, "{newest}");
+    assert_eq!(newest["request_id"], request_id.as_str(), "{newest}");
+}

@@ -20,6 +20,27 @@ const FILES: &[(&str, &str, &str)] = &[
         "text/css; charset=utf-8",
         include_str!("assets/console.css"),
     ),
+    // Change safety (history and rollback, findings, impact preview).
+    (
+        "findings.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/findings.js"),
+    ),
+    (
+        "history.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/history.js"),
+    ),
+    (
+        "preview.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/preview.js"),
+    ),
+    (
+        "safety.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/safety.css"),
+    ),
 ];
 
 /// The answer for the file `name`, or `None` when there is no such file.

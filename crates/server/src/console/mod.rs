@@ -284,10 +284,15 @@ async fn proxy(
     }
 }
 
-/// What the API router needs from the outer request: the tenant, the peer address, TLS.
+/// What the API router needs from the outer request: the tenant, the request's context (its
+/// id, which the answer carries, and the client the token guard fills in: a write's history
+/// entry records both), the peer address, TLS.
 fn copy_context(parts: &http::request::Parts, inner: &mut Request) {
     if let Some(state) = parts.extensions.get::<AppState>() {
         inner.extensions_mut().insert(state.clone());
+    }
+    if let Some(context) = parts.extensions.get::<crate::RequestContext>() {
+        inner.extensions_mut().insert(context.clone());
     }
     if let Some(peer) = parts
         .extensions

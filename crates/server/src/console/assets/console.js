@@ -46,7 +46,7 @@ export async function call(method, url, body) {
   if (response.status === 401 && url.startsWith("/console/api/")) {
     signedOut("Your session has ended: sign in again.");
   }
-  return { status: response.status, json };
+  return { status: response.status, json, headers: response.headers };
 }
 
 export const api = (method, path, body) => call(method, "/console/api/" + path, body);
@@ -55,7 +55,9 @@ export const can = (scope) => state.scopes.includes(scope);
 // Extension points for the other modules: functions `(rule, tr)` that append cells to a rule's
 // row (after "Signals", before "Active"; the module adds the matching <th> to the table head
 // once), and the events "console:signed-in" (detail: the session) and "console:rules-loaded"
-// (after every load of the rules, `state.rules` in evaluation order) on `document`.
+// (after every load of the rules, `state.rules` in evaluation order), "console:editor-opened"
+// (detail: the rule, or null for a new one) and "console:saved" (detail: {rule, findings}, the
+// written record and its Netacl-Findings header or null) on `document`.
 export const rowDecorators = [];
 
 function signedIn(info) {
@@ -107,10 +109,12 @@ export async function loadRules() {
     a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   $("rules-version").textContent = "version " + state.version;
   renderRules();
+  performance.clearMarks("console:rules-drawn"); // one mark: the latest drawing (timed by the tests)
+  performance.mark("console:rules-drawn");
   document.dispatchEvent(new CustomEvent("console:rules-loaded"));
 }
 
-function actionOf(rule) {
+export function actionOf(rule) {
   const a = (rule.rule && rule.rule.action) || {};
   for (const k of ["block", "allow", "log", "redirect"]) if (a[k]) return k;
   return "?";
@@ -215,13 +219,13 @@ function fieldError(path) {
   return p;
 }
 
-function clearErrors() {
+export function clearErrors() {
   for (const p of document.querySelectorAll(".field-error")) p.textContent = "";
   for (const i of document.querySelectorAll("[aria-invalid]")) i.removeAttribute("aria-invalid");
   $("editor-error").textContent = "";
 }
 
-function openEditor(rule) {
+export function openEditor(rule) {
   state.editing = rule || null;
   clearErrors();
   $("editor-title").textContent = rule ? "Edit rule " + rule.id : "New rule";
@@ -239,6 +243,7 @@ function openEditor(rule) {
     }
   }
   show("editor");
+  document.dispatchEvent(new CustomEvent("console:editor-opened", { detail: rule || null }));
   $("f-description").focus();
 }
 
@@ -247,7 +252,7 @@ function splitValues(text, numeric) {
     .map((s) => (numeric && /^[0-9]+$/.test(s) ? Number(s) : s));
 }
 
-function ruleBody() {
+export function ruleBody() {
   const action = $("f-action").value;
   const rule = { action: { [action]: true }, scope: $("f-scope").value };
   if (action === "redirect") rule.action.redirect_uri = $("f-redirect_uri").value;
@@ -275,12 +280,14 @@ function ruleBody() {
 }
 
 // "Payload validation error: '...' on property rule.match.ipv4_cidrs[0]." -> the field whose
-// data-path is the longest prefix of the property path.
-function showApiError(json) {
+// data-path is the longest prefix of the property path (after `prefix`, e.g. the preview's
+// "changes[0].network_acl."). False when no field is named (the message goes to the editor's
+// banner).
+export function showApiError(json, prefix = "") {
   const message = (json && json.message) || "The rule was not saved.";
   const m = /on property ([^ ]+?)\.?$/.exec(message);
-  if (m) {
-    const path = m[1];
+  if (m && m[1].startsWith(prefix)) {
+    const path = m[1].slice(prefix.length);
     let best = null;
     for (const input of document.querySelectorAll("#rule-form [data-path]")) {
       const p = input.dataset.path;
@@ -290,10 +297,11 @@ function showApiError(json) {
     if (best) {
       best.setAttribute("aria-invalid", "true");
       const slot = document.querySelector('.field-error[data-for="' + best.dataset.path + '"]');
-      if (slot) { slot.textContent = message; best.focus(); return; }
+      if (slot) { slot.textContent = message; best.focus(); return true; }
     }
   }
   $("editor-error").textContent = message;
+  return false;
 }
 
 async function saveRule(event) {
@@ -304,8 +312,11 @@ async function saveRule(event) {
     ? await api("PUT", "api/v2/network-acls/" + encodeURIComponent(state.editing.id), body)
     : await api("POST", "api/v2/network-acls", body);
   if (r.status === 200 || r.status === 201) {
+    // With findings about the written rule the editor stays open on it to show them.
+    const findings = r.headers.get("Netacl-Findings");
     state.editing = null;
-    show("rules");
+    if (findings && r.json && r.json.id) openEditor(r.json); else show("rules");
+    document.dispatchEvent(new CustomEvent("console:saved", { detail: { rule: r.json, findings } }));
     await loadRules();
   } else {
     showApiError(r.json);
