@@ -80,6 +80,46 @@ pub struct LogPage {
     pub total: u64,
 }
 
+/// A time window split into equal buckets, for [`LogStore::acl_summary_counts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountWindow {
+    /// The window's start (milliseconds since the UNIX epoch, included).
+    pub from_ms: i64,
+    /// Its end (included; after `from_ms`).
+    pub to_ms: i64,
+    /// How many buckets of equal length split it (at least 1). An event dated `date` falls in
+    /// bucket `(date - from_ms) * buckets / (to_ms - from_ms)` (integer division), the last
+    /// bucket also holding `to_ms` itself.
+    pub buckets: u32,
+}
+
+/// One rule's sums over one bucket (see [`LogStore::acl_summary_counts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleBucketCounts {
+    /// The rule, as the events name it.
+    pub rule_id: String,
+    /// Its action, as the events name it (a rule whose action changed in the window has one
+    /// entry per action).
+    pub action: String,
+    /// The bucket (0 = the oldest).
+    pub bucket: u32,
+    /// The sum of the events' `evaluated`.
+    pub evaluated: u64,
+    /// The sum of the events' `matched`.
+    pub matched: u64,
+}
+
+/// The sums of a tenant's `acls_summary` events over a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AclSummaryCounts {
+    /// Per rule, action and bucket (only the buckets some event falls in; each once).
+    pub rules: Vec<RuleBucketCounts>,
+    /// Per bucket (only those some event falls in): the requests the edges saw, counted as, for
+    /// each report (the events of one edge with one date), the largest `evaluated` among its
+    /// rules, summed over the reports.
+    pub requests: Vec<(u32, u64)>,
+}
+
 /// A tenant's log.
 #[async_trait]
 pub trait LogStore: Send + Sync {
@@ -120,6 +160,30 @@ pub trait LogStore: Send + Sync {
         tenant: &TenantId,
         seq: u64,
     ) -> Result<Option<StoredLogEvent>, StoreError>;
+
+    /// The sums of the tenant's `acls_summary` events dated within `window`, by rule and
+    /// bucket, aggregated by the database (the work is bounded by the events of the window:
+    /// one range of the `(tenant, date)` index). Sums saturate at `u64::MAX` and are exact up
+    /// to 2^53.
+    async fn acl_summary_counts(
+        &self,
+        tenant: &TenantId,
+        window: CountWindow,
+    ) -> Result<AclSummaryCounts, StoreError>;
+}
+
+/// A database sum (a float, exact up to 2^53) as a count: negative or not a number is 0, above
+/// the largest count is the largest count.
+pub(crate) fn count_of(sum: f64) -> u64 {
+    // `as` saturates and maps NaN to 0.
+    sum as u64
+}
+
+/// The bucket of a database row as a bucket number.
+pub(crate) fn bucket_of(bucket: i64, window: CountWindow) -> u32 {
+    u32::try_from(bucket.max(0))
+        .unwrap_or(u32::MAX)
+        .min(window.buckets.saturating_sub(1))
 }
 
 /// The record column's text.
