@@ -162,9 +162,8 @@ pub trait LogStore: Send + Sync {
     ) -> Result<Option<StoredLogEvent>, StoreError>;
 
     /// The sums of the tenant's `acls_summary` events dated within `window`, by rule and
-    /// bucket, aggregated by the database (the work is bounded by the events of the window:
-    /// one range of the `(tenant, date)` index). Sums saturate at `u64::MAX` and are exact up
-    /// to 2^53.
+    /// bucket (the work is bounded by the events of the window: one range of the
+    /// `(tenant, date)` index, each record parsed once). Sums saturate at `u64::MAX`.
     async fn acl_summary_counts(
         &self,
         tenant: &TenantId,
@@ -172,18 +171,106 @@ pub trait LogStore: Send + Sync {
     ) -> Result<AclSummaryCounts, StoreError>;
 }
 
-/// A database sum (a float, exact up to 2^53) as a count: negative or not a number is 0, above
-/// the largest count is the largest count.
-pub(crate) fn count_of(sum: f64) -> u64 {
-    // `as` saturates and maps NaN to 0.
-    sum as u64
+/// The members of an `acls_summary` record the counts read (borrowed from the record's text).
+#[derive(serde::Deserialize)]
+struct SummaryRecord<'a> {
+    #[serde(borrow)]
+    details: SummaryDetails<'a>,
 }
 
-/// The bucket of a database row as a bucket number.
-pub(crate) fn bucket_of(bucket: i64, window: CountWindow) -> u32 {
-    u32::try_from(bucket.max(0))
-        .unwrap_or(u32::MAX)
-        .min(window.buckets.saturating_sub(1))
+#[derive(serde::Deserialize)]
+struct SummaryDetails<'a> {
+    #[serde(borrow)]
+    rule_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    action: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    edge: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    evaluated: u64,
+    #[serde(default)]
+    matched: u64,
+}
+
+/// Sums `acls_summary` records into [`AclSummaryCounts`], one record at a time: the backends
+/// read the window's rows (date and record text) and hand them here, so both count alike. A
+/// rule id, action or edge is copied once, when first seen.
+pub(crate) struct SummaryTally {
+    window: CountWindow,
+    /// rule → (action, bucket, evaluated, matched), one entry per action and bucket.
+    rules: std::collections::HashMap<String, Vec<(String, u32, u64, u64)>>,
+    /// date → (edge, bucket, largest evaluated), one entry per edge reporting at that date.
+    reports: std::collections::HashMap<i64, Vec<(String, u32, u64)>>,
+}
+
+impl SummaryTally {
+    pub(crate) fn new(window: CountWindow) -> Self {
+        Self {
+            window,
+            rules: std::collections::HashMap::new(),
+            reports: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The bucket of an event's date (the last bucket also holds the window's end).
+    fn bucket(&self, date_ms: i64) -> u32 {
+        let buckets = i128::from(self.window.buckets.max(1));
+        let span = i128::from(self.window.to_ms.saturating_sub(self.window.from_ms).max(1));
+        let offset = i128::from(date_ms.saturating_sub(self.window.from_ms)).max(0);
+        u32::try_from((offset * buckets / span).min(buckets - 1)).unwrap_or(0)
+    }
+
+    /// Adds one event (a record that is not a summary's is skipped).
+    pub(crate) fn add(&mut self, date_ms: i64, record: &str) {
+        let Ok(SummaryRecord { details: d }) = serde_json::from_str::<SummaryRecord<'_>>(record)
+        else {
+            return;
+        };
+        let bucket = self.bucket(date_ms);
+        let entries = match self.rules.get_mut(d.rule_id.as_ref()) {
+            Some(entries) => entries,
+            None => self.rules.entry(d.rule_id.into_owned()).or_default(),
+        };
+        match entries
+            .iter_mut()
+            .find(|(action, b, _, _)| *b == bucket && *action == d.action)
+        {
+            Some(entry) => {
+                entry.2 = entry.2.saturating_add(d.evaluated);
+                entry.3 = entry.3.saturating_add(d.matched);
+            }
+            None => entries.push((d.action.into_owned(), bucket, d.evaluated, d.matched)),
+        }
+        let edges = self.reports.entry(date_ms).or_default();
+        match edges.iter_mut().find(|(edge, _, _)| *edge == d.edge) {
+            Some(report) => report.2 = report.2.max(d.evaluated),
+            None => edges.push((d.edge.into_owned(), bucket, d.evaluated)),
+        }
+    }
+
+    pub(crate) fn finish(self) -> AclSummaryCounts {
+        let mut rules = Vec::with_capacity(self.rules.len());
+        for (rule_id, entries) in self.rules {
+            for (action, bucket, evaluated, matched) in entries {
+                rules.push(RuleBucketCounts {
+                    rule_id: rule_id.clone(),
+                    action,
+                    bucket,
+                    evaluated,
+                    matched,
+                });
+            }
+        }
+        let mut requests: std::collections::BTreeMap<u32, u64> = Default::default();
+        for (_, bucket, seen) in self.reports.into_values().flatten() {
+            let sum = requests.entry(bucket).or_default();
+            *sum = sum.saturating_add(seen);
+        }
+        AclSummaryCounts {
+            rules,
+            requests: requests.into_iter().collect(),
+        }
+    }
 }
 
 /// The record column's text.

@@ -3,10 +3,10 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::{now_ms, read_snapshot, to_version, PostgresStore};
-use crate::logs::{bucket_of, count_of, first_kept, parse_record, record_text};
+use crate::logs::{first_kept, parse_record, record_text, SummaryTally};
 use crate::{
     AclSummaryCounts, CountWindow, LogFilter, LogOrder, LogPage, LogRetention, LogStore,
-    NewLogEvent, RuleBucketCounts, StoreError, StoredLogEvent, TenantId,
+    NewLogEvent, StoreError, StoredLogEvent, TenantId,
 };
 
 const COLUMNS: &str = "seq, date, type, client_id, record";
@@ -224,62 +224,21 @@ impl LogStore for PostgresStore {
         tenant: &TenantId,
         window: CountWindow,
     ) -> Result<AclSummaryCounts, StoreError> {
-        self.call(|mut client| async move {
-            let tx = read_snapshot(&mut client).await?;
-            let tenant_id = tenant.as_str();
-            let buckets = i64::from(window.buckets.max(1));
-            let span = window.to_ms.saturating_sub(window.from_ms).max(1);
-            let params: [&(dyn ToSql + Sync); 5] =
-                [&tenant_id, &window.from_ms, &window.to_ms, &buckets, &span];
+        self.call(|client| async move {
             // The events of the window: one range of the (tenant_id, date) index.
-            let rows = tx
+            let rows = client
                 .query(
-                    "SELECT d->>'rule_id' AS rule, d->>'action' AS action,
-                            LEAST($4 - 1, (date - $2) * $4 / $5) AS bucket,
-                            SUM((d->>'evaluated')::numeric)::float8,
-                            SUM((d->>'matched')::numeric)::float8
-                     FROM (SELECT date, record::jsonb -> 'details' AS d FROM tenant_logs
-                           WHERE tenant_id = $1 AND date >= $2 AND date <= $3
-                             AND type = 'acls_summary') e
-                     WHERE d->>'rule_id' IS NOT NULL
-                     GROUP BY 1, 2, 3",
-                    &params,
+                    "SELECT date, record FROM tenant_logs
+                     WHERE tenant_id = $1 AND date >= $2 AND date <= $3
+                       AND type = 'acls_summary'",
+                    &[&tenant.as_str(), &window.from_ms, &window.to_ms],
                 )
                 .await?;
-            let rules = rows
-                .iter()
-                .map(|row| RuleBucketCounts {
-                    rule_id: row.get(0),
-                    action: row.get::<_, Option<String>>(1).unwrap_or_default(),
-                    bucket: bucket_of(row.get(2), window),
-                    evaluated: count_of(row.get::<_, Option<f64>>(3).unwrap_or(0.0)),
-                    matched: count_of(row.get::<_, Option<f64>>(4).unwrap_or(0.0)),
-                })
-                .collect();
-            let rows = tx
-                .query(
-                    "SELECT bucket, SUM(seen)::float8 FROM (
-                         SELECT LEAST($4 - 1, (date - $2) * $4 / $5) AS bucket,
-                                MAX((record::jsonb #>> '{details,evaluated}')::numeric) AS seen
-                         FROM tenant_logs
-                         WHERE tenant_id = $1 AND date >= $2 AND date <= $3
-                           AND type = 'acls_summary'
-                         GROUP BY date, record::jsonb #>> '{details,edge}'
-                     ) r GROUP BY bucket",
-                    &params,
-                )
-                .await?;
-            tx.commit().await?;
-            let requests = rows
-                .iter()
-                .map(|row| {
-                    (
-                        bucket_of(row.get(0), window),
-                        count_of(row.get::<_, Option<f64>>(1).unwrap_or(0.0)),
-                    )
-                })
-                .collect();
-            Ok(AclSummaryCounts { rules, requests })
+            let mut tally = SummaryTally::new(window);
+            for row in &rows {
+                tally.add(row.get(0), row.get(1));
+            }
+            Ok(tally.finish())
         })
         .await
     }

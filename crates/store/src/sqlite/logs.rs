@@ -3,10 +3,10 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::{now_ms, to_version, SqliteStore};
-use crate::logs::{bucket_of, count_of, first_kept, parse_record, record_text};
+use crate::logs::{first_kept, parse_record, record_text, SummaryTally};
 use crate::{
     AclSummaryCounts, CountWindow, LogFilter, LogOrder, LogPage, LogRetention, LogStore,
-    NewLogEvent, RuleBucketCounts, StoreError, StoredLogEvent, TenantId,
+    NewLogEvent, StoreError, StoredLogEvent, TenantId,
 };
 
 const COLUMNS: &str = "seq, date, type, client_id, record";
@@ -234,71 +234,20 @@ impl LogStore for SqliteStore {
     ) -> Result<AclSummaryCounts, StoreError> {
         let tenant = tenant.clone();
         self.read(move |conn, _| {
-            let tx = conn.transaction()?;
             // The events of the window: one range of the (tenant_id, date) index.
-            let span = window.to_ms.saturating_sub(window.from_ms).max(1);
-            let values = params![
-                tenant.as_str(),
-                window.from_ms,
-                window.to_ms,
-                i64::from(window.buckets.max(1)),
-                span
-            ];
-            let mut rules = Vec::new();
-            {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT json_extract(record, '$.details.rule_id') AS rule,
-                            json_extract(record, '$.details.action') AS action,
-                            MIN(?4 - 1, (date - ?2) * ?4 / ?5) AS bucket,
-                            TOTAL(json_extract(record, '$.details.evaluated')),
-                            TOTAL(json_extract(record, '$.details.matched'))
-                     FROM tenant_logs
-                     WHERE tenant_id = ?1 AND date >= ?2 AND date <= ?3 AND type = 'acls_summary'
-                     GROUP BY rule, action, bucket
-                     HAVING rule IS NOT NULL",
-                )?;
-                let rows = stmt.query_map(values, |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, Option<String>>(1)?,
-                        row.get::<_, i64>(2)?,
-                        row.get::<_, f64>(3)?,
-                        row.get::<_, f64>(4)?,
-                    ))
-                })?;
-                for row in rows {
-                    let (rule_id, action, bucket, evaluated, matched) = row?;
-                    rules.push(RuleBucketCounts {
-                        rule_id,
-                        action: action.unwrap_or_default(),
-                        bucket: bucket_of(bucket, window),
-                        evaluated: count_of(evaluated),
-                        matched: count_of(matched),
-                    });
+            let mut stmt = conn.prepare_cached(
+                "SELECT date, record FROM tenant_logs
+                 WHERE tenant_id = ?1 AND date >= ?2 AND date <= ?3 AND type = 'acls_summary'",
+            )?;
+            let mut rows = stmt.query(params![tenant.as_str(), window.from_ms, window.to_ms])?;
+            let mut tally = SummaryTally::new(window);
+            while let Some(row) = rows.next()? {
+                let date: i64 = row.get(0)?;
+                if let Ok(record) = row.get_ref(1)?.as_str() {
+                    tally.add(date, record);
                 }
             }
-            let mut requests = Vec::new();
-            {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT bucket, TOTAL(seen) FROM (
-                         SELECT MIN(?4 - 1, (date - ?2) * ?4 / ?5) AS bucket,
-                                MAX(CAST(json_extract(record, '$.details.evaluated') AS REAL)) AS seen
-                         FROM tenant_logs
-                         WHERE tenant_id = ?1 AND date >= ?2 AND date <= ?3
-                           AND type = 'acls_summary'
-                         GROUP BY date, json_extract(record, '$.details.edge')
-                     ) GROUP BY bucket",
-                )?;
-                let rows = stmt.query_map(values, |row| {
-                    Ok((row.get::<_, i64>(0)?, row.get::<_, f64>(1)?))
-                })?;
-                for row in rows {
-                    let (bucket, seen) = row?;
-                    requests.push((bucket_of(bucket, window), count_of(seen)));
-                }
-            }
-            tx.commit()?;
-            Ok(AclSummaryCounts { rules, requests })
+            Ok(tally.finish())
         })
         .await
     }
