@@ -288,3 +288,35 @@ async fn a_read_only_client_gets_a_read_only_console() {
     .await;
     assert_eq!(write.status, StatusCode::FORBIDDEN, "{}", write.body);
 }
+
+#[tokio::test]
+async fn every_file_the_page_names_is_embedded() {
+    let api = api().await;
+    let page = api
+        .call(Request::get("/console").body(Body::empty()).unwrap())
+        .await;
+    let html = String::from_utf8(page.raw).unwrap();
+    let mut named = 0;
+    for attribute in [r#"src=""#, r#"href=""#] {
+        for (at, _) in html.match_indices(attribute) {
+            let rest = &html[at + attribute.len()..];
+            let path = &rest[..rest.find('"').unwrap()];
+            let answer = api
+                .call(Request::get(path).body(Body::empty()).unwrap())
+                .await;
+            assert_eq!(answer.status, StatusCode::OK, "{path}");
+            let kind = if path.ends_with(".js") {
+                "text/javascript"
+            } else {
+                "text/css"
+            };
+            assert!(
+                answer.content_type.as_deref().unwrap().starts_with(kind),
+                "{path}"
+            );
+            named += 1;
+        }
+    }
+    // The stylesheet, console.js and the view modules (counts, overview, keys, lists).
+    assert!(named >= 6, "{named}");
+}
