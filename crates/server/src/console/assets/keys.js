@@ -9,7 +9,7 @@ export function showFieldError(form, json, fallback) {
   for (const p of form.querySelectorAll(".field-error")) p.textContent = "";
   for (const i of form.querySelectorAll("[aria-invalid]")) i.removeAttribute("aria-invalid");
   const message = (json && json.message) || fallback;
-  const m = /on property ([^ ]+?)\.?$/.exec(message);
+  const m = /on property ([^ ]+?)\.?(?:\s|$)/.exec(message);
   const path = m ? m[1].replace(/\[\d+\]$/, "") : null;
   const input = path && form.querySelector('[data-path="' + path + '"]');
   const slot = path && form.querySelector('.field-error[data-for="' + path + '"]');
