@@ -196,3 +196,56 @@ fn the_console_works_in_a_real_browser() {
         assert!(shots.join(shot).exists(), "{shot} not taken");
     }
 }
+
+/// The console's per-rule counts, tenant overview, keys and managed lists
+/// (`tests/console/test_console_overview.py`) against a fresh tenant: edge summaries posted with
+/// the bootstrap client show on the rule's row (counts and sparkline) and in the overview
+/// (decisions, blocked share); logs filtered by type; a key created (its material gone from the
+/// page) and deleted; a list edited (a malformed entry refused at its field); a read-only client
+/// sees no write control.
+#[test]
+fn the_console_overview_works_in_a_real_browser() {
+    if !browser_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    start_for_sdk(dir.path()).kill();
+    add_reader(dir.path());
+    let server = start_for_sdk(dir.path());
+    let shots: PathBuf = repo_root().join("target/console-screenshots");
+    std::fs::create_dir_all(&shots).expect("screenshot directory");
+    let child = Command::new("python3")
+        .arg(repo_root().join("tests/console/test_console_overview.py"))
+        .env("NETACL_BASE", format!("http://{}", server.addr))
+        .env("NETACL_CLIENT_ID", CLIENT_ID)
+        .env("NETACL_CLIENT_SECRET", CLIENT_SECRET)
+        .env("NETACL_READER_ID", READER_ID)
+        .env("NETACL_READER_SECRET", READER_SECRET)
+        .env("NETACL_SHOTS", &shots)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    let (status, stdout, stderr) = wait_with_output(
+        child,
+        Duration::from_secs(240),
+        "the console overview browser test",
+    );
+    server.kill();
+    assert!(
+        status.success(),
+        "console overview browser test failed ({status}); screenshots in {}:\n{stdout}\n{stderr}",
+        shots.display()
+    );
+    assert!(
+        stdout.contains("console overview: all checks passed"),
+        "{stdout}"
+    );
+    for shot in [
+        "console-rules-counts.png",
+        "console-overview.png",
+        "console-keys.png",
+    ] {
+        assert!(shots.join(shot).exists(), "{shot} not taken");
+    }
+}

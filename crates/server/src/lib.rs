@@ -108,6 +108,7 @@ pub mod provisioning;
 mod query;
 mod request_context;
 mod routes;
+mod rule_counts;
 mod service;
 mod sessions;
 mod signing_keys;

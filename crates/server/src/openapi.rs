@@ -266,6 +266,9 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
                    "description": "The `next` value of the previous page (a version number)."})
         }
         "against" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
+        "minutes" => json!({"type": "integer", "minimum": 1,
+            "maximum": crate::rule_counts::MAX_MINUTES,
+            "default": crate::rule_counts::DEFAULT_MINUTES}),
         "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
             json!({"type": "string", "pattern": CURSOR_PATTERN,
                    "description": "The `next` value of the previous page."})
@@ -806,6 +809,9 @@ fn success_schema(operation_id: &str) -> Value {
         return schema;
     }
     if let Some(schema) = crate::history::openapi::success_schema(operation_id) {
+        return schema;
+    }
+    if let Some(schema) = crate::rule_counts::success_schema(operation_id) {
         return schema;
     }
     match operation_id {

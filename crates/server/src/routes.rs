@@ -491,6 +491,23 @@ fn base_operations() -> Vec<Operation> {
         },
         Operation {
             method: Method::GET,
+            path: "/_netacl/v1/network-acls/counts",
+            operation_id: "netacl_rule_counts",
+            summary: "Per-rule matched and evaluated counts over the last minutes, from the edges' acls_summary events",
+            scope: Some("read:network_acls"),
+            query: &[(
+                "minutes",
+                "integer",
+                "The window, in minutes before now (1..1440, default 60), split into 12 buckets.",
+            )],
+            body: None,
+            form: false,
+            success: (200, "Counts per rule and bucket, with the tenant's totals"),
+            errors: &[400],
+            route: || get(crate::rule_counts::counts),
+        },
+        Operation {
+            method: Method::GET,
             path: "/_netacl/v1/network-acls/watch",
             operation_id: "netacl_watch",
             summary: "Long poll for a new version of the network ACLs",

@@ -300,13 +300,19 @@ async fn every_file_the_page_names_is_served_with_its_type() {
         .split(['"', '\''])
         .filter(|s| s.starts_with("/console/assets/"))
         .collect();
-    // The main script and style sheet, and the change-safety modules and style sheet.
+    // The main script and style sheet, the change-safety modules and style sheet, and the
+    // overview, counts, keys and lists modules.
     for expected in [
         "console.js",
+        "console.css",
         "findings.js",
         "history.js",
         "preview.js",
         "safety.css",
+        "counts.js",
+        "overview.js",
+        "keys.js",
+        "lists.js",
     ] {
         assert!(
             named.contains(&format!("/console/assets/{expected}").as_str()),

@@ -79,7 +79,10 @@ pub use error::StoreError;
 pub use history::{
     ChangeOp, HistoryRetention, RecordChange, RecordKind, VersionEntry, WriteOrigin,
 };
-pub use logs::{LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoredLogEvent};
+pub use logs::{
+    AclSummaryCounts, CountWindow, LogFilter, LogOrder, LogPage, LogRetention, LogStore,
+    NewLogEvent, RuleBucketCounts, StoredLogEvent,
+};
 pub use managed::{ManagedListStore, StoredManagedList, TenantPolicy};
 pub use organizations::{
     OrganizationConnectionEntry, OrganizationConnectionPage, OrganizationCursor, OrganizationPage,

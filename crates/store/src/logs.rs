@@ -80,6 +80,46 @@ pub struct LogPage {
     pub total: u64,
 }
 
+/// A time window split into equal buckets, for [`LogStore::acl_summary_counts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountWindow {
+    /// The window's start (milliseconds since the UNIX epoch, included).
+    pub from_ms: i64,
+    /// Its end (included; after `from_ms`).
+    pub to_ms: i64,
+    /// How many buckets of equal length split it (at least 1). An event dated `date` falls in
+    /// bucket `(date - from_ms) * buckets / (to_ms - from_ms)` (integer division), the last
+    /// bucket also holding `to_ms` itself.
+    pub buckets: u32,
+}
+
+/// One rule's sums over one bucket (see [`LogStore::acl_summary_counts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleBucketCounts {
+    /// The rule, as the events name it.
+    pub rule_id: String,
+    /// Its action, as the events name it (a rule whose action changed in the window has one
+    /// entry per action).
+    pub action: String,
+    /// The bucket (0 = the oldest).
+    pub bucket: u32,
+    /// The sum of the events' `evaluated`.
+    pub evaluated: u64,
+    /// The sum of the events' `matched`.
+    pub matched: u64,
+}
+
+/// The sums of a tenant's `acls_summary` events over a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AclSummaryCounts {
+    /// Per rule, action and bucket (only the buckets some event falls in; each once).
+    pub rules: Vec<RuleBucketCounts>,
+    /// Per bucket (only those some event falls in): the requests the edges saw, counted as, for
+    /// each report (the events of one edge with one date), the largest `evaluated` among its
+    /// rules, summed over the reports.
+    pub requests: Vec<(u32, u64)>,
+}
+
 /// A tenant's log.
 #[async_trait]
 pub trait LogStore: Send + Sync {
@@ -120,6 +160,117 @@ pub trait LogStore: Send + Sync {
         tenant: &TenantId,
         seq: u64,
     ) -> Result<Option<StoredLogEvent>, StoreError>;
+
+    /// The sums of the tenant's `acls_summary` events dated within `window`, by rule and
+    /// bucket (the work is bounded by the events of the window: one range of the
+    /// `(tenant, date)` index, each record parsed once). Sums saturate at `u64::MAX`.
+    async fn acl_summary_counts(
+        &self,
+        tenant: &TenantId,
+        window: CountWindow,
+    ) -> Result<AclSummaryCounts, StoreError>;
+}
+
+/// The members of an `acls_summary` record the counts read (borrowed from the record's text).
+#[derive(serde::Deserialize)]
+struct SummaryRecord<'a> {
+    #[serde(borrow)]
+    details: SummaryDetails<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct SummaryDetails<'a> {
+    #[serde(borrow)]
+    rule_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    action: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    edge: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    evaluated: u64,
+    #[serde(default)]
+    matched: u64,
+}
+
+/// Sums `acls_summary` records into [`AclSummaryCounts`], one record at a time: the backends
+/// read the window's rows (date and record text) and hand them here, so both count alike. A
+/// rule id, action or edge is copied once, when first seen.
+pub(crate) struct SummaryTally {
+    window: CountWindow,
+    /// rule → (action, bucket, evaluated, matched), one entry per action and bucket.
+    rules: std::collections::HashMap<String, Vec<(String, u32, u64, u64)>>,
+    /// date → (edge, bucket, largest evaluated), one entry per edge reporting at that date.
+    reports: std::collections::HashMap<i64, Vec<(String, u32, u64)>>,
+}
+
+impl SummaryTally {
+    pub(crate) fn new(window: CountWindow) -> Self {
+        Self {
+            window,
+            rules: std::collections::HashMap::new(),
+            reports: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The bucket of an event's date (the last bucket also holds the window's end).
+    fn bucket(&self, date_ms: i64) -> u32 {
+        let buckets = i128::from(self.window.buckets.max(1));
+        let span = i128::from(self.window.to_ms.saturating_sub(self.window.from_ms).max(1));
+        let offset = i128::from(date_ms.saturating_sub(self.window.from_ms)).max(0);
+        u32::try_from((offset * buckets / span).min(buckets - 1)).unwrap_or(0)
+    }
+
+    /// Adds one event (a record that is not a summary's is skipped).
+    pub(crate) fn add(&mut self, date_ms: i64, record: &str) {
+        let Ok(SummaryRecord { details: d }) = serde_json::from_str::<SummaryRecord<'_>>(record)
+        else {
+            return;
+        };
+        let bucket = self.bucket(date_ms);
+        let entries = match self.rules.get_mut(d.rule_id.as_ref()) {
+            Some(entries) => entries,
+            None => self.rules.entry(d.rule_id.into_owned()).or_default(),
+        };
+        match entries
+            .iter_mut()
+            .find(|(action, b, _, _)| *b == bucket && *action == d.action)
+        {
+            Some(entry) => {
+                entry.2 = entry.2.saturating_add(d.evaluated);
+                entry.3 = entry.3.saturating_add(d.matched);
+            }
+            None => entries.push((d.action.into_owned(), bucket, d.evaluated, d.matched)),
+        }
+        let edges = self.reports.entry(date_ms).or_default();
+        match edges.iter_mut().find(|(edge, _, _)| *edge == d.edge) {
+            Some(report) => report.2 = report.2.max(d.evaluated),
+            None => edges.push((d.edge.into_owned(), bucket, d.evaluated)),
+        }
+    }
+
+    pub(crate) fn finish(self) -> AclSummaryCounts {
+        let mut rules = Vec::with_capacity(self.rules.len());
+        for (rule_id, entries) in self.rules {
+            for (action, bucket, evaluated, matched) in entries {
+                rules.push(RuleBucketCounts {
+                    rule_id: rule_id.clone(),
+                    action,
+                    bucket,
+                    evaluated,
+                    matched,
+                });
+            }
+        }
+        let mut requests: std::collections::BTreeMap<u32, u64> = Default::default();
+        for (_, bucket, seen) in self.reports.into_values().flatten() {
+            let sum = requests.entry(bucket).or_default();
+            *sum = sum.saturating_add(seen);
+        }
+        AclSummaryCounts {
+            rules,
+            requests: requests.into_iter().collect(),
+        }
+    }
 }
 
 /// The record column's text.

@@ -13,10 +13,10 @@ use netacl_model::{
     OrganizationSpec, Timestamp,
 };
 use netacl_store::{
-    ChangeNotice, ChangeOp, HistoryRetention, ImportReport, LogFilter, LogOrder, LogRetention,
-    ManagedListStore, NetworkAclStore, NewLogEvent, OrganizationCursor, PostgresStore,
-    RecordChange, RecordKind, SqliteStore, Store, StoreError, StoredClient, StoredSigningKey,
-    TenantId, TenantStore, WriteOrigin,
+    AclSummaryCounts, ChangeNotice, ChangeOp, CountWindow, HistoryRetention, ImportReport,
+    LogFilter, LogOrder, LogRetention, ManagedListStore, NetworkAclStore, NewLogEvent,
+    OrganizationCursor, PostgresStore, RecordChange, RecordKind, RuleBucketCounts, SqliteStore,
+    Store, StoreError, StoredClient, StoredSigningKey, TenantId, TenantStore, WriteOrigin,
 };
 use serde_json::json;
 
@@ -228,6 +228,7 @@ conformance!(
     history_records_every_write_and_rebuilds_every_version,
     restore_brings_a_version_back_in_one_write,
     history_retention_keeps_a_version_while_either_bound_holds,
+    acl_summary_counts_sum_rules_by_bucket_within_the_window,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3361,4 +3362,122 @@ async fn logs_are_numbered_filtered_paged_retained_and_kept(backend: Backend) {
             .await,
         Err(StoreError::NotFound(_))
     ));
+}
+
+fn summary_event(
+    date_ms: i64,
+    edge: &str,
+    rule: &str,
+    action: &str,
+    seen: u64,
+    hits: u64,
+) -> NewLogEvent {
+    NewLogEvent {
+        date_ms,
+        event_type: "acls_summary".into(),
+        client_id: None,
+        record: json!({"description": "summary", "details": {
+            "edge": edge, "rule_id": rule, "action": action, "scope": "tenant",
+            "policy_version": 1, "interval_s": 60, "evaluated": seen, "matched": hits,
+            "connections_refused": 0}}),
+    }
+}
+
+fn sorted(mut counts: AclSummaryCounts) -> AclSummaryCounts {
+    counts
+        .rules
+        .sort_by(|a, b| (&a.rule_id, a.bucket).cmp(&(&b.rule_id, b.bucket)));
+    counts.requests.sort_unstable();
+    counts
+}
+
+async fn acl_summary_counts_sum_rules_by_bucket_within_the_window(backend: Backend) {
+    let store = backend.store;
+    let tenant = with_tenant(&store).await;
+    let other = TenantId::new("other").expect("id");
+    store
+        .create_tenant(&other, &domains(&["other.test"]), &credentials(), NOW_MS)
+        .await
+        .expect("other");
+    // A window of 60 s from `from`, in 4 buckets of 15 s.
+    let from = NOW_MS;
+    let window = CountWindow {
+        from_ms: from,
+        to_ms: from + 60_000,
+        buckets: 4,
+    };
+    let (a, b) = ("acl_1111111111111111111111", "acl_2222222222222222222222");
+    let events = [
+        // Before the window, and a sapi event inside it: not counted.
+        summary_event(from - 1, "e1", a, "block", 1_000, 1_000),
+        log_event(from + 1_000, "sapi", Some("c")),
+        // Bucket 0: one report of e1 (a and b), one of e2 (a).
+        summary_event(from, "e1", a, "block", 10, 4),
+        summary_event(from, "e1", b, "log", 6, 6),
+        summary_event(from + 14_999, "e2", a, "block", 7, 1),
+        // Bucket 2, then the window's end (the last bucket).
+        summary_event(from + 30_000, "e1", b, "log", 5, 2),
+        summary_event(from + 60_000, "e2", a, "block", 3, 3),
+        // After the window.
+        summary_event(from + 60_001, "e1", a, "block", 1_000, 1_000),
+        // Sums saturate instead of failing.
+        summary_event(from + 45_000, "e1", b, "log", u64::MAX, 1),
+        summary_event(from + 45_000, "e2", b, "log", i64::MAX as u64, 1),
+    ];
+    store
+        .append_log_events(&tenant, &events, KEEP_ALL)
+        .await
+        .expect("append");
+    store
+        .append_log_events(
+            &other,
+            &[summary_event(from + 1, "e1", a, "block", 50, 50)],
+            KEEP_ALL,
+        )
+        .await
+        .expect("other");
+    let counts = sorted(
+        store
+            .acl_summary_counts(&tenant, window)
+            .await
+            .expect("counts"),
+    );
+    let row = |rule: &str, action: &str, bucket, evaluated, matched| RuleBucketCounts {
+        rule_id: rule.into(),
+        action: action.into(),
+        bucket,
+        evaluated,
+        matched,
+    };
+    assert_eq!(
+        counts.rules,
+        [
+            row(a, "block", 0, 17, 5),
+            row(a, "block", 3, 3, 3),
+            row(b, "log", 0, 6, 6),
+            row(b, "log", 2, 5, 2),
+            row(b, "log", 3, u64::MAX, 2),
+        ]
+    );
+    // Requests: per report (edge, date) the largest evaluated, summed by bucket.
+    assert_eq!(counts.requests, [(0, 10 + 7), (2, 5), (3, u64::MAX)]);
+    let theirs = store
+        .acl_summary_counts(&other, window)
+        .await
+        .expect("other");
+    assert_eq!(theirs.rules, [row(a, "block", 0, 50, 50)]);
+    assert_eq!(theirs.requests, [(0, 50)]);
+    // A window with no event.
+    let empty = store
+        .acl_summary_counts(
+            &tenant,
+            CountWindow {
+                from_ms: from + 120_000,
+                to_ms: from + 180_000,
+                buckets: 12,
+            },
+        )
+        .await
+        .expect("empty");
+    assert_eq!(empty, AclSummaryCounts::default());
 }

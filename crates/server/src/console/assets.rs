@@ -41,6 +41,27 @@ const FILES: &[(&str, &str, &str)] = &[
         "text/css; charset=utf-8",
         include_str!("assets/safety.css"),
     ),
+    // The overview, per-rule counts, keys and managed lists (README, "The console").
+    (
+        "counts.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/counts.js"),
+    ),
+    (
+        "overview.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/overview.js"),
+    ),
+    (
+        "keys.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/keys.js"),
+    ),
+    (
+        "lists.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/lists.js"),
+    ),
 ];
 
 /// The answer for the file `name`, or `None` when there is no such file.

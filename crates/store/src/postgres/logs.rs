@@ -3,10 +3,10 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::{now_ms, read_snapshot, to_version, PostgresStore};
-use crate::logs::{first_kept, parse_record, record_text};
+use crate::logs::{first_kept, parse_record, record_text, SummaryTally};
 use crate::{
-    LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoreError, StoredLogEvent,
-    TenantId,
+    AclSummaryCounts, CountWindow, LogFilter, LogOrder, LogPage, LogRetention, LogStore,
+    NewLogEvent, StoreError, StoredLogEvent, TenantId,
 };
 
 const COLUMNS: &str = "seq, date, type, client_id, record";
@@ -215,6 +215,30 @@ impl LogStore for PostgresStore {
                 )
                 .await?;
             row.map(|row| event(tenant, &row)).transpose()
+        })
+        .await
+    }
+
+    async fn acl_summary_counts(
+        &self,
+        tenant: &TenantId,
+        window: CountWindow,
+    ) -> Result<AclSummaryCounts, StoreError> {
+        self.call(|client| async move {
+            // The events of the window: one range of the (tenant_id, date) index.
+            let rows = client
+                .query(
+                    "SELECT date, record FROM tenant_logs
+                     WHERE tenant_id = $1 AND date >= $2 AND date <= $3
+                       AND type = 'acls_summary'",
+                    &[&tenant.as_str(), &window.from_ms, &window.to_ms],
+                )
+                .await?;
+            let mut tally = SummaryTally::new(window);
+            for row in &rows {
+                tally.add(row.get(0), row.get(1));
+            }
+            Ok(tally.finish())
         })
         .await
     }

@@ -3,10 +3,10 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::{now_ms, to_version, SqliteStore};
-use crate::logs::{first_kept, parse_record, record_text};
+use crate::logs::{first_kept, parse_record, record_text, SummaryTally};
 use crate::{
-    LogFilter, LogOrder, LogPage, LogRetention, LogStore, NewLogEvent, StoreError, StoredLogEvent,
-    TenantId,
+    AclSummaryCounts, CountWindow, LogFilter, LogOrder, LogPage, LogRetention, LogStore,
+    NewLogEvent, StoreError, StoredLogEvent, TenantId,
 };
 
 const COLUMNS: &str = "seq, date, type, client_id, record";
@@ -223,6 +223,31 @@ impl LogStore for SqliteStore {
                 ],
             )?;
             Ok(events.pop())
+        })
+        .await
+    }
+
+    async fn acl_summary_counts(
+        &self,
+        tenant: &TenantId,
+        window: CountWindow,
+    ) -> Result<AclSummaryCounts, StoreError> {
+        let tenant = tenant.clone();
+        self.read(move |conn, _| {
+            // The events of the window: one range of the (tenant_id, date) index.
+            let mut stmt = conn.prepare_cached(
+                "SELECT date, record FROM tenant_logs
+                 WHERE tenant_id = ?1 AND date >= ?2 AND date <= ?3 AND type = 'acls_summary'",
+            )?;
+            let mut rows = stmt.query(params![tenant.as_str(), window.from_ms, window.to_ms])?;
+            let mut tally = SummaryTally::new(window);
+            while let Some(row) = rows.next()? {
+                let date: i64 = row.get(0)?;
+                if let Ok(record) = row.get_ref(1)?.as_str() {
+                    tally.add(date, record);
+                }
+            }
+            Ok(tally.finish())
         })
         .await
     }
