@@ -14,6 +14,7 @@
 //! - **Ids** are the tenant's event numbers, 20 decimal digits (`00000000000000000042`), so they
 //!   sort as they were recorded; `from` pages forward by id.
 pub(crate) mod openapi;
+pub(crate) mod sample;
 pub(crate) mod search;
 
 use std::net::{IpAddr, SocketAddr};
@@ -321,13 +322,15 @@ pub(crate) struct LoggedOperation {
 }
 
 /// Whether an operation's requests are recorded: every write (not `GET`) but those that change
-/// nothing (dry run, analysis, preview) and the edge summaries (recorded as what they carry).
+/// nothing (dry run, analysis, preview), the edge summaries (recorded as what they carry) and
+/// the edges' traffic samples (kept in memory, one every interval per edge).
 pub(crate) fn records(method: &http::Method, operation_id: &str) -> bool {
-    const NOT_WRITES: [&str; 4] = [
+    const NOT_WRITES: [&str; 5] = [
         "netacl_dry_run",
         "netacl_analyze",
         "netacl_preview",
         "netacl_edge_summaries",
+        "netacl_edge_sample",
     ];
     *method != http::Method::GET
         && *method != http::Method::HEAD
