@@ -370,6 +370,12 @@ pub(crate) async fn record(
         .map(|p| p.client_id().to_owned());
     let method = request.method().as_str().to_ascii_lowercase();
     let path = request.uri().path().to_owned();
+    // The id the answer carries in `X-Request-Id` (the caller's, or generated), as the
+    // rule-set history records it.
+    let request_id = request
+        .extensions()
+        .get::<crate::RequestContext>()
+        .map(|context| context.request_id.clone());
     let ip = client_ip(&request);
     let agent = user_agent(request.headers());
     let response = next.run(request).await;
@@ -397,13 +403,14 @@ pub(crate) async fn record(
         "hostname".into(),
         state.inner.config.tenant_domain.clone().into(),
     );
-    record.insert(
-        "details".into(),
-        json!({
-            "request": {"method": method, "path": path, "operation": operation.operation_id},
-            "response": {"statusCode": status.as_u16()},
-        }),
-    );
+    let mut details = json!({
+        "request": {"method": method, "path": path, "operation": operation.operation_id},
+        "response": {"statusCode": status.as_u16()},
+    });
+    if let (Some(id), Value::Object(members)) = (request_id, &mut details) {
+        members.insert("request_id".into(), id.into());
+    }
+    record.insert("details".into(), details);
     let event = NewLogEvent {
         date_ms: date.unix_millis(),
         event_type: if success { "sapi" } else { "fapi" }.into(),
