@@ -363,4 +363,10 @@ mod tests {
         assert_eq!(due, 3);
         assert!(!TrafficSample::new(0, 1).due(), "no slots: nothing sampled");
     }
+
+    #[test]
+    fn a_slot_takes_at_most_a_kibibyte() {
+        eprintln!("slot: {} bytes", TrafficSample::slot_bytes());
+        assert!(TrafficSample::slot_bytes() <= 1024);
+    }
 }
