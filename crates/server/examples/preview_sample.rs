@@ -39,7 +39,7 @@ fn rule(priority: u64) -> Value {
         _ => ("block", json!({"asns": [65_000 + i as u32]})),
     };
     json!({
-        "description": format!("rule {priority}"), "active": true, "priority": priority * 10,
+        "description": format!("rule {priority}"), "active": true, "priority": priority,
         "rule": {"action": {action: true}, "scope": "tenant", "match": criteria}
     })
 }
