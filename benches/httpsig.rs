@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use http::Method;
 use netacl_edge::httpsig::{signature_base, verify, SignedRequest, SigningKeys};
-use netacl_edge::{AclVerdict, ClientAddrResolver, ConnectionInfo, Enforcer};
+use netacl_edge::{AclVerdict, ClientAddrResolver, ConnectionInfo, Enforcer, TrafficSample};
 use netacl_eval::{CompiledPolicy, Engine, ManagedIndex, Request};
 use netacl_model::{Limits, RequestScope, RuleSet};
 use serde_json::json;
@@ -158,6 +158,26 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    // The same with the traffic sample of the impact preview: one request in 16 (the default)
+    // and every request (its worst case) copied into the ring.
+    for every in [16, 1] {
+        let sampled = Enforcer::new(Arc::new(Engine::new()), ClientAddrResolver::default())
+            .with_sample(Arc::new(TrafficSample::new(10_000, every)));
+        sampled.apply_rules(&rules(false)).expect("installs");
+        group.bench_function(
+            format!("edge_decide_request_no_signature_rule_sampled_1_in_{every}"),
+            |b| {
+                b.iter(|| {
+                    sampled.decide_request(
+                        Some(&conn),
+                        &Method::GET,
+                        black_box(&uri),
+                        black_box(&now_headers),
+                    )
+                })
+            },
+        );
+    }
     group.finish();
 }
 

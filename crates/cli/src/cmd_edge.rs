@@ -138,6 +138,13 @@ pub struct Args {
     /// Interval of the per-rule `acls_summary` log events (e.g. `10m`, `30s`).
     #[arg(long, env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     summary_interval: Duration,
+    /// Requests kept in the traffic sample for the impact preview (0: none); with
+    /// `--rules-url` posted to the admin server every summary interval.
+    #[arg(long, env = "NETACL_EDGE_SAMPLE_SIZE", default_value_t = netacl_edge::DEFAULT_SAMPLE_SIZE)]
+    sample_size: usize,
+    /// One request in this many (per thread) goes into the traffic sample.
+    #[arg(long, env = "NETACL_EDGE_SAMPLE_EVERY", default_value_t = netacl_edge::DEFAULT_SAMPLE_EVERY, value_parser = clap::value_parser!(u32).range(1..))]
+    sample_every: u32,
     /// `on`, or `off` to proxy without evaluating anything (to measure the ACL's cost).
     #[arg(long, env = "NETACL_EDGE_ACL", default_value = "on", value_parser = ["on", "off"])]
     acl: String,
@@ -217,6 +224,7 @@ fn config(args: Args) -> anyhow::Result<Plan> {
             geoip_asn: args.geoip_asn,
             metrics_listen: &args.metrics_listen,
             summary_interval: args.summary_interval,
+            sample: (args.sample_size, args.sample_every),
         },
     )?;
     config.geoip_reload_interval = args.geoip_reload_interval;
@@ -336,6 +344,12 @@ pub struct ServeEdgeArgs {
     /// Interval of the per-rule `acls_summary` events.
     #[arg(long = "edge-summary-interval", env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     edge_summary_interval: Duration,
+    /// Requests kept in the edge's traffic sample, read by the impact preview (0: none).
+    #[arg(long = "edge-sample-size", env = "NETACL_EDGE_SAMPLE_SIZE", default_value_t = netacl_edge::DEFAULT_SAMPLE_SIZE)]
+    edge_sample_size: usize,
+    /// One request in this many (per thread) goes into the edge's traffic sample.
+    #[arg(long = "edge-sample-every", env = "NETACL_EDGE_SAMPLE_EVERY", default_value_t = netacl_edge::DEFAULT_SAMPLE_EVERY, value_parser = clap::value_parser!(u32).range(1..))]
+    edge_sample_every: u32,
     /// Enforce every tenant the admin service serves, each request by its host's tenant (TLS:
     /// the SNI); a host of no tenant gets 421. Without it the edge enforces the default
     /// tenant's rules for every host.
@@ -394,6 +408,7 @@ impl ServeEdgeArgs {
                 geoip_asn: self.edge_geoip_asn.clone(),
                 metrics_listen: &self.edge_metrics_listen,
                 summary_interval: self.edge_summary_interval,
+                sample: (self.edge_sample_size, self.edge_sample_every),
             },
         )?;
         config.rules = RulesSource::Engine;
@@ -420,6 +435,8 @@ struct Common<'a> {
     geoip_asn: Option<PathBuf>,
     metrics_listen: &'a str,
     summary_interval: Duration,
+    /// `--sample-size`, `--sample-every`.
+    sample: (usize, u32),
 }
 
 fn parse_upstream(upstream: &str) -> anyhow::Result<http::Uri> {
@@ -457,6 +474,7 @@ fn apply_common(config: &mut EdgeConfig, flags: Common<'_>) -> anyhow::Result<()
         )
     };
     config.summary_interval = flags.summary_interval;
+    (config.sample_size, config.sample_every) = flags.sample;
     Ok(())
 }
 

@@ -363,6 +363,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
                 .await
                 .context("cannot start the edge")?;
+            // The impact preview reads the edge's traffic sample (the default tenant's).
+            if let Some(sample) = edge.sample().cloned() {
+                service.set_edge_sample_source(Arc::new(move |tenant| {
+                    (tenant == netacl_store::TenantId::DEFAULT).then(|| sample.requests())
+                }));
+            }
             let show =
                 |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
             println!(

@@ -18,6 +18,7 @@ use crate::enrich::GeoState;
 use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds};
 use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
+use crate::sample::{SampledSignals, TrafficSample};
 use crate::sni::SniCertificates;
 use crate::tenants::{RequestHosts, TenantPolicy, TenantRouter};
 
@@ -222,6 +223,8 @@ pub struct Enforcer {
     /// The TLS listener's certificates by host (multi-tenant mode: a TLS request without SNI
     /// for a host with a certificate of its own is misdirected).
     certificates: Option<Arc<SniCertificates>>,
+    /// The traffic sample of the (single-tenant) edge's requests, for the impact preview.
+    sample: Option<Arc<TrafficSample>>,
 }
 
 impl std::fmt::Debug for Enforcer {
@@ -246,7 +249,20 @@ impl Enforcer {
             enabled: true,
             tenants: None,
             certificates: None,
+            sample: None,
         }
+    }
+
+    /// Keeps a sample of the requests decided with the enforcer's own engine (single-tenant
+    /// mode; see [`TrafficSample`]).
+    pub fn with_sample(mut self, sample: Arc<TrafficSample>) -> Self {
+        self.sample = Some(sample);
+        self
+    }
+
+    /// The traffic sample, if any.
+    pub fn sample(&self) -> Option<&Arc<TrafficSample>> {
+        self.sample.as_ref()
     }
 
     /// Multi-tenant mode: every request is decided by the policy of the tenant its host names
@@ -700,20 +716,20 @@ impl Enforcer {
         if let Some(tls) = tls {
             request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
         }
-        match tls.and_then(|t| t.sni.as_deref()) {
-            Some(sni) => request = request.with_hostname(sni),
-            None => {
-                if let Some(host) = host_header.and_then(host_without_port) {
-                    request = request.with_hostname(host);
-                }
-            }
+        let hostname = match tls.and_then(|t| t.sni.as_deref()) {
+            Some(sni) => Some(sni),
+            None => host_header.and_then(host_without_port),
+        };
+        if let Some(host) = hostname {
+            request = request.with_hostname(host);
         }
-        if let Some(ua) = headers
+        let user_agent = headers
             .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-        {
+            .and_then(|v| v.to_str().ok());
+        if let Some(ua) = user_agent {
             request = request.with_user_agent(ua);
         }
+        let mut key_id = None;
         if let Some((method, query)) = signed {
             if policy.needed_signals().contains(Signal::MessageSignature) {
                 let verified = policy.attachment::<SigningKeys>().and_then(|keys| {
@@ -741,10 +757,36 @@ impl Enforcer {
                 if let Some(id) = verified {
                     self.metrics.record_signature(true);
                     request = request.with_message_signature(id);
+                    key_id = Some(id);
                 }
             }
         }
         let decision = policy.evaluate(&request);
+        // One request in K (per thread) is copied into the sample: no allocation, no waiting.
+        let sample = match tenant {
+            Some(_) => None,
+            None => self.sample.as_deref(),
+        };
+        if let Some(sample) = sample.filter(|s| s.due()) {
+            let client = addrs.and_then(|a| a.client);
+            // The values the databases hold for the client address, all three (the rules of
+            // a proposed change may name signals the live ones do not).
+            let geo = match (&self.geo, client) {
+                (Some(state), Some(ip)) => state.enricher.lookup_direct(ip, GeoNeeds::ALL),
+                _ => geo,
+            };
+            sample.record(&SampledSignals {
+                scope,
+                connecting_ip: addrs.map(|a| a.connecting),
+                client_ip: client,
+                geo,
+                ja3: tls.map(|t| t.ja3.as_str()),
+                ja4: tls.map(|t| t.ja4.as_str()),
+                user_agent,
+                hostname,
+                key_id,
+            });
+        }
         let verdict = verdict_from_eval(decision.verdict());
         let rule_id = decision.rule().map(|r| policy.rule_id(r).clone());
         // Empty (no allocation) unless a `log` rule matched.

@@ -143,6 +143,7 @@ mod lists;
 mod metrics;
 mod origin;
 mod proxy;
+mod sample;
 mod sni;
 mod source;
 mod summaries;
@@ -165,11 +166,15 @@ pub use metrics::{EdgeMetrics, RuleStat, RuleTable, SummarySink};
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
+pub use sample::{
+    TrafficSample, DEFAULT_SAMPLE_EVERY, DEFAULT_SAMPLE_SIZE, MAX_HOSTNAME, MAX_USER_AGENT,
+};
 pub use sni::SniCertificates;
 pub use source::{
     spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,
     RemoteRules, SourceError, MAX_RULES_BYTES,
 };
+pub use summaries::MAX_POSTED_SAMPLE;
 pub use tenant_source::{spawn_tenant_source, RemoteTenants};
 pub use tenants::{
     tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,

@@ -49,6 +49,7 @@ use crate::layer::AclLayer;
 use crate::lists::PolicySources;
 use crate::metrics::EdgeMetrics;
 use crate::origin::{OriginClient, OriginUrlError};
+use crate::sample::TrafficSample;
 use crate::sni::SniCertificates;
 use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
 use crate::tenants::TenantRouter;
@@ -156,6 +157,13 @@ pub struct EdgeConfig {
     /// with [`RulesSource::Remote`] they are posted to that admin server
     /// (`/_netacl/v1/edge/summaries`), otherwise only logged.
     pub summary_sink: Option<crate::metrics::SummarySink>,
+    /// Slots of the traffic sample kept for the impact preview (see [`TrafficSample`]); 0 keeps
+    /// none. Single-tenant mode only. With [`RulesSource::Remote`] the sample is posted to the
+    /// admin server every `summary_interval` (`/_netacl/v1/edge/sample`); in process it is read
+    /// through [`RunningEdge::sample`].
+    pub sample_size: usize,
+    /// One request in this many (per deciding thread) goes into the sample.
+    pub sample_every: u32,
     /// `false` turns the ACL off (`--acl off`, for measuring its cost).
     pub acl_enabled: bool,
     /// Time allowed for a client to send its ClientHello and complete the handshake.
@@ -194,6 +202,8 @@ impl EdgeConfig {
             metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
             summary_interval: Duration::from_secs(600),
             summary_sink: None,
+            sample_size: crate::sample::DEFAULT_SAMPLE_SIZE,
+            sample_every: crate::sample::DEFAULT_SAMPLE_EVERY,
             acl_enabled: true,
             handshake_timeout: Duration::from_secs(10),
             rules: RulesSource::Engine,
@@ -237,6 +247,12 @@ impl RunningEdge {
     /// The bound metrics address.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The traffic sample of this edge's requests (single-tenant mode with
+    /// [`EdgeConfig::sample_size`] above 0).
+    pub fn sample(&self) -> Option<&Arc<TrafficSample>> {
+        self.enforcer.sample()
     }
 
     /// The enforcing core (counters, engine).
@@ -348,6 +364,12 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             enforcer = enforcer.with_certificates(certificates.clone());
         }
     }
+    if config.sample_size > 0 && config.tenants.is_none() && config.acl_enabled {
+        enforcer = enforcer.with_sample(Arc::new(TrafficSample::new(
+            config.sample_size,
+            config.sample_every,
+        )));
+    }
     if !config.acl_enabled {
         enforcer = enforcer.disabled();
         tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
@@ -429,6 +451,18 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         (None, RulesSource::Remote(remote)) => crate::summaries::remote_sink(remote),
         (None, _) => None,
     };
+    if let (RulesSource::Remote(remote), Some(sample)) = (&config.rules, enforcer.sample()) {
+        if let Some(poster) = crate::summaries::spawn_sample_poster(
+            remote,
+            Arc::clone(sample),
+            config.summary_interval,
+        ) {
+            tasks.spawn(async move {
+                let _ = poster.await;
+                Ok(())
+            });
+        }
+    }
     let summary = metrics
         .clone()
         .spawn_summary_to(config.summary_interval, sink);

@@ -3,10 +3,14 @@
 //! own client (client-credentials grant; the client needs `create:edge_summaries`, which the
 //! bootstrap client holds). The server records them in the tenant's logs.
 //!
+//! The edge's traffic sample goes the same way, to `POST /_netacl/v1/edge/sample`, every
+//! summary interval (the newest [`MAX_POSTED_SAMPLE`] requests).
+//!
 //! Bounded: reports wait in a queue of [`QUEUE`] intervals; when the server cannot be reached a
 //! batch is retried a few times, then dropped with a warning (the counts also went to the
 //! edge's own log and its Prometheus counters). Plain HTTP only where the rules source allows
 //! it (the same client, same checks).
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::metrics::SummarySink;
 use crate::origin::OriginClient;
+use crate::sample::TrafficSample;
 use crate::source::RemoteRules;
 
 /// Interval reports waiting to be sent at most.
@@ -25,12 +30,13 @@ const QUEUE: usize = 16;
 const BATCH: usize = 1_000;
 /// Tries per batch.
 const TRIES: u32 = 3;
+/// The most requests of a sample posted at once (the server takes up to this many).
+pub const MAX_POSTED_SAMPLE: usize = 10_000;
 /// The longest answer read.
 const MAX_ANSWER: usize = 64 * 1024;
 
-/// A sink posting each interval's reports to the admin server `remote` names (see the module
-/// docs); `None` (logged) when its URL cannot be used. Spawns the sending task.
-pub(crate) fn remote_sink(remote: &RemoteRules) -> Option<SummarySink> {
+/// A reporter to the admin server `remote` names; `None` (logged) when its URL cannot be used.
+fn reporter(remote: &RemoteRules, what: &str) -> Option<Reporter> {
     let client = match OriginClient::<Full<Bytes>>::new(
         &remote.url,
         &remote.trust,
@@ -39,7 +45,7 @@ pub(crate) fn remote_sink(remote: &RemoteRules) -> Option<SummarySink> {
     ) {
         Ok(client) => client,
         Err(_) => {
-            tracing::warn!(url = %remote.url, "edge summaries not reported: unusable URL");
+            tracing::warn!(url = %remote.url, "edge {what} not reported: unusable URL");
             return None;
         }
     };
@@ -52,18 +58,57 @@ pub(crate) fn remote_sink(remote: &RemoteRules) -> Option<SummarySink> {
         .audience
         .clone()
         .unwrap_or_else(|| format!("https://{authority}/api/v2/"));
-    let (sender, receiver) = mpsc::channel::<Vec<AclSummary>>(QUEUE);
-    let reporter = Reporter {
+    Some(Reporter {
         client,
         client_id: remote.client_id.clone(),
         client_secret: remote.client_secret.clone(),
         audience,
         token: None,
-    };
+    })
+}
+
+/// A sink posting each interval's reports to the admin server `remote` names (see the module
+/// docs); `None` (logged) when its URL cannot be used. Spawns the sending task.
+pub(crate) fn remote_sink(remote: &RemoteRules) -> Option<SummarySink> {
+    let reporter = reporter(remote, "summaries")?;
+    let (sender, receiver) = mpsc::channel::<Vec<AclSummary>>(QUEUE);
     tokio::spawn(reporter.run(receiver));
     Some(SummarySink::new(move |reports| {
         if sender.try_send(reports).is_err() {
             tracing::warn!("edge summaries not reported: the queue to the admin server is full");
+        }
+    }))
+}
+
+/// Posts the edge's traffic sample to the admin server `remote` names every `interval`
+/// (`POST /_netacl/v1/edge/sample`, the newest [`MAX_POSTED_SAMPLE`] requests; nothing while
+/// the sample is empty), with the same client as the summaries. One try per interval: the next
+/// interval's sample replaces a lost one. `None` when the URL cannot be used.
+pub(crate) fn spawn_sample_poster(
+    remote: &RemoteRules,
+    sample: Arc<TrafficSample>,
+    interval: Duration,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let mut reporter = reporter(remote, "sample")?;
+    Some(tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(100)));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            ticker.tick().await;
+            let mut requests = sample.requests();
+            if requests.is_empty() {
+                continue;
+            }
+            requests.truncate(MAX_POSTED_SAMPLE);
+            let body = serde_json::json!({ "requests": requests });
+            if let Err(err) = reporter.post_json("/_netacl/v1/edge/sample", &body).await {
+                tracing::warn!(
+                    origin = %reporter.client.origin(),
+                    error = %err,
+                    "edge traffic sample not reported this interval"
+                );
+            }
         }
     }))
 }
@@ -161,11 +206,15 @@ impl Reporter {
     }
 
     async fn post(&mut self, batch: &[AclSummary]) -> Result<(), String> {
-        let token = self.token().await?;
         let body = serde_json::json!({ "summaries": batch });
+        self.post_json("/_netacl/v1/edge/summaries", &body).await
+    }
+
+    async fn post_json(&mut self, path: &str, body: &serde_json::Value) -> Result<(), String> {
+        let token = self.token().await?;
         let request = Request::builder()
             .method(Method::POST)
-            .uri("/_netacl/v1/edge/summaries")
+            .uri(path)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::AUTHORIZATION, format!("Bearer {token}"))
             .body(Full::new(Bytes::from(body.to_string())))
@@ -180,7 +229,8 @@ impl Reporter {
             StatusCode::FORBIDDEN => {
                 // Retrying will not help: say why once per batch.
                 tracing::warn!(
-                    "edge summaries refused: the edge's client lacks create:edge_summaries"
+                    path,
+                    "edge report refused: the edge's client lacks create:edge_summaries"
                 );
                 Ok(())
             }

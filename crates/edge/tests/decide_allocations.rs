@@ -215,6 +215,36 @@ fn the_common_request_is_decided_without_allocating() {
     assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
 }
 
+/// With a traffic sample taking every request (the worst case: one in 16 by default), the
+/// common request still allocates nothing: the signals are copied into a preallocated slot,
+/// the geo values looked up for the sample without allocating.
+#[test]
+fn sampling_a_request_allocates_nothing() {
+    use netacl_edge::TrafficSample;
+    let peer: SocketAddr = "10.0.0.2:40000".parse().expect("peer");
+    let conn = ConnectionInfo::new(peer);
+    let sample = Arc::new(TrafficSample::new(64, 1));
+    let enforcer = enforcer(ForwardedHeader::XForwardedFor).with_sample(Arc::clone(&sample));
+    let mut counts = Vec::new();
+    for case in CASES {
+        let h = headers(ForwardedHeader::XForwardedFor, case.client, case.user_agent);
+        let (n, verdict) = allocations(&enforcer, &conn, &h, case.path);
+        assert_eq!(verdict, case.verdict, "{}", case.name);
+        counts.push((case.name, n));
+    }
+    assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
+    // Two decisions per case, every one sampled, with the values the rules were decided on.
+    assert_eq!(sample.sampled(), 2 * CASES.len() as u64);
+    let kept = sample.requests();
+    assert_eq!(kept.len(), 2 * CASES.len());
+    let newest = &kept[0];
+    assert_eq!(newest.client_ip.as_deref(), Some("198.51.101.1"));
+    assert_eq!(newest.connecting_ip.as_deref(), Some("10.0.0.2"));
+    assert_eq!(newest.country.as_deref(), Some("US"), "{newest:?}");
+    assert_eq!(newest.hostname.as_deref(), Some("login.example.com"));
+    assert_eq!(newest.scope.as_deref(), Some("authentication"));
+}
+
 /// Multi-tenant mode: selecting the tenant by host (any case, a port, a trailing dot), over
 /// plain HTTP and over TLS with SNI, then deciding with its policy, allocates nothing either;
 /// a host of no tenant (421) neither.

@@ -1,6 +1,6 @@
 //! Rule analysis and impact preview under `/_netacl/v1/network-acls`: `analyze` (shadowed,
 //! redundant and conflicting rules of the live or a proposed rule set, `netacl-analysis`),
-//! `preview` (a proposed change replayed over requests), and the `Netacl-Findings` header of
+//! `preview` (a proposed change replayed over requests, or over the edges' traffic samples), and the `Netacl-Findings` header of
 //! the ACL write answers.
 use axum::body::Body;
 use axum::extract::RawQuery;
@@ -242,8 +242,11 @@ fn apply_changes(
     Ok(())
 }
 
-/// `POST /_netacl/v1/network-acls/preview`: `{"changes": [...], "requests": [...]}` →
-/// `{requests, changed, transitions, by_rule, examples}` (see `netacl_analysis::Preview`).
+/// `POST /_netacl/v1/network-acls/preview`: `{"changes": [...], "requests": [...]?}` →
+/// `{requests, changed, transitions, by_rule, examples}` (see `netacl_analysis::Preview`);
+/// without `requests`, the union of the edges' traffic samples (`logs::sample`) is replayed and
+/// the answer carries `"sample": {"edges", "requests"}` (no sample at all: 400
+/// `no_traffic_sample`).
 pub(crate) async fn preview(
     _: Authorized<ReadNetworkAcls>,
     state: AppState,
@@ -258,26 +261,37 @@ pub(crate) async fn preview(
         .ok_or_else(|| ValidationError::new("", "Missing required property: changes"))?;
     let mut rules = live_rules(&state);
     apply_changes(&mut rules, &changes, &limits)?;
-    let Some(requests) = fields.remove("requests") else {
-        return Err(ValidationError::new(
-            "",
-            "Missing required property: requests (this server keeps no sample of the edges' \
-             traffic yet: give the requests to replay)",
-        )
-        .into());
+    // The requests given, or the union of the edges' traffic samples.
+    let (inputs, sample) = match fields.remove("requests") {
+        Some(Value::Array(items)) => {
+            let mut inputs = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                let at = || format!("requests[{index}]");
+                let input: RequestInput = serde_json::from_value(item)
+                    .map_err(|err| ValidationError::new(at(), err.to_string()))?;
+                input
+                    .to_request()
+                    .map_err(|err| ValidationError::new(at(), err.to_string()))?;
+                inputs.push(input);
+            }
+            (inputs, None)
+        }
+        Some(_) => return Err(ValidationError::new("requests", "Expected type array").into()),
+        None => {
+            let (inputs, edges) = crate::logs::sample::edge_samples(&state);
+            if inputs.is_empty() {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    Some("no_traffic_sample"),
+                    "No edge has a traffic sample for this tenant yet (edges sample the requests \
+                     they decide and report them every summary interval): give the requests to \
+                     replay in requests.",
+                ));
+            }
+            let replayed = inputs.len();
+            (inputs, Some((edges, replayed)))
+        }
     };
-    let Value::Array(items) = requests else {
-        return Err(ValidationError::new("requests", "Expected type array").into());
-    };
-    let mut inputs = Vec::with_capacity(items.len());
-    for (index, item) in items.into_iter().enumerate() {
-        let input: RequestInput = serde_json::from_value(item)
-            .map_err(|err| ValidationError::new(format!("requests[{index}]"), err.to_string()))?;
-        input
-            .to_request()
-            .map_err(|err| ValidationError::new(format!("requests[{index}]"), err.to_string()))?;
-        inputs.push(input);
-    }
     let live = state.inner.tenant.policy();
     let preview = tokio::task::spawn_blocking(move || {
         let proposed = Policy::compile(&rules, &limits, live.managed_index()).map_err(|err| {
@@ -296,7 +310,14 @@ pub(crate) async fn preview(
     })
     .await
     .map_err(|_| ApiError::internal())??;
-    Ok(json_response(StatusCode::OK, &preview.to_json()))
+    let mut answer = preview.to_json();
+    if let (Some((edges, requests)), Value::Object(members)) = (sample, &mut answer) {
+        members.insert(
+            "sample".to_owned(),
+            serde_json::json!({"edges": edges, "requests": requests}),
+        );
+    }
+    Ok(json_response(StatusCode::OK, &answer))
 }
 
 /// Adds `Netacl-Findings` to a write answer for rule `id` when findings concern it.

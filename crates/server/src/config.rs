@@ -49,6 +49,10 @@ pub struct ServerConfig {
     /// [`DEFAULT_LOG_RETENTION_EVENTS`](crate::DEFAULT_LOG_RETENTION_EVENTS) events and
     /// [`DEFAULT_LOG_RETENTION_DAYS`](crate::DEFAULT_LOG_RETENTION_DAYS) days.
     pub log_retention: netacl_store::LogRetention,
+    /// Where the impact preview reads the in-process edge's traffic sample (shared by every
+    /// tenant's copy of the configuration; set through
+    /// [`AdminService::set_edge_sample_source`](crate::AdminService::set_edge_sample_source)).
+    pub(crate) local_samples: crate::logs::sample::LocalSamples,
 }
 
 impl ServerConfig {
@@ -65,6 +69,7 @@ impl ServerConfig {
             signing_key: None,
             operator_token: None,
             log_retention: crate::logs::default_log_retention(),
+            local_samples: Default::default(),
         }
     }
 

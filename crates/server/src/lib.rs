@@ -125,6 +125,7 @@ pub use config::{
     ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
 };
 pub use error::ApiError;
+pub use logs::sample::EdgeSampleSource;
 pub use logs::{
     days_ms, default_log_retention, DEFAULT_LOG_RETENTION_DAYS, DEFAULT_LOG_RETENTION_EVENTS,
 };

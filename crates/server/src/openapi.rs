@@ -788,6 +788,7 @@ fn schema_name(body: BodySchema) -> &'static str {
         BodySchema::ManagedListPut => "ManagedListPut",
         BodySchema::NetworkAclKeyCreate => "NetworkAclKeyCreate",
         BodySchema::EdgeSummaries => "EdgeSummaries",
+        BodySchema::EdgeSample => "EdgeSample",
         BodySchema::Rollback => "Rollback",
     }
 }
@@ -886,7 +887,12 @@ fn success_schema(operation_id: &str) -> Value {
                 "required": ["request", "from", "to"], "properties": {
                 "request": {"type": "object"},
                 "from": {"$ref": "#/components/schemas/Outcome"},
-                "to": {"$ref": "#/components/schemas/Outcome"}}}}
+                "to": {"$ref": "#/components/schemas/Outcome"}}}},
+            "sample": {"type": "object", "additionalProperties": false,
+                "description": "Present when the edges' traffic samples were replayed (no requests given).",
+                "required": ["edges", "requests"], "properties": {
+                "edges": {"type": "integer", "minimum": 1},
+                "requests": {"type": "integer", "minimum": 1}}}
         }}),
         "netacl_status" => json!({"type": "object", "additionalProperties": false,
         "required": ["tenant", "version", "network_acls", "policy"], "properties": {
@@ -1080,7 +1086,7 @@ fn schemas(limits: &Limits) -> Value {
                     ]}}
             }},
         "Preview": {"type": "object", "additionalProperties": false,
-            "required": ["changes", "requests"],
+            "required": ["changes"],
             "properties": {
                 "changes": {"type": "array", "description": "Applied in order to the live rules, in memory.",
                     "items": {"oneOf": [
@@ -1100,7 +1106,7 @@ fn schemas(limits: &Limits) -> Value {
                          "required": ["op", "id"], "properties": {
                             "op": {"enum": ["delete"]}, "id": pattern(patterns::ACL_ID)}}
                     ]}},
-                "requests": {"type": "array", "description": "The requests to replay, with netacl eval's keys.",
+                "requests": {"type": "array", "description": "The requests to replay, with netacl eval's keys; absent: the edges' traffic samples.",
                     "items": {"$ref": "#/components/schemas/RequestInput"}}
             }},
         "Effect": {"type": "object", "additionalProperties": false, "required": ["action"],

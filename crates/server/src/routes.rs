@@ -34,6 +34,7 @@ pub(crate) enum BodySchema {
     ManagedListPut,
     NetworkAclKeyCreate,
     EdgeSummaries,
+    EdgeSample,
     Rollback,
 }
 
@@ -219,6 +220,19 @@ fn log_operations() -> Vec<Operation> {
             success: (200, "How many events were recorded"),
             errors: &[400, 413, 415],
             route: || post(crate::logs::post_summaries),
+        },
+        Operation {
+            method: Method::POST,
+            path: "/_netacl/v1/edge/sample",
+            operation_id: "netacl_edge_sample",
+            summary: "Keep an edge's traffic sample (its last one replaced) for the impact preview",
+            scope: Some("create:edge_summaries"),
+            query: &[],
+            body: Some(BodySchema::EdgeSample),
+            form: false,
+            success: (200, "How many requests were kept"),
+            errors: &[400, 413, 415],
+            route: || post(crate::logs::sample::post_sample),
         },
     ]
 }

@@ -349,6 +349,14 @@ impl AdminService {
         crate::logs::record_summaries(&self.state, summaries).await
     }
 
+    /// Lets the impact preview read the traffic sample of an edge running in this process:
+    /// `source` is called with a tenant's id when that tenant's preview is given no `requests`
+    /// (see "Rule analysis and impact preview" in the README), and answers that tenant's sample
+    /// (`None` or empty: none). Replaces an earlier source.
+    pub fn set_edge_sample_source(&self, source: crate::EdgeSampleSource) {
+        self.state.inner.config.local_samples.set(source);
+    }
+
     /// The tenant's token authority (issuer, audience, clients).
     pub fn authority(&self) -> &Arc<TenantAuthority> {
         &self.state.inner.authority

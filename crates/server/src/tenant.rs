@@ -411,6 +411,8 @@ pub(crate) struct TenantRuntime {
     installed: watch::Sender<Arc<RuleSet>>,
     /// Seals and opens network ACL key material.
     kek: Arc<Kek>,
+    /// The traffic samples remote edges posted (in memory; see `logs::sample`).
+    posted_samples: crate::logs::sample::PostedSamples,
 }
 
 impl TenantRuntime {
@@ -468,6 +470,7 @@ impl TenantRuntime {
             write_lock: Mutex::new(()),
             installed,
             kek,
+            posted_samples: Default::default(),
         }))
     }
 
@@ -475,6 +478,11 @@ impl TenantRuntime {
     /// The key-encryption key (sealing, and the tags of the tenant's paging cursors).
     pub(crate) fn kek(&self) -> &Kek {
         &self.kek
+    }
+
+    /// The traffic samples remote edges posted for this tenant.
+    pub(crate) fn posted_samples(&self) -> &crate::logs::sample::PostedSamples {
+        &self.posted_samples
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn Store> {

@@ -263,7 +263,7 @@ async fn an_invalid_proposed_rule_is_the_create_message_with_the_path_prefixed()
             "{message}"
         );
     }
-    // Without requests: no traffic sample is kept yet, so the request list is required.
+    // Without requests and without any edge's traffic sample: a 400 saying so.
     let answer = api
         .send(Method::POST, PREVIEW, Some(json!({"changes": []})))
         .await;
@@ -290,5 +290,169 @@ async fn a_rule_set_too_large_to_analyse_in_the_api_is_refused() {
         answer.body["errorCode"], "too_many_rules",
         "{}",
         answer.body
+    );
+}
+
+const SAMPLE: &str = "/_netacl/v1/edge/sample";
+
+#[tokio::test]
+async fn without_requests_the_preview_replays_the_edges_samples() {
+    let api = api().await;
+    let change =
+        json!({"changes": [{"op": "create", "network_acl": acl(5, "block", "10.1.0.0/16")}]});
+    // No edge has a sample yet: a 400 that says so.
+    let answer = api.send(Method::POST, PREVIEW, Some(change.clone())).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert_eq!(
+        answer.body["errorCode"], "no_traffic_sample",
+        "{}",
+        answer.body
+    );
+
+    // Two remote edges (two clients) post their samples; an edge's second post replaces its
+    // first.
+    let edge_a = scoped_token(&api.service, "edge-a", &["create:edge_summaries"]);
+    let edge_b = scoped_token(&api.service, "edge-b", &["create:edge_summaries"]);
+    let post = |token: String, requests: Value| {
+        let api = &api;
+        async move {
+            api.send_as(
+                &token,
+                Method::POST,
+                SAMPLE,
+                Some(json!({"requests": requests})),
+            )
+            .await
+        }
+    };
+    let first = post(
+        edge_a.clone(),
+        json!([{"client_ip": "10.1.0.1", "scope": "authentication"}, {"client_ip": "10.2.0.1"}]),
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body, json!({"kept": 2}));
+    let answer = post(
+        edge_b.clone(),
+        json!([{"client_ip": "10.1.0.9", "user_agent": "b/1"}]),
+    )
+    .await;
+    assert_eq!(answer.body, json!({"kept": 1}));
+    let answer = post(
+        edge_a.clone(),
+        json!([{"client_ip": "10.1.0.2", "path": "/api/v2/users"}, {"client_ip": "192.0.2.1"}]),
+    )
+    .await;
+    assert_eq!(answer.body, json!({"kept": 2}));
+    // The edge in this process answers for the default tenant.
+    api.service
+        .set_edge_sample_source(std::sync::Arc::new(|tenant: &str| {
+            (tenant == "default").then(|| {
+                vec![netacl_eval::RequestInput {
+                    client_ip: Some("10.1.7.7".into()),
+                    ..Default::default()
+                }]
+            })
+        }));
+
+    let answer = api.send(Method::POST, PREVIEW, Some(change)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["sample"], json!({"edges": 3, "requests": 4}));
+    assert_eq!(answer.body["requests"], 4);
+    assert_eq!(
+        answer.body["changed"], 3,
+        "10.1.7.7, 10.1.0.2 and 10.1.0.9: not 10.1.0.1 (replaced)"
+    );
+    assert_eq!(
+        answer.body["transitions"],
+        json!([{"from": {"action": "none"}, "to": {"action": "block"}, "count": 3}])
+    );
+    // Requests given: they are replayed, not the samples.
+    let body = json!({"changes": [], "requests": [{"client_ip": "10.1.0.1"}]});
+    let answer = api.send(Method::POST, PREVIEW, Some(body)).await;
+    assert_eq!(answer.body["requests"], 1);
+    assert!(answer.body.get("sample").is_none(), "{}", answer.body);
+}
+
+#[tokio::test]
+async fn a_posted_sample_is_checked_member_by_member_and_changes_nothing_when_refused() {
+    let api = api().await;
+    let edge = scoped_token(&api.service, "edge", &["create:edge_summaries"]);
+    for (body, path) in [
+        (json!({"requests": [{"client_ip": "x"}]}), "requests[0]"),
+        (
+            json!({"requests": [{"path": "/ok"}, {"bogus": 1}]}),
+            "requests[1]",
+        ),
+        (
+            json!({"requests": [{}, {"path": "/%%361pi"}]}),
+            "requests[1]",
+        ),
+        (json!({"requests": {}}), "requests"),
+    ] {
+        let answer = api.send_as(&edge, Method::POST, SAMPLE, Some(body)).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+        let message = answer.body["message"].as_str().expect("message");
+        assert!(
+            message.contains(&format!("on property {path}.")),
+            "{message}"
+        );
+    }
+    let answer = api
+        .send_as(
+            &edge,
+            Method::POST,
+            SAMPLE,
+            Some(json!({"requests": [], "edge": "x"})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    let too_many: Vec<Value> = (0..10_001).map(|_| json!({})).collect();
+    let answer = api
+        .send_as(
+            &edge,
+            Method::POST,
+            SAMPLE,
+            Some(json!({"requests": too_many})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .expect("message")
+            .contains("maximum 10000"),
+        "{}",
+        answer.body
+    );
+    // A client without create:edge_summaries may not post one.
+    let reader = scoped_token(&api.service, "reader", &["read:network_acls"]);
+    let answer = api
+        .send_as(
+            &reader,
+            Method::POST,
+            SAMPLE,
+            Some(json!({"requests": [{}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.body);
+    // Nothing was kept: the preview still has no sample.
+    let answer = api
+        .send(Method::POST, PREVIEW, Some(json!({"changes": []})))
+        .await;
+    assert_eq!(
+        answer.body["errorCode"], "no_traffic_sample",
+        "{}",
+        answer.body
+    );
+    // Samples are not management writes: the tenant's log holds none of these posts.
+    let answer = api
+        .send_as(&edge, Method::POST, SAMPLE, Some(json!({"requests": [{}]})))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let logs = api.get_ok("/api/v2/logs").await;
+    assert!(
+        !logs.to_string().contains("/_netacl/v1/edge/sample"),
+        "{logs}"
     );
 }

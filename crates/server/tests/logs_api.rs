@@ -55,6 +55,7 @@ async fn writes_are_logged_reads_are_not_and_no_secret_appears() {
         .header("authorization", format!("Bearer {}", api.token))
         .header("content-type", "application/json")
         .header("user-agent", "netacl-test/1.0")
+        .header("x-request-id", "req-logged-1")
         .body(Body::from(acl_body(10, "192.0.2.0/24").to_string()))
         .expect("request");
     request
@@ -97,7 +98,8 @@ async fn writes_are_logged_reads_are_not_and_no_secret_appears() {
         event["details"],
         json!({"request": {"method": "post", "path": "/api/v2/network-acls",
                            "operation": "post_network-acls"},
-               "response": {"statusCode": 201}})
+               "response": {"statusCode": 201},
+               "request_id": "req-logged-1"})
     );
     let date = event["date"].as_str().expect("date");
     assert!(netacl_model::Timestamp::parse(date).is_some(), "{date}");
@@ -663,4 +665,39 @@ async fn a_tenant_never_sees_another_tenants_events() {
     assert!(!default
         .to_string()
         .contains(created.body["client_id"].as_str().expect("id")));
+}
+
+/// Each write's event carries the request id its answer carried in `X-Request-Id`: the
+/// caller's, or the one the server generated; a refused write's too.
+#[tokio::test]
+async fn a_write_event_carries_the_request_id_of_its_answer() {
+    let api = api().await;
+    let created = api
+        .send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(acl_body(10, "192.0.2.0/24")),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let generated = created.headers["x-request-id"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    let refused = api
+        .send(
+            Method::POST,
+            "/api/v2/network-acls",
+            Some(acl_body(11, "192.0.2.0/33")),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    let logs = api.get_ok("/api/v2/logs?sort=date:1").await;
+    let got: Vec<&Value> = events(&logs)
+        .iter()
+        .map(|e| &e["details"]["request_id"])
+        .collect();
+    let refused_id = refused.headers["x-request-id"].to_str().expect("ASCII");
+    assert_ne!(generated, refused_id);
+    assert_eq!(got, [&json!(generated), &json!(refused_id)], "{logs}");
 }

@@ -14,6 +14,7 @@
 //! - **Ids** are the tenant's event numbers, 20 decimal digits (`00000000000000000042`), so they
 //!   sort as they were recorded; `from` pages forward by id.
 pub(crate) mod openapi;
+pub(crate) mod sample;
 pub(crate) mod search;
 
 use std::net::{IpAddr, SocketAddr};
@@ -321,13 +322,15 @@ pub(crate) struct LoggedOperation {
 }
 
 /// Whether an operation's requests are recorded: every write (not `GET`) but those that change
-/// nothing (dry run, analysis, preview) and the edge summaries (recorded as what they carry).
+/// nothing (dry run, analysis, preview), the edge summaries (recorded as what they carry) and
+/// the edges' traffic samples (kept in memory, one every interval per edge).
 pub(crate) fn records(method: &http::Method, operation_id: &str) -> bool {
-    const NOT_WRITES: [&str; 4] = [
+    const NOT_WRITES: [&str; 5] = [
         "netacl_dry_run",
         "netacl_analyze",
         "netacl_preview",
         "netacl_edge_summaries",
+        "netacl_edge_sample",
     ];
     *method != http::Method::GET
         && *method != http::Method::HEAD
@@ -367,6 +370,12 @@ pub(crate) async fn record(
         .map(|p| p.client_id().to_owned());
     let method = request.method().as_str().to_ascii_lowercase();
     let path = request.uri().path().to_owned();
+    // The id the answer carries in `X-Request-Id` (the caller's, or generated), as the
+    // rule-set history records it.
+    let request_id = request
+        .extensions()
+        .get::<crate::RequestContext>()
+        .map(|context| context.request_id.clone());
     let ip = client_ip(&request);
     let agent = user_agent(request.headers());
     let response = next.run(request).await;
@@ -394,13 +403,14 @@ pub(crate) async fn record(
         "hostname".into(),
         state.inner.config.tenant_domain.clone().into(),
     );
-    record.insert(
-        "details".into(),
-        json!({
-            "request": {"method": method, "path": path, "operation": operation.operation_id},
-            "response": {"statusCode": status.as_u16()},
-        }),
-    );
+    let mut details = json!({
+        "request": {"method": method, "path": path, "operation": operation.operation_id},
+        "response": {"statusCode": status.as_u16()},
+    });
+    if let (Some(id), Value::Object(members)) = (request_id, &mut details) {
+        members.insert("request_id".into(), id.into());
+    }
+    record.insert("details".into(), details);
     let event = NewLogEvent {
         date_ms: date.unix_millis(),
         event_type: if success { "sapi" } else { "fapi" }.into(),

@@ -54,6 +54,10 @@ pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
         "netacl_edge_summaries" => json!({"type": "object", "additionalProperties": false,
             "required": ["recorded"],
             "properties": {"recorded": {"type": "integer", "minimum": 0}}}),
+        "netacl_edge_sample" => json!({"type": "object", "additionalProperties": false,
+            "required": ["kept"],
+            "properties": {"kept": {"type": "integer", "minimum": 0,
+                                    "maximum": super::sample::MAX_SAMPLE_REQUESTS}}}),
         _ => return None,
     })
 }
@@ -96,6 +100,15 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
                         "matched": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
                         "connections_refused": {"type": "integer", "minimum": 0, "maximum": u64::MAX}
                     }}}
+            }}),
+        ),
+        (
+            "EdgeSample",
+            json!({"type": "object", "additionalProperties": false,
+            "required": ["requests"], "properties": {
+                "requests": {"type": "array", "maxItems": super::sample::MAX_SAMPLE_REQUESTS,
+                    "description": "The edge's sampled requests, newest first; replaces its last sample.",
+                    "items": {"$ref": "#/components/schemas/RequestInput"}}
             }}),
         ),
     ]
