@@ -83,6 +83,7 @@ mod analyze;
 mod cells;
 mod domain;
 mod preview;
+mod witness;
 
 pub use preview::{Comparison, Effect, Example, Preview, RuleImpact, Transition, MAX_EXAMPLES};
 
