@@ -24,11 +24,6 @@ fn main() {
     let start = Instant::now();
     let analysis = netacl_analysis::analyze(&set);
     let elapsed = start.elapsed();
-    if std::env::var_os("NETACL_DBG").is_some() {
-        for u in &analysis.undecided {
-            eprintln!("{}: {}", u.rule_id, u.reason);
-        }
-    }
     let count = |kind: &str| {
         analysis
             .findings
