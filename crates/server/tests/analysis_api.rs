@@ -302,8 +302,7 @@ async fn a_rule_set_too_large_to_analyse_in_the_api_is_refused() {
         answer.body
     );
     assert_eq!(
-        answer.body["message"],
-        "The analysis takes at most 250 rules; this rule set has 251.",
+        answer.body["message"], "The analysis takes at most 250 rules; this rule set has 251.",
         "{}",
         answer.body
     );
