@@ -4,6 +4,7 @@ use netacl_model::{Action, NetworkAcl, RuleSet};
 
 use crate::cells::{AtomSet, Cell, Region, TooComplex, DIMS, MAX_CELLS, MAX_WORK};
 use crate::domain::{Domain, RuleCells, SCOPE};
+use crate::witness::{contains, Witnesses};
 use crate::{Analysis, Finding, FindingKind, Undecided};
 
 /// A set on one dimension with at most this many atoms is indexed atom by atom.
@@ -142,7 +143,7 @@ fn sweep_earlier<'c>(
     subtract: impl Fn(usize) -> Option<&'c Cell>,
     universe: &[u32; DIMS],
 ) -> Result<(Region, Vec<usize>), TooComplex> {
-    let mut region = Region::of(start.cloned());
+    let mut region = Region::split(start.cloned(), SCOPE, universe);
     let mut hit = Vec::new();
     for &e in earlier {
         if region.is_empty() {
@@ -178,6 +179,20 @@ const TOO_COMPLEX: &str = "too many cases to analyse exactly";
 
 /// Analyses the active rules of `rules` (see the crate documentation).
 pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
+    analyze_with(rules, Strategy::PointsThenSweep)
+}
+
+/// How each rule's questions are answered; the answers are the same (tested).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strategy {
+    /// Points first (see `witness.rs`), the sweep for what they leave.
+    PointsThenSweep,
+    /// The sweep alone.
+    #[cfg(test)]
+    SweepOnly,
+}
+
+fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
     let mut active: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
     active.sort_by(|a, b| {
         (a.spec.priority, a.id.as_str().as_bytes())
@@ -193,6 +208,8 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
         })
         .collect();
     let mut index = Index::new(&rules, &universe);
+    let witnesses = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
+    let mut settled: Vec<Settled> = Vec::with_capacity(rules.len());
     let mut analysis = Analysis::default();
 
     for (i, rule) in rules.iter().enumerate() {
@@ -204,6 +221,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 by: Vec::new(),
                 detail: "matches no request".to_owned(),
             });
+            settled.push(Settled::SHADOWED);
             continue;
         };
         let candidates = index.query(i, over, &rules, &universe);
@@ -213,6 +231,38 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
             .filter(|&c| c < i && rules[c].terminal())
             .collect();
         let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
+        let fast = match strategy {
+            Strategy::PointsThenSweep => {
+                settle_by_points(i, &rules, &earlier, &settled, &witnesses, &universe)
+            }
+            #[cfg(test)]
+            Strategy::SweepOnly => None,
+        };
+        if let Some(fast) = fast {
+            for &e in &fast.conflicts {
+                analysis.findings.push(conflict(&rules[e], rule));
+            }
+            if fast.unknown_conflicts {
+                let reason = rule.cells.inexact.clone().or_else(|| {
+                    earlier.iter().find_map(|&c| {
+                        rules[c]
+                            .cells
+                            .inexact
+                            .as_ref()
+                            .map(|r| format!("depends on {}, which {r}", rules[c].id()))
+                    })
+                });
+                analysis.undecided.push(Undecided {
+                    rule_id: rule.id(),
+                    reason: format!("whether it conflicts: {}", reason.unwrap_or_default()),
+                });
+            }
+            settled.push(Settled {
+                shadowed: Known::No,
+                left: None,
+            });
+            continue;
+        }
         let exact = rule.exact() && candidates.iter().all(|&c| rules[c].exact());
         let mut reasons: Vec<String> = Vec::new();
         let inexact_reason = || -> String {
@@ -253,9 +303,18 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                     "whether it is shadowed: {TOO_COMPLEX} (over {MAX_CELLS} boxes or {MAX_WORK} box visits)"
                 ),
             });
+            settled.push(Settled {
+                shadowed: Known::Unknown,
+                left: None,
+            });
             continue;
         };
         let shadowed = known(o_left.is_empty(), !u_left.is_empty());
+        settled.push(Settled {
+            shadowed,
+            left: (o_left.cells.len() + u_left.cells.len() <= MAX_KEPT_CELLS)
+                .then(|| (o_left.clone(), u_left.clone())),
+        });
         match shadowed {
             Known::Yes => {
                 let by: Vec<String> = o_hit.iter().map(|&e| rules[e].id()).collect();
@@ -285,17 +344,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                     continue;
                 }
                 match known(u_hit.contains(&e), !o_hit.contains(&e)) {
-                    Known::Yes => analysis.findings.push(Finding {
-                        kind: FindingKind::Conflict,
-                        rule_id: rule.id(),
-                        by: vec![rules[e].id()],
-                        detail: format!(
-                            "{} ({}) decides requests this rule ({}) also matches: their order decides",
-                            rules[e].id(),
-                            rules[e].action().name(),
-                            rule.action().name()
-                        ),
-                    }),
+                    Known::Yes => analysis.findings.push(conflict(&rules[e], rule)),
                     Known::Unknown => unknown_conflicts = true,
                     Known::No => {}
                 }
@@ -376,4 +425,229 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
         }
     }
     analysis
+}
+
+fn conflict(earlier: &Rule<'_>, rule: &Rule<'_>) -> Finding {
+    Finding {
+        kind: FindingKind::Conflict,
+        rule_id: rule.id(),
+        by: vec![earlier.id()],
+        detail: format!(
+            "{} ({}) decides requests this rule ({}) also matches: their order decides",
+            earlier.id(),
+            earlier.action().name(),
+            rule.action().name()
+        ),
+    }
+}
+
+/// What the later rules may reuse of an earlier rule's analysis.
+struct Settled {
+    /// Whether it is shadowed (`Yes`: it decides no request, so it conflicts with none).
+    shadowed: Known,
+    /// When its sweep ran and stayed small: the part of its `over` box (first) and of its
+    /// `under` box (second) that no earlier terminal rule surely (first) or possibly (second)
+    /// decides. A later rule's conflict with it is proven when the second meets the later
+    /// rule's `under` box, refuted when the first does not meet its `over` box.
+    left: Option<(Region, Region)>,
+}
+
+impl Settled {
+    const SHADOWED: Settled = Settled {
+        shadowed: Known::Yes,
+        left: None,
+    };
+}
+
+/// The most boxes of an earlier rule's regions kept for the later rules' conflict questions.
+const MAX_KEPT_CELLS: usize = 64;
+
+/// What [`settle_by_points`] settled.
+struct FastAnswer {
+    /// The earlier rules it is proven to conflict with, in order.
+    conflicts: Vec<usize>,
+    /// Whether some conflict stays unknown (approximate boxes).
+    unknown_conflicts: bool,
+}
+
+/// Tries to settle every question about rule `i` with points (see `witness.rs`): not shadowed
+/// (a point it surely matches that no earlier terminal rule possibly matches), each conflict
+/// with an earlier terminal rule of another action (proven by a point both surely match that
+/// no terminal rule before the earlier one possibly matches; refuted when the earlier rule is
+/// shadowed; or read from the earlier rule's kept regions), and not redundant (the first later
+/// rule that possibly matches the first point surely matches it and decides otherwise, or no
+/// later rule possibly matches it). `None` when some question is left: the caller sweeps.
+fn settle_by_points(
+    i: usize,
+    rules: &[Rule<'_>],
+    earlier: &[usize],
+    settled: &[Settled],
+    witnesses: &Witnesses,
+    universe: &[u32; DIMS],
+) -> Option<FastAnswer> {
+    let rule = &rules[i];
+    let under = rule.cells.under.as_ref()?;
+    let over = rule.cells.over.as_ref()?;
+    let over_of = |o: usize| rules[o].cells.over.as_ref();
+    // The first terminal rule before `before` that possibly matches the point.
+    let decided_before = |point: &[u32; DIMS], before: usize| -> Option<&Cell> {
+        let mut first: Option<usize> = None;
+        witnesses.any_candidate(point, |o| {
+            if o < before
+                && first.is_none_or(|f| o < f)
+                && rules[o].terminal()
+                && over_of(o).is_some_and(|c| contains(c, point))
+            {
+                first = Some(o);
+            }
+            false
+        });
+        first.and_then(over_of)
+    };
+    witnesses.search(under, None, POINT_TRIES, |p| decided_before(p, i))?;
+    let mut answer = FastAnswer {
+        conflicts: Vec::new(),
+        unknown_conflicts: false,
+    };
+    if !rule.terminal() {
+        return Some(answer);
+    }
+    for &e in earlier {
+        let other = &rules[e];
+        if other.action() == rule.action() || settled[e].shadowed == Known::Yes {
+            continue;
+        }
+        if let Some((o_left, u_left)) = &settled[e].left {
+            let proven = u_left.cells.iter().any(|c| c.intersects(under));
+            let refuted = !o_left.cells.iter().any(|c| c.intersects(over));
+            match known(proven, refuted) {
+                Known::Yes => answer.conflicts.push(e),
+                Known::Unknown => answer.unknown_conflicts = true,
+                Known::No => {}
+            }
+            continue;
+        }
+        if witnesses
+            .search(under, other.cells.under.as_ref(), POINT_TRIES, |q| {
+                decided_before(q, e)
+            })
+            .is_some()
+        {
+            answer.conflicts.push(e);
+            continue;
+        }
+        // No point found: sweep the two rules' common box against the terminal rules before
+        // the earlier one (a much smaller sweep than the rule's own).
+        let common = |a: Option<&Cell>, b: Option<&Cell>| -> Option<Cell> {
+            let (a, b) = (a?, b?);
+            let mut cell = a.clone();
+            for d in 0..DIMS {
+                if !cell.restrict(d, &b.dims[d], universe) {
+                    return None;
+                }
+            }
+            Some(cell)
+        };
+        let o_common = common(Some(over), other.cells.over.as_ref());
+        let u_common = common(Some(under), other.cells.under.as_ref());
+        let before: Vec<usize> = earlier
+            .iter()
+            .copied()
+            .filter(|&t| t < e)
+            .filter(|&t| {
+                o_common
+                    .as_ref()
+                    .is_some_and(|c| over_of(t).is_some_and(|o| o.intersects(c)))
+            })
+            .collect();
+        let under_of = |o: usize| rules[o].cells.under.as_ref();
+        let (o_left, _) =
+            sweep_earlier(o_common.as_ref(), &before, |_| None, under_of, universe).ok()?;
+        let (u_left, _) =
+            sweep_earlier(u_common.as_ref(), &before, |_| None, over_of, universe).ok()?;
+        match known(!u_left.is_empty(), o_left.is_empty()) {
+            Known::Yes => answer.conflicts.push(e),
+            Known::Unknown => answer.unknown_conflicts = true,
+            Known::No => {}
+        }
+    }
+    // Not redundant: a point it decides that, once it is gone, a later rule surely decides
+    // otherwise (or a log rule records), or no later rule possibly matches.
+    let redecided = |point: &[u32; DIMS]| -> Option<&Cell> {
+        if let Some(cell) = decided_before(point, i) {
+            return Some(cell);
+        }
+        let mut first: Option<usize> = None;
+        witnesses.any_candidate(point, |o| {
+            if o > i
+                && first.is_none_or(|f| o < f)
+                && over_of(o).is_some_and(|c| contains(c, point))
+            {
+                first = Some(o);
+            }
+            false
+        });
+        let x = first?;
+        let next = &rules[x];
+        let surely = next
+            .cells
+            .under
+            .as_ref()
+            .is_some_and(|c| contains(c, point));
+        let same = next.terminal() && next.action() == rule.action();
+        if surely && !same {
+            None
+        } else {
+            over_of(x)
+        }
+    };
+    witnesses.search(under, None, POINT_TRIES, redecided)?;
+    Some(answer)
+}
+
+/// How many times a point search moves out of a box before the sweep takes over.
+const POINT_TRIES: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netacl_eval::synthetic::{self, SyntheticConfig};
+
+    /// Points settle questions exactly as the sweep would: on synthetic tenants (every signal,
+    /// CIDR lists, `not_match`, log rules, mixed scopes, user-agent wildcards), analysed with
+    /// and without them.
+    #[test]
+    fn points_answer_as_the_sweep_does_on_synthetic_tenants() {
+        for (rules, seed) in [(40, 1), (60, 2), (80, 3), (120, 4), (150, 0x6e65_7461_636c)] {
+            let config = SyntheticConfig {
+                rules,
+                cidrs: rules * 10,
+                requests: 1,
+                seed,
+            };
+            let set = synthetic::generate(&config).rule_set(&config).unwrap();
+            let fast = analyze_with(&set, Strategy::PointsThenSweep);
+            let sweep = analyze_with(&set, Strategy::SweepOnly);
+            assert!(!sweep.findings.is_empty());
+            // Every rule the sweep decides gets the same findings; the points may decide more
+            // (a rule the sweep gives up on is not swept at all when points settle it).
+            let undecided: std::collections::BTreeSet<&str> =
+                sweep.undecided.iter().map(|u| u.rule_id.as_str()).collect();
+            let decided = |a: &Analysis| -> Vec<Finding> {
+                a.findings
+                    .iter()
+                    .filter(|f| !undecided.contains(f.rule_id.as_str()))
+                    .cloned()
+                    .collect()
+            };
+            assert_eq!(
+                decided(&fast),
+                decided(&sweep),
+                "{rules} rules, seed {seed}"
+            );
+            for u in &fast.undecided {
+                assert!(undecided.contains(u.rule_id.as_str()), "{u:?}");
+            }
+        }
+    }
 }

@@ -4,11 +4,14 @@
 //! half-open ranges, or [`AtomSet::Full`]. A [`Cell`] is the product of one set per dimension
 //! (a box); a [`Region`] is a list of pairwise disjoint cells.
 
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 
 /// How many dimensions a request has (see `domain.rs`).
 pub(crate) const DIMS: usize = 11;
 
+/// Ranges while a set is built.
 type Ranges = SmallVec<[(u32, u32); 2]>;
 
 /// A set of atoms of one dimension.
@@ -16,8 +19,9 @@ type Ranges = SmallVec<[(u32, u32); 2]>;
 pub(crate) enum AtomSet {
     /// Every atom of the dimension (the dimension is not constrained).
     Full,
-    /// These ranges (sorted, disjoint, not adjacent, never empty, never the whole universe).
-    Ranges(Ranges),
+    /// These ranges (sorted, disjoint, not adjacent, never empty, never the whole universe),
+    /// shared: boxes are cut and copied often, their sets rarely change.
+    Ranges(Arc<[(u32, u32)]>),
 }
 
 impl AtomSet {
@@ -41,7 +45,7 @@ impl AtomSet {
         } else if ranges.len() == 1 && ranges[0] == (0, universe) {
             Some(AtomSet::Full)
         } else {
-            Some(AtomSet::Ranges(ranges))
+            Some(AtomSet::Ranges(Arc::from(ranges.as_slice())))
         }
     }
 
@@ -57,7 +61,7 @@ impl AtomSet {
     pub(crate) fn ranges(&self, universe: u32) -> Ranges {
         match self {
             AtomSet::Full => smallvec::smallvec![(0, universe)],
-            AtomSet::Ranges(r) => r.clone(),
+            AtomSet::Ranges(r) => SmallVec::from_slice(r),
         }
     }
 
@@ -72,9 +76,9 @@ impl AtomSet {
                 return true;
             }
             if a[i].1 <= b[j].1 {
-                i += 1;
+                i = skip(a, i + 1, b[j].0);
             } else {
-                j += 1;
+                j = skip(b, j + 1, a[i].0);
             }
         }
         false
@@ -95,9 +99,9 @@ impl AtomSet {
                 out.push((lo, hi));
             }
             if a[i].1 <= b[j].1 {
-                i += 1;
+                i = skip(a, i + 1, b[j].0);
             } else {
-                j += 1;
+                j = skip(b, j + 1, a[i].0);
             }
         }
         Self::normalised(out, universe)
@@ -109,14 +113,16 @@ impl AtomSet {
             AtomSet::Full => return None,
             AtomSet::Ranges(b) => b,
         };
-        let a = self.ranges(universe);
+        let full = [(0, universe)];
+        let a: &[(u32, u32)] = match self {
+            AtomSet::Full => &full,
+            AtomSet::Ranges(r) => r,
+        };
         let mut out: Ranges = SmallVec::new();
         let mut j = 0;
-        for &(lo, hi) in &a {
+        for &(lo, hi) in a {
             let mut start = lo;
-            while j < b.len() && b[j].1 <= start {
-                j += 1;
-            }
+            j = skip(b, j, start);
             let mut k = j;
             while k < b.len() && b[k].0 < hi {
                 if b[k].0 > start {
@@ -139,6 +145,26 @@ impl AtomSet {
     pub(crate) fn complement(&self, universe: u32) -> Option<AtomSet> {
         AtomSet::Full.minus(self, universe)
     }
+}
+
+/// The first index from `from` on whose range ends after `bound` (ranges sorted and
+/// disjoint): the next element first, then galloping, so that sets of very different sizes
+/// meet in time proportional to the smaller.
+fn skip(ranges: &[(u32, u32)], from: usize, bound: u32) -> usize {
+    if from >= ranges.len() || ranges[from].1 > bound {
+        return from;
+    }
+    // ranges[lo].1 <= bound; find hi with ranges[hi].1 > bound (or the end).
+    let mut lo = from;
+    let mut step = 1;
+    let mut hi = from + 1;
+    while hi < ranges.len() && ranges[hi].1 <= bound {
+        lo = hi;
+        step *= 2;
+        hi = lo + step;
+    }
+    let hi = hi.min(ranges.len());
+    lo + 1 + ranges[lo + 1..hi].partition_point(|r| r.1 <= bound)
 }
 
 /// A box: the requests whose atom in every dimension is in that dimension's set.
@@ -189,10 +215,11 @@ impl Cell {
                 let mut piece = rest.clone();
                 piece.dims[d] = outside;
                 out.push(piece);
-            }
-            // Not empty: the boxes intersect in every dimension.
-            if let Some(inside) = rest.dims[d].intersect(cut, size) {
-                rest.dims[d] = inside;
+                // Not empty: the boxes intersect in every dimension (and when nothing lies
+                // outside, `rest` is inside already).
+                if let Some(inside) = rest.dims[d].intersect(cut, size) {
+                    rest.dims[d] = inside;
+                }
             }
         }
     }
@@ -223,6 +250,25 @@ impl Region {
             cells: cell.into_iter().collect(),
             work: 0,
         }
+    }
+
+    /// The region of `cell`, one box per atom of its dimension `d`: where `d` has few atoms
+    /// (the request scope), boxes cut along it at once are cut no further by the rules that
+    /// name one of its atoms, and the region grows less.
+    pub(crate) fn split(cell: Option<Cell>, d: usize, universe: &[u32; DIMS]) -> Self {
+        let Some(cell) = cell else {
+            return Region::of(None);
+        };
+        let mut cells = Vec::new();
+        for (lo, hi) in cell.dims[d].ranges(universe[d]) {
+            for atom in lo..hi {
+                let mut piece = cell.clone();
+                piece.dims[d] = AtomSet::from_ranges(vec![(atom, atom + 1)], universe[d])
+                    .unwrap_or(AtomSet::Full);
+                cells.push(piece);
+            }
+        }
+        Region { cells, work: 0 }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -278,6 +324,50 @@ mod tests {
         assert_eq!(AtomSet::Full.minus(&AtomSet::Full, 10), None);
         assert_eq!(set(&[(0, 4), (4, 10)], 10), Some(AtomSet::Full));
         assert!(!a.intersects(&set(&[(3, 5)], 10).unwrap()));
+    }
+
+    #[test]
+    fn set_operations_agree_with_atom_by_atom_sets_of_any_sizes() {
+        // Sets of very different sizes (the galloping paths) and alike, against bit vectors.
+        let mut seed = 0x9e37_79b9_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let u = 300;
+        for round in 0..400 {
+            let mut random_set = |pieces: u64| {
+                let ranges: Vec<(u32, u32)> = (0..pieces)
+                    .map(|_| {
+                        let lo = (next() % u64::from(u)) as u32;
+                        let len = 1 + (next() % 4) as u32;
+                        (lo, (lo + len).min(u))
+                    })
+                    .collect();
+                AtomSet::from_ranges(ranges, u)
+            };
+            let a = random_set(1 + round % 3);
+            let b = random_set(if round % 2 == 0 { 80 } else { 2 });
+            let (Some(a), Some(b)) = (a, b) else { continue };
+            let bits = |s: &Option<AtomSet>| -> Vec<bool> {
+                (0..u)
+                    .map(|x| {
+                        s.as_ref()
+                            .is_some_and(|s| s.ranges(u).iter().any(|r| r.0 <= x && x < r.1))
+                    })
+                    .collect()
+            };
+            let (ba, bb) = (bits(&Some(a.clone())), bits(&Some(b.clone())));
+            for (x, y, s1, s2) in [(&a, &b, &ba, &bb), (&b, &a, &bb, &ba)] {
+                let and: Vec<bool> = s1.iter().zip(s2).map(|(p, q)| *p && *q).collect();
+                let diff: Vec<bool> = s1.iter().zip(s2).map(|(p, q)| *p && !*q).collect();
+                assert_eq!(bits(&x.intersect(y, u)), and, "{x:?} ∩ {y:?}");
+                assert_eq!(bits(&x.minus(y, u)), diff, "{x:?} \\ {y:?}");
+                assert_eq!(x.intersects(y), and.iter().any(|&p| p), "{x:?} meets {y:?}");
+            }
+        }
     }
 
     #[test]

@@ -351,9 +351,9 @@ impl Domain {
     fn scope_set(scope: RuleScope) -> AtomSet {
         match scope {
             RuleScope::Tenant => AtomSet::Full,
-            RuleScope::Management => AtomSet::Ranges(smallvec::smallvec![(0, 1)]),
-            RuleScope::Authentication => AtomSet::Ranges(smallvec::smallvec![(1, 2)]),
-            RuleScope::DynamicClientRegistration => AtomSet::Ranges(smallvec::smallvec![(2, 3)]),
+            RuleScope::Management => AtomSet::Ranges(std::sync::Arc::new([(0, 1)])),
+            RuleScope::Authentication => AtomSet::Ranges(std::sync::Arc::new([(1, 2)])),
+            RuleScope::DynamicClientRegistration => AtomSet::Ranges(std::sync::Arc::new([(2, 3)])),
         }
     }
 
@@ -370,7 +370,7 @@ impl Domain {
                 .set(nets4(c, true).as_deref(), nets6(c, true).as_deref()),
             _ => self.values[&d].set(keys(c, d).into_iter()),
         };
-        let empty = || AtomSet::Ranges(smallvec::SmallVec::new());
+        let empty = || AtomSet::Ranges(std::sync::Arc::new([]));
         let surely = AtomSet::from_ranges(ranges, u).unwrap_or_else(empty);
         if signal != Signal::UserAgent {
             return (surely.clone(), surely);

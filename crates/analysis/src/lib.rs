@@ -59,6 +59,15 @@
 //! deciding the same way (redundant). Work grows with the rules that actually overlap, not with
 //! the square of the rule set.
 //!
+//! Before any sweep, *points* (concrete requests, one atom per signal, the atoms the fewest
+//! rules name) try to settle each question at once: a request the rule surely matches that no
+//! earlier terminal rule possibly matches shows it is not shadowed (and, when the first later
+//! rule matching it surely decides otherwise, or none matches, that it is not redundant); a
+//! request both rules surely match that no terminal rule before the earlier one possibly
+//! matches proves a conflict. A point settles a question in one direction only; a rule with a
+//! question no point settles is swept as above (a conflict alone: over the two rules' common
+//! box), so the answers are the sweep's.
+//!
 //! # Sound, and complete where the signals are sets
 //!
 //! A finding is reported only when it holds for every request. Where every signal involved is a
@@ -83,6 +92,7 @@ mod analyze;
 mod cells;
 mod domain;
 mod preview;
+mod witness;
 
 pub use preview::{Comparison, Effect, Example, Preview, RuleImpact, Transition, MAX_EXAMPLES};
 

@@ -84,6 +84,10 @@ pub struct Args {
     /// With --tenants: rule changes timed until enforced.
     #[arg(long, default_value_t = 500)]
     change_samples: usize,
+    /// Measure the rule-set analysis (`netacl lint`) of the synthetic tenant instead (see
+    /// `cmd_bench_analyze`; --rounds analyses, the median reported).
+    #[arg(long)]
+    analyze: bool,
 }
 
 #[derive(Serialize)]
@@ -217,6 +221,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         requests: args.requests,
         seed: args.seed,
     };
+    if args.analyze {
+        let config = SyntheticConfig {
+            requests: 1,
+            ..config
+        };
+        return crate::cmd_bench_analyze::run(&config, rounds, args.json);
+    }
 
     let t = Instant::now();
     let mut generated = synthetic::generate(&config);

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod bench_enrich;
 mod bench_threads;
 mod cmd_bench;
+mod cmd_bench_analyze;
 mod cmd_bench_tenants;
 mod cmd_directory;
 mod cmd_edge;

@@ -177,6 +177,44 @@ fn bench_reports_json() {
 }
 
 #[test]
+fn bench_analyze_reports_the_analysis_as_json() {
+    let output = netacl()
+        .args([
+            "bench",
+            "--analyze",
+            "--rules",
+            "60",
+            "--cidrs",
+            "600",
+            "--rounds",
+            "1",
+            "--json",
+        ])
+        .output()
+        .expect("netacl bench --analyze");
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["rules"], 60);
+    assert_eq!(report["rounds"], 1);
+    for key in ["analyze_ms", "analyze_ms_min", "analyze_ms_max"] {
+        assert!(report[key].is_number(), "{key} in {report}");
+    }
+    let count = |key: &str| {
+        report[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} in {report}"))
+    };
+    // The synthetic tenant has conflicting rules; findings add up by kind.
+    assert!(count("conflict") > 0, "{report}");
+    assert_eq!(
+        count("findings"),
+        count("shadowed") + count("redundant") + count("conflict"),
+        "{report}"
+    );
+    let _ = count("undecided");
+}
+
+#[test]
 fn managed_lists_come_from_files_and_a_bad_line_is_exit_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rules = write_rules(

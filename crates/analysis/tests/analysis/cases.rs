@@ -350,3 +350,40 @@ fn the_header_summary_is_short_and_ascii() {
     assert!(cut.ends_with("; ..."), "{cut}");
     assert_eq!(a.summary_for(&id(b'3'), 1000), None);
 }
+
+#[test]
+fn a_common_part_decided_by_earlier_rules_together_is_no_conflict() {
+    // 3 (allow ASNs 1 and 2) and 4 (block US with ASNs 1 to 3) meet in US with ASN 1 or 2,
+    // which 1 and 2 decide before 3: no conflict between 3 and 4 (no point shows one; the
+    // common box is swept). 3 conflicts with 1 and 2; 4 is neither shadowed (US with ASN 3)
+    // nor redundant.
+    let a = analyze(&rules(&[
+        (
+            '1',
+            1,
+            block(),
+            json!({"match": {"geo_country_codes": ["US"], "asns": [1]}}),
+        ),
+        (
+            '2',
+            2,
+            block(),
+            json!({"match": {"geo_country_codes": ["US"], "asns": [2]}}),
+        ),
+        ('3', 3, allow(), json!({"match": {"asns": [1, 2]}})),
+        (
+            '4',
+            4,
+            block(),
+            json!({"match": {"geo_country_codes": ["US"], "asns": [1, 2, 3]}}),
+        ),
+    ]));
+    assert_eq!(
+        kinds(&a),
+        [
+            (FindingKind::Conflict, id(b'3'), vec![id(b'1')]),
+            (FindingKind::Conflict, id(b'3'), vec![id(b'2')]),
+        ]
+    );
+    assert!(a.undecided.is_empty());
+}
