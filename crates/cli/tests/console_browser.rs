@@ -27,6 +27,10 @@ use serve_support::{repo_root, start_for_sdk, wait_with_output, CLIENT_ID, CLIEN
 const READER_ID: &str = "console-reader";
 const READER_SECRET: &str = "console-reader-secret-0123456789abcdef";
 
+/// One browser at a time: the two tests would otherwise run two Chromiums at once on the
+/// machine's two cores, and the 10,000-rule timing would measure the other test.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn browser_or_skip() -> bool {
     let chromium = std::path::Path::new("/usr/bin/chromium").exists();
     let driver = std::path::Path::new("/usr/bin/chromedriver").exists();
@@ -146,6 +150,7 @@ fn the_console_works_in_a_real_browser() {
     if !browser_or_skip() {
         return;
     }
+    let _one = ONE_BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     // A first start makes the tenant; the read-only client is added while the server is down.
     start_for_sdk(dir.path()).kill();
@@ -208,6 +213,7 @@ fn the_console_overview_works_in_a_real_browser() {
     if !browser_or_skip() {
         return;
     }
+    let _one = ONE_BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     start_for_sdk(dir.path()).kill();
     add_reader(dir.path());
