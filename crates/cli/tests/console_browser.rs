@@ -150,7 +150,9 @@ fn the_console_works_in_a_real_browser() {
     if !browser_or_skip() {
         return;
     }
-    let _one = ONE_BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one = ONE_BROWSER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     // A first start makes the tenant; the read-only client is added while the server is down.
     start_for_sdk(dir.path()).kill();
@@ -213,7 +215,9 @@ fn the_console_overview_works_in_a_real_browser() {
     if !browser_or_skip() {
         return;
     }
-    let _one = ONE_BROWSER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one = ONE_BROWSER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     start_for_sdk(dir.path()).kill();
     add_reader(dir.path());
