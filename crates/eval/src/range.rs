@@ -17,7 +17,11 @@
 //! - IPv4 from 131,072 intervals (tables far larger than a core's cache): [`Block`]s, the
 //!   intervals of each block of addresses packed in half a cache line and found by indexing,
 //!   so that a random address costs one memory access, which the evaluator starts (prefetches)
-//!   before it looks up the other signals;
+//!   before it looks up the other signals. The block size adapts to the density of each
+//!   region of the address space (each /12 has its own, from a /12 held whole to blocks of 16
+//!   addresses), read from a region table small enough to stay in cache: a crowded region
+//!   gets small blocks (a database's thousands of /24s) instead of blocks that overflow, and
+//!   an empty or uniform region one shared block;
 //! - IPv6: a fence array holding every 32nd interval start, small enough to stay in cache.
 
 use std::hint::select_unpredictable;
@@ -197,6 +201,69 @@ struct SpillEntry {
     value: u32,
 }
 
+/// The regions of a [`FirstLevel::Blocks`] table: the top bits of an address name its
+/// region (4,096 of them: each /12 of IPv4); each region is cut into `2^bits` blocks of its
+/// own (`bits` 0 for a region inside one interval, whose one block may be shared; else 4 to
+/// 20, so a block spans at most 65,536 addresses and its offsets fit 16 bits). 8 bytes a
+/// region, 32 KiB in all: read on every lookup, it stays in cache, and the block it names is
+/// the one memory access of a random address.
+#[derive(Debug, Clone)]
+struct Regions(Box<[RegionEntry]>);
+
+#[derive(Debug, Clone, Copy)]
+struct RegionEntry {
+    /// The region's first block.
+    base: u32,
+    /// Its blocks are the addresses sharing their top `REGION_BITS + bits` bits.
+    bits: u32,
+}
+
+/// Regions: the addresses sharing their top this many bits.
+const REGION_BITS: u32 = 12;
+/// At most this many blocks per interval start in a region (rounded up to a power of two):
+/// the memory bound of a crowded region; blocks that still hold too many intervals spill.
+const MAX_BLOCKS_PER_START: usize = 2;
+
+impl Regions {
+    /// The block holding `address` and the address's offset in it.
+    #[inline(always)]
+    fn block<A: Address>(&self, address: A) -> (usize, u16) {
+        let entry = self.0[address.top(REGION_BITS)];
+        let bits = REGION_BITS + entry.bits;
+        let within = address.top(bits) & ((1usize << entry.bits) - 1);
+        (entry.base as usize + within, address.offset16(bits))
+    }
+}
+
+/// The fewest blocks (as `bits`, 4 to 20) a region whose interval starts are `inside` (sorted,
+/// all in the region, at least one) can be cut into so that no block holds more than
+/// [`BLOCK_INTERVALS`] intervals, within [`MAX_BLOCKS_PER_START`]; the bound's own when none
+/// does.
+fn region_bits<A: Address>(inside: &[A]) -> u32 {
+    let cap = (MAX_BLOCKS_PER_START * inside.len())
+        .next_power_of_two()
+        .max(16);
+    let max_bits = (cap.trailing_zeros()).clamp(4, 20);
+    (4..=max_bits)
+        .find(|&bits| {
+            // Starts per block, counted along the sorted starts: a block holds the interval
+            // running into it plus its own starts.
+            let mut run = 0usize;
+            let mut current = usize::MAX;
+            inside.iter().all(|s| {
+                let block = s.top(REGION_BITS + bits);
+                if block == current {
+                    run += 1;
+                } else {
+                    current = block;
+                    run = 1;
+                }
+                run < BLOCK_INTERVALS
+            })
+        })
+        .unwrap_or(max_bits)
+}
+
 #[derive(Debug, Clone)]
 enum FirstLevel<A> {
     None,
@@ -211,10 +278,11 @@ enum FirstLevel<A> {
     },
     /// `fences[j]` = `starts[j * FENCE_STRIDE]`.
     Fences(Vec<A>),
-    /// Every block of the top `bits` bits (17 to 20, about one or two intervals a block) as a
-    /// [`Block`]; the interval list itself is not kept.
+    /// The address space cut into [`REGION_BITS`]-bit regions, each cut into blocks of its
+    /// own size (see [`Regions`]), each block a [`Block`]; the interval list itself is not
+    /// kept.
     Blocks {
-        bits: u32,
+        regions: Regions,
         /// The blocks as [`BLOCK_BYTES`]-byte records.
         blocks: PageBytes,
         spill: Vec<SpillEntry>,
@@ -376,11 +444,11 @@ impl<A: Address> RangeTable<A> {
         }
     }
 
-    /// Lays the intervals (`starts[i]`, innermost network `innermost[i]`) out in blocks.
+    /// Lays the intervals (`starts[i]`, innermost network `innermost[i]`) out in blocks, each
+    /// region of the address space with the smallest block count that holds every block's
+    /// intervals inline (within [`MAX_BLOCKS_PER_START`] blocks per interval start; beyond it
+    /// the fullest blocks spill).
     fn blocks(starts: &[A], innermost: &[u32], nodes: &[Node]) -> FirstLevel<A> {
-        // About one or two intervals a block.
-        // (From BLOCKS_MIN = 2^17 intervals on: at least 17 bits, offsets below 2^15.)
-        let bits = (usize::BITS - 1 - starts.len().leading_zeros()).clamp(17, 20);
         // An interval's value: its innermost network's posting, or that network's node when
         // an enclosing network must be reported too.
         let value = |at: usize| -> (u32, bool) {
@@ -390,57 +458,100 @@ impl<A: Address> RangeTable<A> {
                 Some(_) => (innermost[at], true),
             }
         };
-        let mut blocks = Vec::with_capacity(BLOCK_BYTES << bits);
+        let mut records = Vec::new();
         let mut spill = Vec::new();
+        let mut entries = Vec::with_capacity(1 << REGION_BITS);
+        // Regions inside one interval share one block per value.
+        let mut uniform: std::collections::HashMap<(u32, bool), u32> =
+            std::collections::HashMap::new();
+        let mut block_count = 0u32;
         let mut at = 0usize;
-        for high in 0..1usize << bits {
-            let block = A::from_top(high, bits);
-            while at + 1 < starts.len() && starts[at + 1] <= block {
+        for region in 0..1usize << REGION_BITS {
+            let first = A::from_top(region, REGION_BITS);
+            while at + 1 < starts.len() && starts[at + 1] <= first {
                 at += 1;
             }
+            // Starts inside the region: at + 1 .. end.
             let mut end = at + 1;
-            while end < starts.len() && starts[end].top(bits) == high {
+            while end < starts.len() && starts[end].top(REGION_BITS) == region {
                 end += 1;
             }
-            let (first, first_nested) = value(at);
-            let mut b = Block {
-                starts: [u16::MAX; BLOCK_INTERVALS - 1],
-                values: [first; BLOCK_INTERVALS],
-                nested: if first_nested { u8::MAX } else { 0 },
-                spilled: 0,
-            };
-            if end - at <= BLOCK_INTERVALS {
-                for (i, k) in (at + 1..end).enumerate() {
-                    let (v, nested) = value(k);
-                    b.starts[i] = starts[k].offset16(bits);
-                    // This value and the unused ones after it.
-                    for j in i + 1..BLOCK_INTERVALS {
-                        b.values[j] = v;
-                        b.nested = if nested {
-                            b.nested | (1 << j)
-                        } else {
-                            b.nested & !(1 << j)
-                        };
+            let inside = &starts[at + 1..end];
+            if inside.is_empty() {
+                let (v, nested) = value(at);
+                let base = *uniform.entry((v, nested)).or_insert_with(|| {
+                    Block {
+                        starts: [u16::MAX; BLOCK_INTERVALS - 1],
+                        values: [v; BLOCK_INTERVALS],
+                        nested: if nested { u8::MAX } else { 0 },
+                        spilled: 0,
+                    }
+                    .encode(&mut records);
+                    block_count += 1;
+                    block_count - 1
+                });
+                entries.push(RegionEntry { base, bits: 0 });
+                continue;
+            }
+            let bits = region_bits(inside);
+            let base = block_count;
+            let mut k = at;
+            for high in 0..1usize << bits {
+                let block = A::from_top((region << bits) | high, REGION_BITS + bits);
+                while k + 1 < end && starts[k + 1] <= block {
+                    k += 1;
+                }
+                let mut last = k + 1;
+                while last < end && starts[last].top(REGION_BITS + bits) == (region << bits) | high
+                {
+                    last += 1;
+                }
+                let (v0, nested0) = value(k);
+                let mut b = Block {
+                    starts: [u16::MAX; BLOCK_INTERVALS - 1],
+                    values: [v0; BLOCK_INTERVALS],
+                    nested: if nested0 { u8::MAX } else { 0 },
+                    spilled: 0,
+                };
+                if last - k <= BLOCK_INTERVALS {
+                    for (i, j) in (k + 1..last).enumerate() {
+                        let (v, nested) = value(j);
+                        b.starts[i] = starts[j].offset16(REGION_BITS + bits);
+                        // This value and the unused ones after it.
+                        for slot in i + 1..BLOCK_INTERVALS {
+                            b.values[slot] = v;
+                            b.nested = if nested {
+                                b.nested | (1 << slot)
+                            } else {
+                                b.nested & !(1 << slot)
+                            };
+                        }
+                    }
+                } else {
+                    b.spilled = 1;
+                    b.values[0] = spill.len() as u32;
+                    b.values[1] = (last - k) as u32;
+                    for j in k..last {
+                        let (v, nested) = value(j);
+                        spill.push(SpillEntry {
+                            start: if j == k {
+                                0
+                            } else {
+                                starts[j].offset16(REGION_BITS + bits)
+                            },
+                            nested,
+                            value: v,
+                        });
                     }
                 }
-            } else {
-                b.spilled = 1;
-                b.values[0] = spill.len() as u32;
-                b.values[1] = (end - at) as u32;
-                for (k, start) in starts.iter().enumerate().take(end).skip(at) {
-                    let (v, nested) = value(k);
-                    spill.push(SpillEntry {
-                        start: if k == at { 0 } else { start.offset16(bits) },
-                        nested,
-                        value: v,
-                    });
-                }
+                b.encode(&mut records);
             }
-            b.encode(&mut blocks);
+            block_count += 1 << bits;
+            entries.push(RegionEntry { base, bits });
         }
         FirstLevel::Blocks {
-            bits,
-            blocks: PageBytes::copy_of(&blocks),
+            regions: Regions(entries.into_boxed_slice()),
+            blocks: PageBytes::copy_of(&records),
             spill,
         }
     }
@@ -462,12 +573,11 @@ impl<A: Address> RangeTable<A> {
     pub(crate) fn innermost(&self, address: A) -> (u32, u32) {
         let (lo, hi) = match &self.first {
             FirstLevel::Blocks {
-                bits,
+                regions,
                 blocks,
                 spill,
             } => {
-                let index = address.top(*bits);
-                let offset = address.offset16(*bits);
+                let (index, offset) = regions.block(address);
                 let (value, nested) = match Block::find(blocks.bytes(), index, offset) {
                     Some(found) => found,
                     None => Self::spilled(spill, &Block::decode(blocks.bytes(), index), offset),
@@ -504,8 +614,11 @@ impl<A: Address> RangeTable<A> {
     #[inline(always)]
     pub(crate) fn prefetch(&self, address: A) {
         match &self.first {
-            FirstLevel::Blocks { bits, blocks, .. } => {
-                prefetch_index::prefetch_index(blocks.bytes(), address.top(*bits) * BLOCK_BYTES);
+            FirstLevel::Blocks {
+                regions, blocks, ..
+            } => {
+                let (index, _) = regions.block(address);
+                prefetch_index::prefetch_index(blocks.bytes(), index * BLOCK_BYTES);
             }
             // The other layouts are small enough to stay in cache.
             FirstLevel::Direct { .. } | FirstLevel::None | FirstLevel::Fences(_) => {}
@@ -540,8 +653,14 @@ impl<A: Address> RangeTable<A> {
             FirstLevel::None => 0,
             FirstLevel::Direct { table, .. } => table.capacity() * 4,
             FirstLevel::Fences(f) => f.capacity() * std::mem::size_of::<A>(),
-            FirstLevel::Blocks { blocks, spill, .. } => {
-                blocks.bytes().len() + spill.capacity() * std::mem::size_of::<SpillEntry>()
+            FirstLevel::Blocks {
+                regions,
+                blocks,
+                spill,
+            } => {
+                std::mem::size_of_val(&*regions.0)
+                    + blocks.bytes().len()
+                    + spill.capacity() * std::mem::size_of::<SpillEntry>()
             }
         };
         self.intervals.capacity() * std::mem::size_of::<Interval<A>>()
@@ -808,6 +927,55 @@ mod tests {
         probes.extend([0, 1, u32::MAX, u32::MAX - 1, 0x0b00_fffe, 0x0b01_0001]);
         for a in probes {
             assert_eq!(chain(&table, a), expected(a), "{a:#x}");
+        }
+    }
+
+    #[test]
+    fn crowded_regions_get_small_blocks_and_nothing_spills() {
+        // A GeoIP-like layout: a /24 every 768 addresses (a network, then a gap), a million
+        // of them: about ten interval starts every 4,096 addresses, more than a block of a
+        // fixed 20-bit layout holds. Each region is cut finer instead; nothing spills, and
+        // the empty regions share one block.
+        let nets: Vec<(u32, u32, u32)> = (0..1_000_000u32)
+            .map(|i| {
+                let first = (1u32 << 24) + i * 768;
+                (first, first | 0xff, i)
+            })
+            .collect();
+        let table = RangeTable::build(nets.clone());
+        let FirstLevel::Blocks {
+            regions,
+            blocks,
+            spill,
+        } = &table.first
+        else {
+            panic!("expected blocks");
+        };
+        assert!(spill.is_empty(), "{} spilled intervals", spill.len());
+        let crowded = regions.0[(0x0200_0000u32 >> 20) as usize];
+        assert_eq!(crowded.bits, 10, "blocks of 1,024 addresses");
+        let shared = regions.0.iter().filter(|e| e.bits == 0).count();
+        assert!(shared > 3_000, "{shared} regions in one interval");
+        // About 24 bytes an interval start, against 16 for the starts and values alone.
+        assert!(
+            blocks.bytes().len() < 2_100_000 * 24,
+            "{} bytes of blocks",
+            blocks.bytes().len()
+        );
+        let mut next = xorshift(0x5eed);
+        for _ in 0..300_000 {
+            let a = (next() as u32) % (800_000_000);
+            let expected: Vec<u32> = match a.checked_sub(1 << 24) {
+                Some(d) if d / 768 < 1_000_000 && d % 768 < 256 => vec![d / 768],
+                _ => Vec::new(),
+            };
+            assert_eq!(chain(&table, a), expected, "{a:#x}");
+        }
+        for &(first, last, p) in nets.iter().step_by(997) {
+            assert_eq!(chain(&table, first), vec![p]);
+            assert_eq!(chain(&table, last), vec![p]);
+            assert!(chain(&table, last + 1).is_empty());
+            assert!(chain(&table, first - 1).is_empty());
         }
     }
 
