@@ -253,6 +253,7 @@ fn the_console_works_in_a_real_browser() {
         "console-editor-error.png",
         "console-history.png",
         "console-preview.png",
+        "console-preview-delete.png",
         "console-findings.png",
     ] {
         assert!(shots.join(shot).exists(), "{shot} not taken");
