@@ -46,6 +46,13 @@ export function sparkline(series, label, behind) {
     rect.setAttribute("class", cls);
     svg.append(rect);
   });
+  const base = document.createElementNS(SVG, "line"); // the window's extent, also when quiet
+  base.setAttribute("x1", "0");
+  base.setAttribute("x2", String(width));
+  base.setAttribute("y1", String(height - 0.5));
+  base.setAttribute("y2", String(height - 0.5));
+  base.setAttribute("class", "base");
+  svg.append(base);
   if (behind) bars(behind, "behind");
   bars(series, "front");
   return svg;
