@@ -4,7 +4,10 @@
 //! markup (shown as text), sees it decide a tried request, toggles it, opens the history (a
 //! version's diff), has a stale rollback refused and rolls the toggle back, sees a finding on a
 //! shadowed rule, previews a change's impact over pasted requests (and a proposed rule refused at
-//! its field), filters, signs out, and checks a read-only client's console (no rollback). It
+//! its field), previews an update and a deletion, saves a PATCH and deletes a rule, does the
+//! editor, toggle, try and rollback flows with the keyboard alone, reads the page's console (no
+//! CSP violation, no uncaught error), filters, signs out, and checks a read-only client's
+//! console (no rollback). It
 //! then times the rules view of a second server whose tenant holds 10,000 rules (printed, and in
 //! the README). Screenshots go to `target/console-screenshots/` (the README's, and one of the
 //! page on failure).
@@ -262,8 +265,10 @@ fn the_console_works_in_a_real_browser() {
 
 /// The console's per-rule counts, tenant overview, keys and managed lists
 /// (`tests/console/test_console_overview.py`) against a fresh tenant: edge summaries posted with
-/// the bootstrap client show on the rule's row (counts and sparkline) and in the overview
-/// (decisions, blocked share); logs filtered by type; a key created (its material gone from the
+/// the bootstrap client show on the rule's row (counts and sparkline) and, with an hour of
+/// earlier reports written into the log before the server starts, in the overview (decisions,
+/// blocked share, the charts of decisions per second and blocked share per 5 minutes); logs
+/// filtered by type and date; a key created (its material gone from the
 /// page) and deleted; a list edited (a malformed entry refused at its field); a read-only client
 /// sees no write control.
 #[test]

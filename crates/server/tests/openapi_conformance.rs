@@ -408,7 +408,10 @@ async fn a_preview_without_a_sample_is_refused_as_the_document_says() {
                 Some(body.clone()),
             )
             .await;
-        let message = answer.body["message"].as_str().unwrap_or_default().to_owned();
+        let message = answer.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert_eq!(answer.body["errorCode"], "no_traffic_sample", "{body}");
         assert_declared(&answer, &message, &refusals, &body.to_string());
     }

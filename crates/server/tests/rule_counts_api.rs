@@ -215,8 +215,8 @@ async fn the_totals_have_a_series_by_bucket_for_decisions_and_blocks() {
         AclId::from_random(1).to_string(),
         AclId::from_random(2).to_string(),
     );
-    let event = |seconds_ago: i64, rule: &str, action: &str, evaluated: u64, matched: u64| {
-        NewLogEvent {
+    let event =
+        |seconds_ago: i64, rule: &str, action: &str, evaluated: u64, matched: u64| NewLogEvent {
             date_ms: now - seconds_ago * 1_000,
             event_type: "acls_summary".into(),
             client_id: None,
@@ -224,8 +224,7 @@ async fn the_totals_have_a_series_by_bucket_for_decisions_and_blocks() {
                 "edge": "remote:edge-1", "rule_id": rule, "action": action, "scope": "tenant",
                 "policy_version": 1, "interval_s": 60, "evaluated": evaluated,
                 "matched": matched, "connections_refused": 0}}),
-        }
-    };
+        };
     // Written beside the running service, as an edge's earlier reports would have been.
     let store = SqliteStore::open(api.dir(), netacl_model::Limits::default()).expect("store");
     store
