@@ -501,6 +501,19 @@ def check_console(driver):
     flt = driver.find_element(By.ID, "rule-filter")
     flt.send_keys("no rule has this text")
     wait(driver, lambda d: d.find_element(By.ID, "rules-count").text.startswith("0 of"))
+    # A tried request whose deciding rule the filter hides: the filter is set to it, and
+    # "show in the table" moves the focus to its highlighted row.
+    try_request(driver, "198.51.100.7", "block")
+    marked = wait(driver, lambda d: row(d, MARKUP))
+    assert flt.get_attribute("value") == marked.get_attribute("data-id"), flt.get_attribute("value")
+    assert "deciding" in marked.get_attribute("class")
+    assert "filter was set" in driver.find_element(By.ID, "try-result").text
+    driver.find_element(By.CSS_SELECTOR, "#decision .decision-rule button.link").click()
+    wait(driver, lambda d: active_is(d, 'a.dataset && a.dataset.id === "%s"' % marked.get_attribute("data-id")))
+    driver.find_element(By.ID, "nav-rules").click()
+    flt.clear()
+    flt.send_keys("no rule has this text")
+    wait(driver, lambda d: d.find_element(By.ID, "rules-count").text.startswith("0 of"))
     flt.clear()
     flt.send_keys(Keys.SPACE, Keys.BACK_SPACE)
     wait(driver, lambda d: row(d, MARKUP) is not None)
