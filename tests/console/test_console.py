@@ -17,6 +17,7 @@ import traceback
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -33,10 +34,20 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
         options.add_argument(arg)
+    # The page's console messages, to find CSP violations and uncaught errors.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(os.environ.get("NETACL_CHROMEDRIVER", "/usr/bin/chromedriver"))
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(30)
     return driver
+
+
+def check_browser_log(driver):
+    """No Content-Security-Policy violation and no uncaught error since the last call (the
+    page's console messages, as Chromium reports them)."""
+    bad = [e["message"] for e in driver.get_log("browser")
+           if "Content Security Policy" in e["message"] or "Uncaught" in e["message"]]
+    assert not bad, bad
 
 
 def wait(driver, condition, seconds=15):
@@ -88,6 +99,10 @@ def fill_rule(driver, description, priority, cidrs):
 def try_request(driver, client_ip, expected):
     driver.find_element(By.ID, "nav-try").click()
     visible(driver, "try")
+    # A field for every signal of `netacl eval`'s request object (the path gives the scope).
+    keys = {i.get_attribute("data-key") for i in driver.find_elements(By.CSS_SELECTOR, "#try-form [data-key]")}
+    assert keys == {"path", "client_ip", "connecting_ip", "country", "subdivision", "asn", "ja3", "ja4",
+                    "user_agent", "hostname", "http_message_signature"}, keys
     ip = driver.find_element(By.ID, "t-client_ip")
     ip.clear()
     ip.send_keys(client_ip)
@@ -192,6 +207,14 @@ def check_findings(driver):
     link = cell.find_element(By.CSS_SELECTOR, "button.link")
     assert link.get_attribute("data-jump") == marked
     assert "1 finding" in driver.find_element(By.ID, "analysis-note").text
+    # The columns in the issue's order, each head above its cells.
+    heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#rules-table thead th")]
+    assert heads[:5] == ["Priority", "Description", "Action", "Scope", "Signals"], heads
+    cells = row(driver, "shadowed rule").find_elements(By.CSS_SELECTOR, "td")
+    assert len(cells) == len(heads), (heads, len(cells))
+    assert "findings" in cells[heads.index("Findings")].get_attribute("class"), heads
+    assert "traffic" in cells[heads.index("Matched / evaluated (1 h)")].get_attribute("class"), heads
+    assert cells[heads.index("Active")].find_elements(By.CSS_SELECTOR, "input[type=checkbox]"), heads
     driver.save_screenshot(os.path.join(SHOTS, "console-findings.png"))
     link.click()
     wait(driver, lambda d: "jumped" in row(d, MARKUP).get_attribute("class"))
@@ -232,6 +255,190 @@ def check_preview(driver):
     assert row(driver, "preview rule") is None  # a preview saves nothing
 
 
+def open_editor_of(driver, description):
+    driver.find_element(By.ID, "nav-rules").click()
+    visible(driver, "rules")
+    tr = wait(driver, lambda d: row(d, description))
+    tr.find_element(By.CSS_SELECTOR, 'button[data-control="edit"]').click()
+    visible(driver, "editor")
+    return tr.get_attribute("data-id")
+
+
+def preview_with(driver, button_id, requests):
+    """Pastes `requests` (one JSON object a line), presses `button_id`, and waits for the
+    answer: (title, requests replayed, decisions changed, transitions text)."""
+    box = driver.find_element(By.ID, "preview-requests")
+    box.clear()
+    box.send_keys("\n".join(json.dumps(r) for r in requests))
+    driver.find_element(By.ID, button_id).click()
+    wait(driver, lambda d: d.find_elements(By.ID, "preview-summary"))
+    title = driver.find_element(By.CSS_SELECTOR, "#preview-result h3").text
+    replayed = driver.find_element(By.CSS_SELECTOR, "#preview-summary .preview-requests").text
+    changed = driver.find_element(By.CSS_SELECTOR, "#preview-summary .preview-changed").text
+    found = driver.find_elements(By.CSS_SELECTOR, "#preview-result ul.transitions")
+    return title, replayed, changed, found[0].text if found else ""
+
+
+def last_write(driver):
+    """The newest sapi event of the tenant's log: (method, path; the method in lower case, as
+    the log writes it), through the console's API."""
+    return driver.execute_async_script("""
+        const done = arguments[0];
+        fetch("/console/session").then((r) => r.json()).then((s) =>
+          fetch("/console/api/api/v2/logs?per_page=1&q=type:sapi", {headers: {"X-CSRF-Token": s.csrf_token}}))
+          .then((r) => r.json()).then((logs) => done([logs[0].details.request.method,
+                                                       logs[0].details.request.path]),
+                                      (e) => done(String(e)));
+    """)
+
+
+def check_update_and_delete(driver):
+    """An edited rule previewed as an update (only the changed fields) and as a deletion, saved
+    as a PATCH, and deleted in two steps."""
+    # The marked rule (block 198.51.100.0/24) made inactive, as an update: 198.51.100.200 is no
+    # longer blocked; 198.51.100.7 still is (by the shadowed rule, 198.51.100.0/25).
+    requests = [{"client_ip": "198.51.100.7"}, {"client_ip": "198.51.100.200"},
+                {"client_ip": "192.0.2.1"}]
+    open_editor_of(driver, MARKUP)
+    assert driver.find_element(By.ID, "write-mode").is_displayed()
+    driver.find_element(By.ID, "f-mode-update").click()
+    # Nothing changed yet: said, nothing sent.
+    driver.find_element(By.ID, "preview-rule").click()
+    wait(driver, lambda d: "nothing to update" in d.find_element(By.ID, "preview-error").text)
+    driver.find_element(By.ID, "f-active").click()
+    title, replayed, changed, transitions = preview_with(driver, "preview-rule", requests)
+    assert title == "Impact of this update", title
+    assert (replayed, changed, transitions) == ("3", "1", "block → none: 1"), (replayed, changed, transitions)
+    # The deletion of the same rule: the same change of decisions.
+    title, replayed, changed, transitions = preview_with(driver, "preview-delete", requests)
+    assert title == "Impact of deleting this rule", title
+    assert (changed, transitions) == ("1", "block → none: 1"), (changed, transitions)
+    driver.save_screenshot(os.path.join(SHOTS, "console-preview-delete.png"))
+    driver.find_element(By.ID, "cancel-rule").click()
+    visible(driver, "rules")
+    tr = wait(driver, lambda d: row(d, MARKUP))
+    assert tr.find_element(By.CSS_SELECTOR, "input[type=checkbox]").is_selected()  # nothing saved
+
+    # The shadowed rule: its description changed by a PATCH of that field alone.
+    shadowed_id = open_editor_of(driver, "shadowed rule")
+    driver.find_element(By.ID, "f-mode-update").click()
+    driver.find_element(By.ID, "f-description").send_keys(" (patched)")
+    driver.find_element(By.ID, "save-rule").click()
+    # Still shadowed: the editor stays open on the saved rule with the finding.
+    note = wait(driver, lambda d: d.find_element(By.ID, "editor-findings").text or None)
+    assert "shadowed by" in note, note
+    assert driver.find_element(By.ID, "f-description").get_attribute("value") == "shadowed rule (patched)"
+    driver.find_element(By.ID, "cancel-rule").click()
+    visible(driver, "rules")
+    wait(driver, lambda d: row(d, "shadowed rule (patched)") is not None)
+    method, path = last_write(driver)
+    assert method == "patch" and path.endswith(shadowed_id), (method, path)
+    # Deleted in two steps from its editor.
+    open_editor_of(driver, "shadowed rule (patched)")
+    delete = driver.find_element(By.ID, "delete-rule")
+    delete.click()
+    assert shadowed_id in delete.text and driver.find_element(By.ID, "editor").is_displayed()
+    delete.click()
+    visible(driver, "rules")
+    wait(driver, lambda d: "Deleted rule " + shadowed_id in d.find_element(By.ID, "rules-note").text)
+    wait(driver, lambda d: row(d, "shadowed rule (patched)") is None)
+    assert last_write(driver) == ["delete", "/api/v2/network-acls/" + shadowed_id]
+
+
+def active_is(driver, script):
+    return driver.execute_script("const a = document.activeElement; return " + script)
+
+
+def press(driver, *keys):
+    ActionChains(driver).send_keys(*keys).perform()
+
+
+def tab_to(driver, script, backwards=False, limit=60):
+    """Presses Tab (Shift+Tab backwards) until `script` (about `a`, the focused element) holds."""
+    for _ in range(limit):
+        if active_is(driver, script):
+            return
+        if backwards:
+            ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+        else:
+            press(driver, Keys.TAB)
+    raise AssertionError("Tab never reached: " + script)
+
+
+def check_keyboard(driver):
+    """The main flows with the keyboard alone: the rules view focused at its filter, a rule
+    created in the editor, its toggle (the focus kept through the redraw), a tried request
+    (the new log rule monitored), and a rollback confirmed after Escape closed it once."""
+    driver.get(BASE + "/console")  # signed in: the rules view, the focus at the filter
+    visible(driver, "rules")
+    wait(driver, lambda d: active_is(d, 'a.id === "rule-filter"'))
+    tab_to(driver, 'a.id === "new-rule"')
+    press(driver, Keys.ENTER)
+    visible(driver, "editor")
+    assert active_is(driver, 'a.id === "f-description"')
+    press(driver, "keyboard rule")
+    tab_to(driver, 'a.id === "f-priority"')
+    press(driver, "3")
+    tab_to(driver, 'a.id === "f-action"')
+    press(driver, "log")  # typed on a select: the option that starts so
+    assert driver.find_element(By.ID, "f-action").get_attribute("value") == "log"
+    tab_to(driver, 'a.id === "f-match-ipv4_cidrs"')
+    press(driver, "198.51.100.0/24")
+    tab_to(driver, 'a.id === "save-rule"')
+    press(driver, Keys.ENTER)
+    visible(driver, "rules")
+    # The focus is on the saved rule's row.
+    tr = wait(driver, lambda d: row(d, "keyboard rule"))
+    rule_id = tr.get_attribute("data-id")
+    wait(driver, lambda d: active_is(d, 'a.dataset && a.dataset.id === "%s"' % rule_id))
+    # Its toggle, with Space; the focus stays on it through the table's redraw.
+    on_toggle = 'a.dataset && a.dataset.control === "active" && a.closest("tr").dataset.id === "%s"' % rule_id
+    tab_to(driver, on_toggle)
+    press(driver, Keys.SPACE)
+    wait(driver, lambda d: not row(d, "keyboard rule").find_element(
+        By.CSS_SELECTOR, "input[type=checkbox]").is_selected())
+    wait(driver, lambda d: active_is(d, on_toggle))
+    press(driver, Keys.SPACE)
+    wait(driver, lambda d: row(d, "keyboard rule").find_element(
+        By.CSS_SELECTOR, "input[type=checkbox]").is_selected())
+    assert active_is(driver, on_toggle)
+    # A tried request: blocked by the marked rule, the keyboard rule monitoring it.
+    tab_to(driver, 'a.id === "nav-try"', backwards=True)
+    press(driver, Keys.ENTER)
+    visible(driver, "try")
+    assert active_is(driver, 'a.id === "t-path"')
+    tab_to(driver, 'a.id === "t-client_ip"')
+    press(driver, "198.51.100.7", Keys.ENTER)
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#decision .decision-action")
+         and d.find_element(By.CSS_SELECTOR, "#decision .decision-action").text == "block")
+    assert "keyboard rule" in driver.find_element(By.CSS_SELECTOR, "#decision .decision-monitored").text
+    assert "monitored" in row(driver, "keyboard rule").get_attribute("class")
+    # A rollback to the version before the toggle's last change (the rule inactive).
+    tab_to(driver, 'a.id === "nav-history"', backwards=True)
+    press(driver, Keys.ENTER)
+    visible(driver, "history")
+    wait(driver, lambda d: len(versions(d)) > 2)
+    target = versions(driver)[1]
+    on_rollback = 'a.classList.contains("rollback") && a.closest("tr").dataset.version === "%d"' % target
+    tab_to(driver, on_rollback)
+    press(driver, Keys.ENTER)
+    visible(driver, "rollback-confirm")
+    assert active_is(driver, 'a.id === "rollback-go"')
+    press(driver, Keys.ESCAPE)  # closed, the focus back on the button that opened it
+    wait(driver, lambda d: not d.find_element(By.ID, "rollback-confirm").is_displayed())
+    assert active_is(driver, on_rollback)
+    press(driver, Keys.ENTER)
+    visible(driver, "rollback-confirm")
+    assert active_is(driver, 'a.id === "rollback-go"')
+    press(driver, Keys.ENTER)
+    done = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#rollback-result .ok"))
+    assert "Rolled back to version %d" % target in done.text, done.text
+    wait(driver, lambda d: active_is(d, 'a.classList.contains("ok")'))
+    driver.find_element(By.ID, "nav-rules").click()
+    wait(driver, lambda d: row(d, "keyboard rule") is not None and not row(d, "keyboard rule").find_element(
+        By.CSS_SELECTOR, "input[type=checkbox]").is_selected())
+
+
 def check_console(driver):
     sign_in(driver, BASE, os.environ["NETACL_CLIENT_ID"], os.environ["NETACL_CLIENT_SECRET"])
 
@@ -264,6 +471,9 @@ def check_console(driver):
 
     # It decides a tried request, and is highlighted in the table.
     try_request(driver, "198.51.100.7", "block")
+    deciding = driver.find_element(By.CSS_SELECTOR, "#decision .decision-rule").text
+    assert MARKUP in deciding, deciding  # its description, as text
+    assert not driver.find_elements(By.CSS_SELECTOR, "#try-result img, #try-result b")
     tr = wait(driver, lambda d: row(d, MARKUP))
     assert "deciding" in tr.get_attribute("class"), tr.get_attribute("class")
     driver.save_screenshot(os.path.join(SHOTS, "console-try.png"))
@@ -282,10 +492,26 @@ def check_console(driver):
     check_history_and_rollback(driver)
     check_findings(driver)
     check_preview(driver)
+    check_update_and_delete(driver)
+    check_keyboard(driver)
+    check_browser_log(driver)
 
     # Filtering.
     driver.find_element(By.ID, "nav-rules").click()
     flt = driver.find_element(By.ID, "rule-filter")
+    flt.send_keys("no rule has this text")
+    wait(driver, lambda d: d.find_element(By.ID, "rules-count").text.startswith("0 of"))
+    # A tried request whose deciding rule the filter hides: the filter is set to it, and
+    # "show in the table" moves the focus to its highlighted row.
+    try_request(driver, "198.51.100.7", "block")
+    marked = wait(driver, lambda d: row(d, MARKUP))
+    assert flt.get_attribute("value") == marked.get_attribute("data-id"), flt.get_attribute("value")
+    assert "deciding" in marked.get_attribute("class")
+    assert "filter was set" in driver.find_element(By.ID, "try-result").text
+    driver.find_element(By.CSS_SELECTOR, "#decision .decision-rule button.link").click()
+    wait(driver, lambda d: active_is(d, 'a.dataset && a.dataset.id === "%s"' % marked.get_attribute("data-id")))
+    driver.find_element(By.ID, "nav-rules").click()
+    flt.clear()
     flt.send_keys("no rule has this text")
     wait(driver, lambda d: d.find_element(By.ID, "rules-count").text.startswith("0 of"))
     flt.clear()
@@ -363,6 +589,7 @@ def check_big(driver, base):
                 watch_bytes: watch.length ? watch[0].decodedBodySize : null,
                 watch_ms: watch.length ? watch[0].duration : null};
     """)
+    check_browser_log(driver)
     print(json.dumps({"big_rules_view": {
         "rules": 10000, "table_drawn_ms": round(drawn_ms), "filter_ms": round(filter_ms),
         "interactive_ms": round(drawn_ms + filter_ms), **weight,

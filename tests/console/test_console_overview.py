@@ -5,10 +5,13 @@
 Environment: NETACL_BASE, NETACL_CLIENT_ID, NETACL_CLIENT_SECRET (the bootstrap client, which
 holds every scope, create:edge_summaries included), NETACL_READER_ID, NETACL_READER_SECRET (a
 client holding read:network_acls only), NETACL_SHOTS (screenshots for the README, and of the page
-on failure).
+on failure), NETACL_PAST_TRAFFIC (JSON `[[minutes ago, decisions, blocked], ...]`: an edge's
+earlier reports of the last hour, written into the log before the server started).
 """
+import datetime
 import http.cookiejar
 import json
+import math
 import os
 import sys
 import time
@@ -27,6 +30,7 @@ BASE = os.environ["NETACL_BASE"]
 SHOTS = os.environ["NETACL_SHOTS"]
 CLIENT = (os.environ["NETACL_CLIENT_ID"], os.environ["NETACL_CLIENT_SECRET"])
 READER = (os.environ["NETACL_READER_ID"], os.environ["NETACL_READER_SECRET"])
+PAST = json.loads(os.environ.get("NETACL_PAST_TRAFFIC", "[]"))
 BUSY = "overview busy rule"
 QUIET = "overview quiet rule"
 
@@ -37,10 +41,20 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
         options.add_argument(arg)
+    # The page's console messages, to find CSP violations and uncaught errors.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(os.environ.get("NETACL_CHROMEDRIVER", "/usr/bin/chromedriver"))
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(30)
     return driver
+
+
+def check_browser_log(driver):
+    """No Content-Security-Policy violation and no uncaught error since the last call (the
+    page's console messages, as Chromium reports them)."""
+    bad = [e["message"] for e in driver.get_log("browser")
+           if "Content Security Policy" in e["message"] or "Uncaught" in e["message"]]
+    assert not bad, bad
 
 
 def wait(driver, condition, seconds=15):
@@ -133,11 +147,20 @@ def text_of(driver, element_id):
 def check_counts(driver):
     cell = wait(driver, lambda d: traffic_cell(d, BUSY))
     assert cell.find_element(By.CSS_SELECTOR, ".counts").text == "30 / 100", cell.text
-    bars = cell.find_elements(By.CSS_SELECTOR, "svg.spark rect")
-    assert len(bars) == 12, len(bars)
-    # Reported just now: the newest bucket is the only one with a bar.
+    # Matched over evaluated: twelve bars each.
+    bars = cell.find_elements(By.CSS_SELECTOR, "svg.spark rect.front")
+    behind = cell.find_elements(By.CSS_SELECTOR, "svg.spark rect.behind")
+    assert len(bars) == 12 and len(behind) == 12, (len(bars), len(behind))
+    # Reported just now: the newest bucket is the only one with a bar; evaluated (100) is
+    # taller than matched (30).
     heights = [float(b.get_attribute("height")) for b in bars]
     assert heights[-1] > 0 and all(h == 0 for h in heights[:-1]), heights
+    assert float(behind[-1].get_attribute("height")) > heights[-1]
+    # The column's head is above its cells.
+    heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#rules-table thead th")]
+    cells = row(driver, BUSY).find_elements(By.CSS_SELECTOR, "td")
+    at = heads.index("Matched / evaluated (1 h)")
+    assert "traffic" in cells[at].get_attribute("class"), (heads, at)
     quiet = wait(driver, lambda d: traffic_cell(d, QUIET))
     assert quiet.text == "no traffic reported", quiet.text
     driver.save_screenshot(os.path.join(SHOTS, "console-rules-counts.png"))
@@ -147,20 +170,84 @@ def log_types(driver):
     return [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#log-body td.log-type")]
 
 
+def percent(share):
+    """As the console writes a share: to a tenth of a percent."""
+    tenths = math.floor(share * 1000 + 0.5) / 10
+    return ("%d" % tenths if tenths == int(tenths) else str(tenths)) + " %"
+
+
+def expected_buckets():
+    """(decisions, blocked) per bucket, oldest first: the reports seeded now (bucket 11) and
+    the earlier ones (one in the middle of a bucket each)."""
+    decisions, blocked = [0] * 12, [0] * 12
+    decisions[11], blocked[11] = 100, 30
+    for minutes_ago, d, b in PAST:
+        slot = 11 - int(minutes_ago // 5)
+        decisions[slot] += d
+        blocked[slot] += b
+    return decisions, blocked
+
+
+def check_traffic_charts(driver):
+    """The last hour's decisions per second and blocked share, per bucket, as two charts and a
+    table."""
+    decisions, blocked = expected_buckets()
+    rate_bars = driver.find_elements(By.CSS_SELECTOR, "#ov-chart-rate rect.bar")
+    share_bars = driver.find_elements(By.CSS_SELECTOR, "#ov-chart-share rect.bar")
+    assert len(rate_bars) == 12 and len(share_bars) == 12, (len(rate_bars), len(share_bars))
+    heights = [float(b.get_attribute("height")) for b in rate_bars]
+    for i, d in enumerate(decisions):
+        assert (heights[i] > 0) == (d > 0), (i, heights, decisions)
+    # The tallest bar is the busiest bucket; a bucket without decisions has no share bar.
+    assert heights.index(max(heights)) == decisions.index(max(decisions)), (heights, decisions)
+    for i, d in enumerate(decisions):
+        empty = "empty" in share_bars[i].get_attribute("class")
+        assert empty == (d == 0), (i, share_bars[i].get_attribute("class"))
+    shares = [float(b.get_attribute("height")) for b in share_bars]
+    # Shares are drawn to one scale: 50 % is taller than 10 %.
+    half = [i for i in range(12) if decisions[i] and blocked[i] * 2 == decisions[i]]
+    tenth = [i for i in range(12) if decisions[i] and blocked[i] * 10 == decisions[i]]
+    if half and tenth:
+        assert shares[half[0]] > shares[tenth[0]], shares
+    # The same figures as a table.
+    driver.find_element(By.CSS_SELECTOR, "#ov-traffic details summary").click()
+    rows = [[td.text for td in tr.find_elements(By.CSS_SELECTOR, "td")]
+            for tr in driver.find_elements(By.CSS_SELECTOR, "#ov-buckets tbody tr")]
+    assert [int(r[1]) for r in rows] == decisions, (rows, decisions)
+    assert [int(r[3]) for r in rows] == blocked, (rows, blocked)
+    assert rows[11][4] == "30 %" and rows[0][4] == "—", rows
+    # A bar's title names its bucket's figures.
+    title = rate_bars[11].find_element(By.TAG_NAME, "title").get_attribute("textContent")
+    assert "100 decisions" in title and "30 blocked" in title, title
+    driver.find_element(By.CSS_SELECTOR, "#ov-traffic details summary").click()  # closed again
+
+
 def check_overview(driver):
     driver.find_element(By.ID, "nav-overview").click()
     visible(driver, "overview")
-    wait(driver, lambda d: text_of(d, "ov-blocked") == "30 %" if d.find_elements(
+    decisions, blocked = expected_buckets()
+    share = percent(sum(blocked) / sum(decisions))
+    wait(driver, lambda d: text_of(d, "ov-blocked") == share if d.find_elements(
         By.ID, "ov-blocked") else False)
-    assert text_of(driver, "ov-decisions") == "100"
+    assert text_of(driver, "ov-decisions") == str(sum(decisions)), text_of(driver, "ov-decisions")
     assert text_of(driver, "ov-rules") == "2 / 2", text_of(driver, "ov-rules")
     assert text_of(driver, "ov-compile").endswith(" ms")
-    # The logs: every write and both reports; filtered by type.
+    check_traffic_charts(driver)
+    # The logs: every write and the reports; filtered by type, then by date too.
     wait(driver, lambda d: len(log_types(d)) >= 4)
     Select(driver.find_element(By.ID, "log-type")).select_by_value("acls_summary")
     driver.find_element(By.ID, "log-apply").click()
+    reports = 2 + len(PAST)
+    wait(driver, lambda d: text_of(d, "log-page") == "1–%d of %d" % (reports, reports))
+    assert set(log_types(driver)) == {"acls_summary"}
+    # From three minutes ago (local time, as typed in the field): the two reports made now.
+    since = (datetime.datetime.now() - datetime.timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%S")
+    driver.execute_script("arguments[0].value = arguments[1]",
+                          driver.find_element(By.ID, "log-from"), since)
+    driver.find_element(By.ID, "log-apply").click()
     wait(driver, lambda d: log_types(d) == ["acls_summary", "acls_summary"])
     assert text_of(driver, "log-page") == "1–2 of 2", text_of(driver, "log-page")
+    driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(os.path.join(SHOTS, "console-overview.png"))
     Select(driver.find_element(By.ID, "log-type")).select_by_value("sapi")
     driver.find_element(By.ID, "log-apply").click()
@@ -246,6 +333,7 @@ def main():
         check_overview(driver)
         check_keys_and_lists(driver)
         check_read_only(driver)
+        check_browser_log(driver)
     except Exception:
         traceback.print_exc()
         path = os.path.join(SHOTS, "overview-failure.png")

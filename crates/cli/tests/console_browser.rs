@@ -4,7 +4,10 @@
 //! markup (shown as text), sees it decide a tried request, toggles it, opens the history (a
 //! version's diff), has a stale rollback refused and rolls the toggle back, sees a finding on a
 //! shadowed rule, previews a change's impact over pasted requests (and a proposed rule refused at
-//! its field), filters, signs out, and checks a read-only client's console (no rollback). It
+//! its field), previews an update and a deletion, saves a PATCH and deletes a rule, does the
+//! editor, toggle, try and rollback flows with the keyboard alone, reads the page's console (no
+//! CSP violation, no uncaught error), filters, signs out, and checks a read-only client's
+//! console (no rollback). It
 //! then times the rules view of a second server whose tenant holds 10,000 rules (printed, and in
 //! the README). Screenshots go to `target/console-screenshots/` (the README's, and one of the
 //! page on failure).
@@ -19,8 +22,8 @@ use std::time::Duration;
 
 use netacl_model::{AclId, NetworkAcl, NetworkAclSpec, Timestamp};
 use netacl_store::{
-    CredentialStore, HistoryStore, NetworkAclStore, SqliteStore, StoredClient, TenantId,
-    WriteOrigin,
+    CredentialStore, HistoryStore, LogRetention, LogStore, NetworkAclStore, NewLogEvent,
+    SqliteStore, StoredClient, TenantId, WriteOrigin,
 };
 use serve_support::{repo_root, start_for_sdk, wait_with_output, CLIENT_ID, CLIENT_SECRET};
 
@@ -70,6 +73,61 @@ fn add_reader(dir: &std::path::Path) {
             .await
             .expect("reader client");
     });
+}
+
+/// An edge's earlier reports, for the overview's charts: `(minutes ago, decisions, blocked)`,
+/// one report in the middle of each of the buckets 10 (7.5 minutes ago) down to 1 (52.5
+/// minutes ago) of the last hour, so a minute or two of test run leaves each in its bucket.
+const PAST_TRAFFIC: [(f64, u64, u64); 10] = [
+    (7.5, 120, 12),
+    (12.5, 90, 9),
+    (17.5, 150, 60),
+    (22.5, 60, 6),
+    (27.5, 200, 20),
+    (32.5, 180, 90),
+    (37.5, 80, 8),
+    (42.5, 100, 10),
+    (47.5, 130, 26),
+    (52.5, 70, 35),
+];
+
+/// Writes [`PAST_TRAFFIC`] into the default tenant's log of the store in `dir` (the server is
+/// stopped) as one block rule's `acls_summary` events of a remote edge, and answers it as JSON
+/// for the browser test.
+fn add_past_traffic(dir: &std::path::Path) -> String {
+    let now = netacl_model::Timestamp::now().unix_millis();
+    let rule = AclId::from_random(0x7a5f_0001).to_string();
+    let events: Vec<NewLogEvent> = PAST_TRAFFIC
+        .iter()
+        .map(|&(minutes_ago, decisions, blocked)| NewLogEvent {
+            date_ms: now - (minutes_ago * 60_000.0) as i64,
+            event_type: "acls_summary".into(),
+            client_id: Some("history-edge".into()),
+            record: serde_json::json!({
+                "description": format!(
+                    "Network ACL {rule} (block): {blocked} matched of {decisions} evaluated in 300 s"
+                ),
+                "details": {"edge": "remote:history-edge", "rule_id": rule, "action": "block",
+                    "scope": "tenant", "policy_version": 1, "interval_s": 300,
+                    "evaluated": decisions, "matched": blocked, "connections_refused": 0}}),
+        })
+        .collect();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let store = SqliteStore::open(dir, netacl_model::Limits::default()).expect("store");
+        store
+            .append_log_events(
+                &TenantId::default_tenant(),
+                &events,
+                LogRetention {
+                    max_events: None,
+                    max_age_ms: None,
+                },
+            )
+            .await
+            .expect("past reports");
+    });
+    serde_json::to_string(&PAST_TRAFFIC).expect("json")
 }
 
 /// The number of rules of the timed tenant (the most a rule set may hold).
@@ -198,6 +256,7 @@ fn the_console_works_in_a_real_browser() {
         "console-editor-error.png",
         "console-history.png",
         "console-preview.png",
+        "console-preview-delete.png",
         "console-findings.png",
     ] {
         assert!(shots.join(shot).exists(), "{shot} not taken");
@@ -206,8 +265,10 @@ fn the_console_works_in_a_real_browser() {
 
 /// The console's per-rule counts, tenant overview, keys and managed lists
 /// (`tests/console/test_console_overview.py`) against a fresh tenant: edge summaries posted with
-/// the bootstrap client show on the rule's row (counts and sparkline) and in the overview
-/// (decisions, blocked share); logs filtered by type; a key created (its material gone from the
+/// the bootstrap client show on the rule's row (counts and sparkline) and, with an hour of
+/// earlier reports written into the log before the server starts, in the overview (decisions,
+/// blocked share, the charts of decisions per second and blocked share per 5 minutes); logs
+/// filtered by type and date; a key created (its material gone from the
 /// page) and deleted; a list edited (a malformed entry refused at its field); a read-only client
 /// sees no write control.
 #[test]
@@ -221,11 +282,13 @@ fn the_console_overview_works_in_a_real_browser() {
     let dir = tempfile::tempdir().expect("tempdir");
     start_for_sdk(dir.path()).kill();
     add_reader(dir.path());
+    let past = add_past_traffic(dir.path());
     let server = start_for_sdk(dir.path());
     let shots: PathBuf = repo_root().join("target/console-screenshots");
     std::fs::create_dir_all(&shots).expect("screenshot directory");
     let child = Command::new("python3")
         .arg(repo_root().join("tests/console/test_console_overview.py"))
+        .env("NETACL_PAST_TRAFFIC", past)
         .env("NETACL_BASE", format!("http://{}", server.addr))
         .env("NETACL_CLIENT_ID", CLIENT_ID)
         .env("NETACL_CLIENT_SECRET", CLIENT_SECRET)

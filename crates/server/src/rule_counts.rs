@@ -12,7 +12,9 @@
 //!   matched something, so this is exact when the first rule in the order (for every scope) is
 //!   among them, and a lower bound otherwise. `blocked` is the sum of the `matched` of the rules
 //!   reported with the `block` action (a block rule decides every request it matches), and
-//!   `blocked_share` is `blocked / decisions` (`null` without decisions, at most 1).
+//!   `blocked_share` is `blocked / decisions` (`null` without decisions, at most 1). Both have a
+//!   series by bucket (`decisions_series`, `blocked_series`), so a bucket's rate and blocked
+//!   share can be drawn.
 //! - The store reads the window's events (one range of its `(tenant, date)` index) and sums them
 //!   as it reads: the work is the window's events, bounded by the log's retention, never the
 //!   whole log. Rules are answered by id.
@@ -61,6 +63,7 @@ struct Totals {
     blocked: u64,
     blocked_share: Option<f64>,
     decisions_series: [u64; BUCKETS as usize],
+    blocked_series: [u64; BUCKETS as usize],
 }
 
 #[derive(Serialize)]
@@ -100,11 +103,11 @@ pub(crate) async fn counts(
         .acl_summary_counts(&tenant.id, window)
         .await?;
     let mut rules: HashMap<String, RuleCounts> = HashMap::new();
-    let mut blocked = 0u64;
+    let mut blocked_series = [0u64; BUCKETS as usize];
     for row in sums.rules {
         let slot = row.bucket.min(BUCKETS - 1) as usize;
         if row.action == "block" {
-            blocked = blocked.saturating_add(row.matched);
+            blocked_series[slot] = blocked_series[slot].saturating_add(row.matched);
         }
         let counts = rules
             .entry(row.rule_id)
@@ -138,6 +141,7 @@ pub(crate) async fn counts(
         decisions_series[slot] = decisions_series[slot].saturating_add(seen);
     }
     let decisions = total(&decisions_series);
+    let blocked = total(&blocked_series);
     let answer = Answer {
         from: Timestamp::from_unix_millis(window.from_ms).to_string(),
         to: Timestamp::from_unix_millis(window.to_ms).to_string(),
@@ -150,6 +154,7 @@ pub(crate) async fn counts(
             blocked,
             blocked_share: (decisions > 0).then(|| (blocked as f64 / decisions as f64).min(1.0)),
             decisions_series,
+            blocked_series,
         },
         network_acls,
     };
@@ -178,7 +183,7 @@ pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
         "bucket_seconds": {"type": "integer", "minimum": 5},
         "totals": {"type": "object", "additionalProperties": false,
             "required": ["decisions", "decisions_per_second", "matched", "blocked",
-                         "blocked_share", "decisions_series"],
+                         "blocked_share", "decisions_series", "blocked_series"],
             "properties": {
                 "decisions": count,
                 "decisions_per_second": {"type": "number", "minimum": 0},
@@ -186,6 +191,7 @@ pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
                 "blocked": count,
                 "blocked_share": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
                 "decisions_series": series,
+                "blocked_series": series,
             }},
         "network_acls": {"type": "array", "items": {"type": "object",
             "additionalProperties": false,

@@ -142,6 +142,47 @@ async fn sign_in_goes_through_the_token_endpoint_and_keeps_the_token_on_the_serv
     assert_eq!(extra.status, StatusCode::BAD_REQUEST, "{}", extra.body);
 }
 
+/// A request that arrived over TLS (the listener marks it with `TlsTransport`) gets a `Secure`
+/// session cookie, and so does the cookie that sign-out clears.
+#[tokio::test]
+async fn over_tls_the_session_cookie_is_secure() {
+    let api = api().await;
+    let answer = api
+        .call(
+            Request::post("/console/session")
+                .header("content-type", "application/json")
+                .extension(netacl_server::TlsTransport)
+                .body(Body::from(
+                    json!({"client_id": CLIENT, "client_secret": SECRET}).to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let set = answer.headers["set-cookie"].to_str().unwrap();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console", "; Secure"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    let cookie = cookie_of(&answer);
+    let csrf = answer.body["csrf_token"].as_str().unwrap();
+    let out = api
+        .call(
+            Request::delete("/console/session")
+                .header("cookie", &cookie)
+                .header("x-csrf-token", csrf)
+                .extension(netacl_server::TlsTransport)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(out.status, StatusCode::NO_CONTENT, "{}", out.body);
+    let cleared = out.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cleared.contains("Max-Age=0") && cleared.contains("; Secure"),
+        "{cleared}"
+    );
+}
+
 #[tokio::test]
 async fn the_proxy_needs_the_cookie_and_the_csrf_token() {
     let api = api().await;

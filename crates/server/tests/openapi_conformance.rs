@@ -387,3 +387,41 @@ async fn records_a_fields_projection_thins_require_no_member() {
     }
     assert!(checked >= 3, "{checked}");
 }
+
+/// A schema-valid preview without `requests` while no edge has a traffic sample (schemathesis's
+/// `{"changes": []}` of the 2026-11-27 run): refused with the message the document declares.
+#[tokio::test]
+async fn a_preview_without_a_sample_is_refused_as_the_document_says() {
+    let api = api().await;
+    let doc = document(&api).await;
+    let refusals = declared(&doc, "/_netacl/v1/network-acls/preview", "post");
+    for body in [
+        json!({"changes": []}),
+        json!({"changes": [{"op": "create", "network_acl": {"description": "d", "active": true,
+            "priority": 1, "rule": {"action": {"block": true}, "scope": "tenant",
+            "match": {"ipv4_cidrs": ["192.0.2.0/24"]}}}}]}),
+    ] {
+        let answer = api
+            .send(
+                Method::POST,
+                "/_netacl/v1/network-acls/preview",
+                Some(body.clone()),
+            )
+            .await;
+        let message = answer.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(answer.body["errorCode"], "no_traffic_sample", "{body}");
+        assert_declared(&answer, &message, &refusals, &body.to_string());
+    }
+    // With requests the preview is answered: the refusal is about the sample only.
+    let answer = api
+        .send(
+            Method::POST,
+            "/_netacl/v1/network-acls/preview",
+            Some(json!({"changes": [], "requests": [{"client_ip": "192.0.2.1"}]})),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+}

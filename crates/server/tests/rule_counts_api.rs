@@ -33,6 +33,7 @@ async fn counts_sum_every_edge_by_rule_with_the_tenants_totals() {
     assert_eq!(empty["totals"]["decisions"], 0);
     assert_eq!(empty["totals"]["blocked_share"], Value::Null);
     assert_eq!(empty["totals"]["decisions_series"], json!(vec![0u64; 12]));
+    assert_eq!(empty["totals"]["blocked_series"], json!(vec![0u64; 12]));
 
     let (a, b) = (
         AclId::from_random(1).to_string(),
@@ -88,6 +89,8 @@ async fn counts_sum_every_edge_by_rule_with_the_tenants_totals() {
     assert_eq!(last_bucket(&totals["decisions_series"]), 30);
     assert_eq!(totals["matched"], 15);
     assert_eq!(totals["blocked"], 9);
+    // Per bucket too: the blocked matches by bucket (the log rule's are not blocks).
+    assert_eq!(last_bucket(&totals["blocked_series"]), 9);
     assert_eq!(totals["blocked_share"], json!(0.3));
     assert_eq!(totals["decisions_per_second"], json!(30.0 / 3600.0));
 
@@ -198,4 +201,60 @@ async fn a_ten_thousand_rule_tenant_with_several_edges_is_summed() {
         (1_000..=90_000).contains(&decisions) && decisions % 1_000 == 0,
         "{decisions}"
     );
+}
+
+/// The totals by bucket: events dated 37.5 and 2.5 minutes ago (the middles of buckets 4 and
+/// 11) land in their own buckets, so the console can draw each bucket's rate and blocked share
+/// (`decisions_series`, `blocked_series`).
+#[tokio::test]
+async fn the_totals_have_a_series_by_bucket_for_decisions_and_blocks() {
+    use netacl_store::{LogRetention, LogStore, NewLogEvent, SqliteStore, TenantId};
+    let api = api().await;
+    let now = netacl_model::Timestamp::now().unix_millis();
+    let (a, b) = (
+        AclId::from_random(1).to_string(),
+        AclId::from_random(2).to_string(),
+    );
+    let event =
+        |seconds_ago: i64, rule: &str, action: &str, evaluated: u64, matched: u64| NewLogEvent {
+            date_ms: now - seconds_ago * 1_000,
+            event_type: "acls_summary".into(),
+            client_id: None,
+            record: json!({"description": "summary", "details": {
+                "edge": "remote:edge-1", "rule_id": rule, "action": action, "scope": "tenant",
+                "policy_version": 1, "interval_s": 60, "evaluated": evaluated,
+                "matched": matched, "connections_refused": 0}}),
+        };
+    // Written beside the running service, as an edge's earlier reports would have been.
+    let store = SqliteStore::open(api.dir(), netacl_model::Limits::default()).expect("store");
+    store
+        .append_log_events(
+            &TenantId::default_tenant(),
+            &[
+                // 37.5 minutes ago (bucket 4 of 0..11): 50 decisions, 10 blocked.
+                event(2_250, &a, "block", 50, 10),
+                event(2_250, &b, "log", 20, 5),
+                // 2.5 minutes ago (bucket 11): 200 decisions, 150 blocked.
+                event(150, &a, "block", 200, 150),
+            ],
+            LogRetention {
+                max_events: None,
+                max_age_ms: None,
+            },
+        )
+        .await
+        .expect("events");
+    let counts = api.get_ok("/_netacl/v1/network-acls/counts").await;
+    let totals = &counts["totals"];
+    let mut decisions = vec![0u64; 12];
+    decisions[4] = 50;
+    decisions[11] = 200;
+    let mut blocked = vec![0u64; 12];
+    blocked[4] = 10;
+    blocked[11] = 150;
+    assert_eq!(totals["decisions_series"], json!(decisions), "{totals}");
+    assert_eq!(totals["blocked_series"], json!(blocked), "{totals}");
+    assert_eq!(totals["decisions"], 250);
+    assert_eq!(totals["blocked"], 160);
+    assert_eq!(totals["blocked_share"], json!(160.0 / 250.0));
 }

@@ -67,6 +67,7 @@ function signedIn(info) {
     (can("update:network_acls") || can("create:network_acls") ? "" : " (read only)");
   $("new-rule").hidden = !can("create:network_acls");
   show("rules");
+  $("rule-filter").focus(); // keyboard users start in the rules view, at its filter
   document.dispatchEvent(new CustomEvent("console:signed-in", { detail: info }));
   loadRules();
 }
@@ -76,6 +77,7 @@ function signedOut(message) {
   state.scopes = [];
   state.rules = [];
   $("rules-body").replaceChildren();
+  $("rules-note").textContent = "";
   $("signin-error").textContent = message || "";
   show("signin");
   $("client_id").focus();
@@ -142,7 +144,42 @@ function matches(rule, needle) {
   return hay.includes(needle);
 }
 
+// The control of the table that has the focus, as (row id, selector), so that a redrawn table
+// (after a toggle, a load, the analysis' answer) gives the focus back to the same control.
+function focusedControl() {
+  const active = document.activeElement;
+  const tr = active && active.closest && active.closest("#rules-body tr");
+  if (!tr) return null;
+  if (active === tr) return { id: tr.dataset.id, selector: null };
+  if (active.dataset.control) return { id: tr.dataset.id, selector: '[data-control="' + active.dataset.control + '"]' };
+  if (active.dataset.jump) return { id: tr.dataset.id, selector: '[data-jump="' + CSS.escape(active.dataset.jump) + '"]' };
+  return null;
+}
+
+function rowOf(id) {
+  return [...document.querySelectorAll("#rules-body tr")].find((tr) => tr.dataset.id === id) || null;
+}
+
+// Shows the row of rule `id` and gives it the focus: narrows the filter to the rule when it is
+// not among the drawn rows. Returns the row (null when there is no such rule).
+export function showRule(id) {
+  let tr = rowOf(id);
+  if (!tr && state.rules.some((r) => r.id === id)) {
+    $("rule-filter").value = id;
+    renderRules();
+    tr = rowOf(id);
+  }
+  if (!tr) return null;
+  for (const old of document.querySelectorAll("#rules-body tr.jumped")) old.classList.remove("jumped");
+  tr.classList.add("jumped");
+  tr.tabIndex = -1;
+  tr.scrollIntoView({ block: "center" });
+  tr.focus({ preventScroll: true });
+  return tr;
+}
+
 export function renderRules() {
+  const focus = focusedControl();
   const needle = $("rule-filter").value.trim().toLowerCase();
   const shown = state.rules.filter((r) => matches(r, needle));
   const body = $("rules-body");
@@ -162,6 +199,7 @@ export function renderRules() {
     box.checked = !!rule.active;
     box.disabled = !can("update:network_acls");
     box.setAttribute("aria-label", "Active: " + rule.description);
+    box.dataset.control = "active";
     box.addEventListener("change", () => toggle(rule, box));
     activeCell.append(box);
     const editCell = el("td");
@@ -169,6 +207,7 @@ export function renderRules() {
       const edit = el("button", "Edit");
       edit.type = "button";
       edit.setAttribute("aria-label", "Edit: " + rule.description);
+      edit.dataset.control = "edit";
       edit.addEventListener("click", () => openEditor(rule));
       editCell.append(edit);
     }
@@ -176,6 +215,14 @@ export function renderRules() {
     rows.push(tr);
   }
   body.replaceChildren(...rows);
+  if (focus) {
+    const tr = rowOf(focus.id);
+    const target = tr && (focus.selector ? tr.querySelector(focus.selector) : tr);
+    if (target) {
+      if (target === tr) { tr.tabIndex = -1; tr.classList.add("jumped"); }
+      target.focus({ preventScroll: true });
+    }
+  }
   $("rules-count").textContent = shown.length + " of " + state.rules.length + " rules";
   $("rules-more").textContent = shown.length > ROW_LIMIT
     ? "The first " + ROW_LIMIT + " are shown: refine the filter to see the others." : "";
@@ -228,6 +275,7 @@ export function clearErrors() {
 export function openEditor(rule) {
   state.editing = rule || null;
   clearErrors();
+  $("rules-note").textContent = "";
   $("editor-title").textContent = rule ? "Edit rule " + rule.id : "New rule";
   const r = (rule && rule.rule) || {};
   $("f-description").value = rule ? rule.description : "";
@@ -242,9 +290,29 @@ export function openEditor(rule) {
       $("f-" + kind + "-" + key).value = values.join("\n");
     }
   }
+  // An existing rule: saved as a replace (PUT) or an update of the changed fields (PATCH),
+  // and deleted (two steps) by a client holding delete:network_acls.
+  $("write-mode").hidden = !rule;
+  $("f-mode-replace").checked = true;
+  $("preview-delete").hidden = !rule;
+  $("delete-rule").hidden = !rule || !can("delete:network_acls");
+  disarmDelete();
   show("editor");
   document.dispatchEvent(new CustomEvent("console:editor-opened", { detail: rule || null }));
   $("f-description").focus();
+}
+
+// Leaves the editor for the rules, the focus on the row of the rule that was open (or on
+// "New rule"), so that the keyboard goes on where it was.
+export function closeEditor() {
+  const id = state.editing && state.editing.id;
+  state.editing = null;
+  show("rules");
+  if (!(id && showRule(id))) focusNewRule();
+}
+
+function focusNewRule() {
+  if (!$("new-rule").hidden) $("new-rule").focus(); else $("rule-filter").focus();
 }
 
 function splitValues(text, numeric) {
@@ -304,22 +372,89 @@ export function showApiError(json, prefix = "") {
   return false;
 }
 
+// Equal as JSON values, whatever the order of the members.
+function sameJson(a, b) {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a), kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
+}
+
+// How the editor writes: "create" (a new rule), "replace" (PUT, the whole rule) or "update"
+// (PATCH, only the fields the form changed).
+export function writeMode() {
+  if (!state.editing) return "create";
+  return $("f-mode-update").checked ? "update" : "replace";
+}
+
+// The top-level fields of the form that differ from the rule being edited (a PATCH body).
+export function changedFields() {
+  const body = ruleBody();
+  const changed = {};
+  for (const key of ["description", "active", "priority", "rule"]) {
+    if (!sameJson(body[key], state.editing[key])) changed[key] = body[key];
+  }
+  return changed;
+}
+
+export const NOTHING_CHANGED = "The form changes no field of the rule: nothing to update.";
+
 async function saveRule(event) {
   event.preventDefault();
   clearErrors();
-  const body = ruleBody();
-  const r = state.editing
-    ? await api("PUT", "api/v2/network-acls/" + encodeURIComponent(state.editing.id), body)
-    : await api("POST", "api/v2/network-acls", body);
+  const mode = writeMode();
+  let r;
+  if (mode === "update") {
+    const patch = changedFields();
+    if (!Object.keys(patch).length) { $("editor-error").textContent = NOTHING_CHANGED; return; }
+    r = await api("PATCH", "api/v2/network-acls/" + encodeURIComponent(state.editing.id), patch);
+  } else if (mode === "replace") {
+    r = await api("PUT", "api/v2/network-acls/" + encodeURIComponent(state.editing.id), ruleBody());
+  } else {
+    r = await api("POST", "api/v2/network-acls", ruleBody());
+  }
   if (r.status === 200 || r.status === 201) {
     // With findings about the written rule the editor stays open on it to show them.
     const findings = r.headers.get("Netacl-Findings");
     state.editing = null;
-    if (findings && r.json && r.json.id) openEditor(r.json); else show("rules");
+    const stay = findings && r.json && r.json.id;
+    if (stay) openEditor(r.json); else show("rules");
     document.dispatchEvent(new CustomEvent("console:saved", { detail: { rule: r.json, findings } }));
     await loadRules();
+    if (!stay && !(r.json && r.json.id && showRule(r.json.id))) focusNewRule();
   } else {
     showApiError(r.json);
+  }
+}
+
+function disarmDelete() {
+  const b = $("delete-rule");
+  b.dataset.armed = "";
+  b.textContent = "Delete rule";
+}
+
+// Two steps: the first press asks, the second deletes.
+async function deleteRule() {
+  const rule = state.editing;
+  if (!rule) return;
+  const b = $("delete-rule");
+  if (b.dataset.armed !== "1") {
+    clearErrors();
+    b.dataset.armed = "1";
+    b.textContent = "Confirm: delete " + rule.id;
+    return;
+  }
+  disarmDelete();
+  const r = await api("DELETE", "api/v2/network-acls/" + encodeURIComponent(rule.id));
+  if (r.status === 204) {
+    state.editing = null;
+    show("rules");
+    $("rules-note").textContent = "Deleted rule " + rule.id + " (priority " + rule.priority + ").";
+    await loadRules();
+    focusNewRule();
+  } else {
+    $("editor-error").textContent = (r.json && r.json.message) || ("Not deleted (" + r.status + ").");
   }
 }
 
@@ -356,15 +491,39 @@ async function decide(event) {
   state.decision = d;
   const byId = new Map(state.rules.map((x) => [x.id, x]));
   const name = (id) => (byId.has(id) ? byId.get(id).description + " (" + id + ")" : id);
+  // A rule's name, and a button that shows its row (focus on it) in the table below.
+  const ruleItem = (id) => {
+    const span = el("span", name(id));
+    if (byId.has(id)) {
+      const go = el("button", "show in the table", "link");
+      go.type = "button";
+      go.setAttribute("aria-label", "Show rule " + name(id) + " in the table");
+      go.addEventListener("click", () => showRule(id));
+      span.append(" ", go);
+    }
+    return span;
+  };
   const list = el("dl");
   list.id = "decision";
   list.append(el("dt", "Decision"), el("dd", d.action, "decision-action"));
-  list.append(el("dt", "Deciding rule"), el("dd", d.rule_id ? name(d.rule_id) : "none (no rule decided)"));
+  const deciding = el("dd", null, "decision-rule");
+  deciding.append(d.rule_id ? ruleItem(d.rule_id) : "none (no rule decided)");
+  list.append(el("dt", "Deciding rule"), deciding);
   if (d.redirect_uri) list.append(el("dt", "Redirect to"), el("dd", d.redirect_uri));
-  list.append(el("dt", "Monitored"), el("dd", (d.monitored || []).map(name).join(", ") || "none"));
+  const monitored = el("dd", null, "decision-monitored");
+  (d.monitored || []).forEach((id, i) => { if (i) monitored.append(", "); monitored.append(ruleItem(id)); });
+  if (!(d.monitored || []).length) monitored.append("none");
+  list.append(el("dt", "Monitored"), monitored);
   list.append(el("dt", "Rule set version"), el("dd", r.json.version));
   out.replaceChildren(list);
   renderRules();
+  // The deciding rule is highlighted in the table: when the filter (or the row limit) hides
+  // it, the filter is set to it.
+  if (d.rule_id && byId.has(d.rule_id) && !rowOf(d.rule_id)) {
+    $("rule-filter").value = d.rule_id;
+    renderRules();
+    out.append(el("p", "The filter was set to the deciding rule to show it in the table.", "muted"));
+  }
 }
 
 // ---- wiring ----
@@ -377,11 +536,12 @@ function wire() {
   $("nav-try").addEventListener("click", () => { show("try", "rules"); $("t-path").focus(); });
   $("rule-filter").addEventListener("input", renderRules);
   $("new-rule").addEventListener("click", () => openEditor(null));
-  $("cancel-rule").addEventListener("click", () => { state.editing = null; show("rules"); });
+  $("cancel-rule").addEventListener("click", closeEditor);
+  $("delete-rule").addEventListener("click", deleteRule);
   $("rule-form").addEventListener("submit", saveRule);
   $("try-form").addEventListener("submit", decide);
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && !$("editor").hidden) { state.editing = null; show("rules"); }
+    if (e.key === "Escape" && !$("editor").hidden) closeEditor();
   });
 }
 

@@ -1,5 +1,5 @@
 // Per-rule traffic in the rules table: matched / evaluated over the last hour and a sparkline of
-// the matches in twelve 5-minute buckets (GET /_netacl/v1/network-acls/counts, the edges'
+// both in twelve 5-minute buckets (evaluated as pale bars, the matches over them) (GET /_netacl/v1/network-acls/counts, the edges'
 // acls_summary events). Built with DOM APIs only (an inline SVG, no library, no markup strings).
 import { state, el, api, renderRules, rowDecorators } from "./console.js";
 
@@ -22,8 +22,10 @@ export async function loadCounts(force) {
   return counts.loading;
 }
 
-// A sparkline of `series` (counts, oldest first): one bar per bucket, scaled to the largest.
-export function sparkline(series, label) {
+// A sparkline of `series` (counts, oldest first): one bar per bucket, scaled to the largest;
+// with `behind` (a series as long), its bars are drawn first, paler (class "behind"), and the
+// scale is the largest of both.
+export function sparkline(series, label, behind) {
   const width = 60, height = 16, gap = 1;
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("viewBox", "0 0 " + width + " " + height);
@@ -32,17 +34,27 @@ export function sparkline(series, label) {
   svg.setAttribute("class", "spark");
   svg.setAttribute("role", "img");
   svg.setAttribute("aria-label", label);
-  const max = Math.max(1, ...series);
+  const max = Math.max(1, ...series, ...(behind || []));
   const bar = width / series.length;
-  series.forEach((n, i) => {
+  const bars = (values, cls) => values.forEach((n, i) => {
     const h = n > 0 ? Math.max(1, Math.round((n / max) * height)) : 0;
     const rect = document.createElementNS(SVG, "rect");
     rect.setAttribute("x", String(i * bar));
     rect.setAttribute("y", String(height - h));
     rect.setAttribute("width", String(Math.max(1, bar - gap)));
     rect.setAttribute("height", String(h));
+    rect.setAttribute("class", cls);
     svg.append(rect);
   });
+  const base = document.createElementNS(SVG, "line"); // the window's extent, also when quiet
+  base.setAttribute("x1", "0");
+  base.setAttribute("x2", String(width));
+  base.setAttribute("y1", String(height - 0.5));
+  base.setAttribute("y2", String(height - 0.5));
+  base.setAttribute("class", "base");
+  svg.append(base);
+  if (behind) bars(behind, "behind");
+  bars(series, "front");
   return svg;
 }
 
@@ -55,7 +67,8 @@ function decorate(rule, tr) {
     const figures = el("span", c.matched + " / " + c.evaluated, "counts");
     figures.title = c.matched + " matched of " + c.evaluated + " evaluated in the last hour";
     td.append(figures, sparkline(c.matched_series,
-      "matches per 5 minutes, last hour: " + c.matched_series.join(", ")));
+      "per 5 minutes, last hour: matched " + c.matched_series.join(", ") +
+      "; evaluated " + c.evaluated_series.join(", "), c.evaluated_series));
   }
   tr.append(td);
 }

@@ -5,7 +5,7 @@
 // save (the Netacl-Findings header) are shown in the editor. Everything is written as text.
 "use strict";
 
-import { state, $, el, api, renderRules, rowDecorators } from "./console.js";
+import { state, $, el, api, renderRules, rowDecorators, showRule } from "./console.js";
 
 const KIND = { shadowed: "shadowed by", redundant: "redundant with", conflict: "conflicts with" };
 
@@ -19,30 +19,13 @@ function ruleName(id) {
   return "priority " + rule.priority + (rule.description ? ": " + rule.description : " (" + id + ")");
 }
 
-// Shows the row of rule `id`: narrows the filter to it when it is not among the drawn rows.
-export function jumpTo(id) {
-  const find = () => [...document.querySelectorAll("#rules-body tr")].find((tr) => tr.dataset.id === id);
-  let tr = find();
-  if (!tr) {
-    $("rule-filter").value = id;
-    renderRules();
-    tr = find();
-  }
-  if (!tr) return;
-  for (const old of document.querySelectorAll("#rules-body tr.jumped")) old.classList.remove("jumped");
-  tr.classList.add("jumped");
-  tr.tabIndex = -1;
-  tr.scrollIntoView({ block: "center" });
-  tr.focus();
-}
-
 function ruleLink(id) {
   const b = el("button", ruleName(id), "link");
   b.type = "button";
   b.dataset.jump = id;
   b.title = id;
   b.setAttribute("aria-label", "Go to rule " + ruleName(id));
-  b.addEventListener("click", () => jumpTo(id));
+  b.addEventListener("click", () => showRule(id)); // narrows the filter when it is not drawn
   return b;
 }
 

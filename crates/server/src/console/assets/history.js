@@ -174,10 +174,16 @@ async function showDiff(version) {
 
 // ---- rollback ----
 
-function hideConfirm() {
+// Closes the confirmation; with `refocus`, the focus goes back to the button that opened it.
+function hideConfirm(refocus) {
+  const pending = history.pending;
   history.pending = null;
   $("rollback-confirm").hidden = true;
   $("rollback-plan").replaceChildren();
+  if (refocus && pending) {
+    const back = document.querySelector('#history-body tr[data-version="' + pending.version + '"] button.rollback');
+    if (back) back.focus();
+  }
 }
 
 // The confirmation: what rolling back to `version` would do to the version listed as newest.
@@ -214,9 +220,12 @@ async function rollBack() {
   const r = await api("POST", "_netacl/v1/network-acls/rollback",
     { version: pending.version, expected_version: pending.expected });
   if (r.status === 200) {
-    out.replaceChildren(el("p", "Rolled back to version " + pending.version + ": the rule set is now version " +
-      r.json.version + ".", "ok"));
+    const done = el("p", "Rolled back to version " + pending.version + ": the rule set is now version " +
+      r.json.version + ".", "ok");
+    done.tabIndex = -1;
+    out.replaceChildren(done);
     await loadVersions(null);
+    done.focus();
     loadRules();
   } else if (r.status === 409) {
     const p = el("p", "Not rolled back: the rule set changed since you saw version " + pending.expected +
@@ -240,9 +249,9 @@ function install() {
     if (history.next !== null) loadVersions(history.next);
   });
   $("rollback-go").addEventListener("click", rollBack);
-  $("rollback-cancel").addEventListener("click", hideConfirm);
+  $("rollback-cancel").addEventListener("click", () => hideConfirm(true));
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && !$("rollback-confirm").hidden) hideConfirm();
+    if (e.key === "Escape" && !$("rollback-confirm").hidden) hideConfirm(true);
   });
 }
 

@@ -1,7 +1,11 @@
 // The tenant overview: the live policy (GET /_netacl/v1/status), the last hour's traffic (the
-// counts endpoint) and the tenant logs (GET /api/v2/logs) with filters and paging.
+// counts endpoint: totals and two charts, decisions per second and blocked share for each of its
+// twelve 5-minute buckets, with the same figures as a table) and the tenant logs
+// (GET /api/v2/logs) with filters and paging. Charts are SVG built with DOM calls.
 import { $, el, show, api, can } from "./console.js";
-import { loadCounts, sparkline } from "./counts.js";
+import { loadCounts } from "./counts.js";
+
+const SVG = "http://www.w3.org/2000/svg";
 
 const PER_PAGE = 20;
 const logs = { page: 0, total: 0 };
@@ -51,7 +55,100 @@ async function loadStatus() {
   const thead = el("thead");
   thead.append(head);
   indexes.append(thead, body);
-  out.replaceChildren(list, el("h4", "Indexes"), indexes);
+  // Most indexes of a small tenant are unused: the table is folded, its summary says how many.
+  const used = (p.indexes || []).filter((ix) => ix.kind !== "unused").length;
+  const details = el("details");
+  details.append(el("summary", "Indexes: " + used + " in use of " + (p.indexes || []).length), indexes);
+  out.replaceChildren(list, details);
+}
+
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+
+const clock = (date) => date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+const rate = (n) => (n === 0 ? "0" : n < 0.01 ? n.toExponential(1) : n.toFixed(n < 10 ? 3 : 1)) + "/s";
+
+// The window's buckets, oldest first: start time, decisions, decisions per second, blocked,
+// blocked share (null without decisions).
+function buckets(c) {
+  const t = c.totals;
+  const from = Date.parse(c.from);
+  return t.decisions_series.map((decisions, i) => {
+    const blocked = (t.blocked_series || [])[i] || 0;
+    return {
+      start: new Date(from + i * c.bucket_seconds * 1000), decisions, blocked,
+      rate: decisions / c.bucket_seconds,
+      share: decisions > 0 ? Math.min(1, blocked / decisions) : null,
+    };
+  });
+}
+
+// One bar chart: a bar per bucket (null: no bar), the scale's top and 0 on the left, the
+// window's first and last times below, each bar's figures in its <title>.
+function barChart(id, label, values, max, top, tips, c) {
+  const width = 420, height = 64, left = 58, below = 16, slot = (width - left) / values.length;
+  const root = svg("svg", { id, viewBox: "0 0 " + width + " " + (height + below), width,
+    height: height + below, role: "img", "aria-label": label, class: "traffic-chart" });
+  root.append(svg("text", { x: left - 6, y: 10, "text-anchor": "end", class: "axis" }, top));
+  root.append(svg("text", { x: left - 6, y: height, "text-anchor": "end", class: "axis" }, "0"));
+  root.append(svg("line", { x1: left, y1: height + 0.5, x2: width, y2: height + 0.5, class: "base" }));
+  values.forEach((v, i) => {
+    const h = v === null || max <= 0 ? 0 : Math.max(v > 0 ? 1 : 0, Math.round((v / max) * (height - 4)));
+    const bar = svg("rect", { x: left + i * slot + 1, y: height - h, width: Math.max(1, slot - 2), height: h,
+      class: v === null ? "bar empty" : "bar" });
+    bar.append(svg("title", {}, tips[i]));
+    root.append(bar);
+  });
+  root.append(svg("text", { x: left, y: height + below - 2, class: "axis" }, clock(new Date(c.from))));
+  root.append(svg("text", { x: width, y: height + below - 2, "text-anchor": "end", class: "axis" },
+    clock(new Date(c.to))));
+  return root;
+}
+
+function trafficCharts(c) {
+  const rows = buckets(c);
+  const minutes = Math.round(c.bucket_seconds / 60);
+  const tip = (b) => clock(b.start) + ": " + b.decisions + " decisions (" + rate(b.rate) + "), " +
+    b.blocked + " blocked" + (b.share === null ? "" : " (" + percent(b.share) + ")");
+  const tips = rows.map(tip);
+  const maxRate = Math.max(0, ...rows.map((b) => b.rate));
+  const wrap = el("div", null, "traffic-charts");
+  wrap.append(
+    el("h4", "Decisions per second, per " + minutes + " minutes"),
+    barChart("ov-chart-rate", "Decisions per second per " + minutes + " minutes: " +
+      rows.map((b) => rate(b.rate)).join(", "), rows.map((b) => b.rate), maxRate, rate(maxRate), tips, c),
+    el("h4", "Blocked share, per " + minutes + " minutes"),
+    barChart("ov-chart-share", "Blocked share per " + minutes + " minutes: " +
+      rows.map((b) => (b.share === null ? "no decisions" : percent(b.share))).join(", "),
+      rows.map((b) => b.share), 1, "100 %", tips, c));
+  // The same figures as a table (for reading them exactly, and for screen readers).
+  const details = el("details");
+  details.append(el("summary", "The " + rows.length + " buckets as a table"));
+  const table = el("table", null, "buckets");
+  table.id = "ov-buckets";
+  const head = el("tr");
+  for (const h of ["From", "Decisions", "Per second", "Blocked", "Blocked share"]) {
+    const th = el("th", h);
+    th.scope = "col";
+    head.append(th);
+  }
+  const thead = el("thead");
+  thead.append(head);
+  const body = el("tbody");
+  for (const b of rows) {
+    const tr = el("tr");
+    tr.append(el("td", clock(b.start)), el("td", b.decisions), el("td", rate(b.rate)), el("td", b.blocked),
+      el("td", b.share === null ? "—" : percent(b.share)));
+    body.append(tr);
+  }
+  table.append(thead, body);
+  details.append(table);
+  wrap.append(details);
+  return wrap;
 }
 
 async function loadTraffic() {
@@ -67,10 +164,8 @@ async function loadTraffic() {
   figure(list, "Decisions (last hour)", t.decisions, "ov-decisions");
   figure(list, "Blocked share", percent(t.blocked_share), "ov-blocked");
   figure(list, "Blocked", t.blocked);
-  const chart = el("p");
-  chart.append(sparkline(t.decisions_series, "decisions per 5 minutes, last hour: " + t.decisions_series.join(", ")),
-    el("span", " decisions per 5 minutes (" + c.from + " to " + c.to + ")", "muted"));
-  out.replaceChildren(list, chart);
+  out.replaceChildren(list, trafficCharts(c),
+    el("p", "From the edges' reports between " + c.from + " and " + c.to + ".", "muted"));
 }
 
 // The filters as the `q` of GET /api/v2/logs (type, client id, date range, joined by AND).

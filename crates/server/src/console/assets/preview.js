@@ -1,11 +1,15 @@
-// The impact preview in the editor: "Preview impact" sends the form as a proposed change (a
-// create for a new rule, a replace for an edited one) to POST _netacl/v1/network-acls/preview,
-// with the pasted requests when there are some, and draws the answer: how many decisions change,
-// the transitions, the rules that gain and lose decisions as a bar chart (SVG built with DOM
-// calls), and the examples. An invalid proposed rule shows the API's message at its field.
+// The impact preview in the editor: "Preview impact" sends the form as the proposed change Save
+// would make (a create for a new rule; for an edited one a replace, or an update of the fields
+// the form changed, as "Save and preview as" says) and "Preview deletion" the deletion of the
+// edited rule, to POST _netacl/v1/network-acls/preview, with the pasted requests when there are
+// some, and draws the answer: how many decisions change, the transitions, the rules that gain and
+// lose decisions as a bar chart (SVG built with DOM calls), and the examples. An invalid proposed
+// rule shows the API's message at its field.
 "use strict";
 
-import { state, $, el, api, ruleBody, showApiError, clearErrors } from "./console.js";
+import {
+  state, $, el, api, ruleBody, showApiError, clearErrors, writeMode, changedFields, NOTHING_CHANGED,
+} from "./console.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const PREFIX = "changes[0].network_acl.";
@@ -74,14 +78,14 @@ function chart(byRule) {
   return root;
 }
 
-function draw(answer) {
+function draw(answer, what) {
   const out = $("preview-result");
   const parts = [];
   const summary = el("dl", null, "preview-summary");
   summary.id = "preview-summary";
   summary.append(el("dt", "Requests replayed"), el("dd", answer.requests, "preview-requests"),
     el("dt", "Decisions changed"), el("dd", answer.changed, "preview-changed"));
-  const title = el("h3", "Impact of this change");
+  const title = el("h3", "Impact of " + what);
   title.tabIndex = -1;
   parts.push(title, summary);
   const transitions = answer.transitions || [];
@@ -120,25 +124,41 @@ function draw(answer) {
   title.scrollIntoView({ block: "start" }); // the answer is below the form
 }
 
-async function preview() {
+// The change the form proposes, as Save would send it; null (and said) when there is none.
+function proposedChange() {
+  const mode = writeMode();
+  if (mode === "create") return { op: "create", network_acl: ruleBody() };
+  if (mode === "replace") return { op: "replace", id: state.editing.id, network_acl: ruleBody() };
+  const changed = changedFields();
+  if (!Object.keys(changed).length) {
+    $("preview-error").textContent = NOTHING_CHANGED;
+    return null;
+  }
+  return { op: "update", id: state.editing.id, network_acl: changed };
+}
+
+const WHAT = {
+  create: "this new rule", replace: "this replace", update: "this update", delete: "deleting this rule",
+};
+
+async function preview(deletion) {
   clearErrors();
   $("preview-error").textContent = "";
-  $("preview-result").replaceChildren(el("p", "Replaying…", "muted"));
-  const change = state.editing
-    ? { op: "replace", id: state.editing.id, network_acl: ruleBody() }
-    : { op: "create", network_acl: ruleBody() };
+  $("preview-result").replaceChildren();
+  const change = deletion ? { op: "delete", id: state.editing.id } : proposedChange();
+  if (!change) return;
   const body = { changes: [change] };
   try {
     const requests = pastedRequests();
     if (requests.length) body.requests = requests;
   } catch (e) {
-    $("preview-result").replaceChildren();
     $("preview-error").textContent = e.message;
     return;
   }
+  $("preview-result").replaceChildren(el("p", "Replaying…", "muted"));
   const r = await api("POST", "_netacl/v1/network-acls/preview", body);
   if (r.status === 200 && r.json) {
-    draw(r.json);
+    draw(r.json, WHAT[change.op]);
     return;
   }
   $("preview-result").replaceChildren();
@@ -152,7 +172,8 @@ async function preview() {
 }
 
 function install() {
-  $("preview-rule").addEventListener("click", preview);
+  $("preview-rule").addEventListener("click", () => preview(false));
+  $("preview-delete").addEventListener("click", () => preview(true));
   document.addEventListener("console:editor-opened", () => {
     $("preview-error").textContent = "";
     $("preview-result").replaceChildren();
