@@ -1,10 +1,11 @@
-//! The analysis: each rule's region swept against the rules that can meet it.
+//! The analysis: one pass in evaluation order keeps the undecided region as a decision
+//! diagram, so what each rule decides falls out; the findings are then read per rule.
 
 use netacl_model::{Action, NetworkAcl, RuleSet};
 
-use crate::cells::{AtomSet, Cell, Region, TooComplex, DIMS, MAX_CELLS, MAX_WORK};
+use crate::bdd::{Bdd, Manager, FALSE, TRUE};
+use crate::cells::{AtomSet, Cell, DIMS};
 use crate::domain::{Domain, RuleCells, SCOPE};
-use crate::witness::{contains, Witnesses};
 use crate::{Analysis, Finding, FindingKind, Undecided};
 
 /// A set on one dimension with at most this many atoms is indexed atom by atom.
@@ -13,6 +14,9 @@ const SMALL: u64 = 64;
 struct Rule<'a> {
     acl: &'a NetworkAcl,
     cells: RuleCells,
+    /// The requests it surely matches (`under`) and possibly matches (`over`).
+    under: Bdd,
+    over: Bdd,
 }
 
 impl Rule<'_> {
@@ -22,11 +26,89 @@ impl Rule<'_> {
     fn terminal(&self) -> bool {
         self.action().is_terminal()
     }
-    fn exact(&self) -> bool {
-        self.cells.inexact.is_none()
-    }
     fn id(&self) -> String {
         self.acl.id.to_string()
+    }
+}
+
+/// Where each dimension's atoms sit among the diagram's variables: dimension by dimension (in
+/// `ORDER`), each atom number in binary, most significant bit first.
+struct Layout {
+    order: [usize; DIMS],
+    first: [u32; DIMS],
+    bits: [u32; DIMS],
+    universe: [u32; DIMS],
+    /// For each variable: its dimension and the shift of its bit in the atom number.
+    of_var: Vec<(u8, u8)>,
+}
+
+/// The dimensions from the root down: the request scope and the signals with few atoms
+/// first, signals that rules name together next to each other (hostname and ASN, country and
+/// ASN), the wide address and fingerprint dimensions last.
+const ORDER: [usize; DIMS] = [SCOPE, 4, 5, 9, 3, 8, 6, 7, 1, 2, 10];
+
+
+fn order() -> [usize; DIMS] {
+    if let Some(v) = std::env::var_os("NETACL_ORDER") {
+        let v: Vec<usize> = v.to_str().unwrap().split(',').map(|x| x.parse().unwrap()).collect();
+        return v.try_into().unwrap();
+    }
+    ORDER
+}
+
+impl Layout {
+    fn new(universe: &[u32; DIMS]) -> Self {
+        let order = order();
+        let mut first = [0; DIMS];
+        let mut bits = [0; DIMS];
+        let mut of_var = Vec::new();
+        let mut next = 0;
+        for &d in &order {
+            let b = (32 - (universe[d].max(2) - 1).leading_zeros()).max(1);
+            first[d] = next;
+            bits[d] = b;
+            for k in 0..b {
+                of_var.push((d as u8, (b - 1 - k) as u8));
+            }
+            next += b;
+        }
+        Layout {
+            order,
+            first,
+            bits,
+            universe: *universe,
+            of_var,
+        }
+    }
+
+    /// The requests of a box.
+    fn cell(&self, m: &mut Manager, cell: Option<&Cell>) -> Bdd {
+        let Some(cell) = cell else { return FALSE };
+        let mut acc = TRUE;
+        for &d in self.order.iter().rev() {
+            if let AtomSet::Ranges(r) = &cell.dims[d] {
+                let ranges: Vec<(u64, u64)> =
+                    r.iter().map(|&(lo, hi)| (u64::from(lo), u64::from(hi))).collect();
+                acc = m.ranges(self.first[d], self.bits[d], &ranges, acc);
+            }
+        }
+        acc
+    }
+
+    /// Every request: each dimension's atom number below its universe.
+    fn valid(&self, m: &mut Manager) -> Bdd {
+        let mut acc = TRUE;
+        for &d in self.order.iter().rev() {
+            if u64::from(self.universe[d]) < 1u64 << self.bits[d] {
+                acc = m.ranges(
+                    self.first[d],
+                    self.bits[d],
+                    &[(0, u64::from(self.universe[d]))],
+                    acc,
+                );
+            }
+        }
+        acc
     }
 }
 
@@ -134,31 +216,6 @@ impl Index {
     }
 }
 
-/// One pass over the earlier terminal rules: the part of `start` left undecided, and the rules
-/// `test` says take part of it.
-fn sweep_earlier<'c>(
-    start: Option<&Cell>,
-    earlier: &[usize],
-    test: impl Fn(usize) -> Option<&'c Cell>,
-    subtract: impl Fn(usize) -> Option<&'c Cell>,
-    universe: &[u32; DIMS],
-) -> Result<(Region, Vec<usize>), TooComplex> {
-    let mut region = Region::split(start.cloned(), SCOPE, universe);
-    let mut hit = Vec::new();
-    for &e in earlier {
-        if region.is_empty() {
-            break;
-        }
-        if test(e).is_some_and(|t| region.intersects(t)) {
-            hit.push(e);
-        }
-        if let Some(s) = subtract(e) {
-            region.subtract(s, universe)?;
-        }
-    }
-    Ok((region, hit))
-}
-
 /// What is known about one question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Known {
@@ -175,24 +232,18 @@ fn known(proven: bool, refuted: bool) -> Known {
     }
 }
 
-const TOO_COMPLEX: &str = "too many cases to analyse exactly";
+/// What one rule decides: the part of its `over` box that no earlier terminal rule surely
+/// decides (`over`: it possibly decides these), and the part of its `under` box that no
+/// earlier terminal rule possibly decides (`under`: it surely decides these). Equal when the
+/// rule and every earlier rule meeting it are exact.
+#[derive(Debug, Clone, Copy)]
+struct Decides {
+    over: Bdd,
+    under: Bdd,
+}
 
 /// Analyses the active rules of `rules` (see the crate documentation).
 pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
-    analyze_with(rules, Strategy::PointsThenSweep)
-}
-
-/// How each rule's questions are answered; the answers are the same (tested).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Strategy {
-    /// Points first (see `witness.rs`), the sweep for what they leave.
-    PointsThenSweep,
-    /// The sweep alone.
-    #[cfg(test)]
-    SweepOnly,
-}
-
-fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
     let mut active: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
     active.sort_by(|a, b| {
         (a.spec.priority, a.id.as_str().as_bytes())
@@ -200,70 +251,68 @@ fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
     });
     let domain = Domain::new(active.iter().copied());
     let universe = domain.universe;
+    let layout = Layout::new(&universe);
+    let mut m = Manager::new();
     let rules: Vec<Rule<'_>> = active
         .iter()
-        .map(|&acl| Rule {
-            acl,
-            cells: domain.rule_cells(acl),
+        .map(|&acl| {
+            let cells = domain.rule_cells(acl);
+            let over = layout.cell(&mut m, cells.over.as_ref());
+            let under = if cells.inexact.is_none() {
+                over
+            } else {
+                layout.cell(&mut m, cells.under.as_ref())
+            };
+            Rule {
+                acl,
+                cells,
+                under,
+                over,
+            }
         })
         .collect();
-    let mut index = Index::new(&rules, &universe);
-    let witnesses = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
-    let mut settled: Vec<Settled> = Vec::with_capacity(rules.len());
-    let mut analysis = Analysis::default();
 
+    // The pass: `possibly` holds the requests no earlier terminal rule surely decides,
+    // `surely` those no earlier terminal rule possibly decides.
+    let t0 = std::time::Instant::now();
+    let valid = layout.valid(&mut m);
+    let (mut possibly, mut surely) = (valid, valid);
+    let mut decides: Vec<Decides> = Vec::with_capacity(rules.len());
+    for rule in &rules {
+        let d = Decides {
+            over: m.and(rule.over, possibly),
+            under: m.and(rule.under, surely),
+        };
+        decides.push(d);
+        if rule.terminal() {
+            possibly = m.and_not(possibly, rule.under);
+            surely = m.and_not(surely, rule.over);
+        }
+    }
+    if std::env::var_os("NETACL_ANALYSIS_STATS").is_some() {
+        eprintln!("nodes after the pass: {} U {} in {:?}", m.len(), m.size(possibly), t0.elapsed());
+        let prof = m.profile(possibly, layout.of_var.len());
+        for &d in &layout.order {
+            let s: usize = (layout.first[d]..layout.first[d] + layout.bits[d]).map(|v| prof[v as usize]).sum();
+            eprintln!("  dim {d}: universe {} nodes {s}", universe[d]);
+        }
+        let total: usize = decides.iter().map(|d| m.size(d.over)).sum();
+        eprintln!("  sum of R sizes {total}");
+    }
+
+    let mut index = Index::new(&rules, &universe);
+    let mut analysis = Analysis::default();
     for (i, rule) in rules.iter().enumerate() {
-        let Some(over) = &rule.cells.over else {
-            // Matches no request at all.
+        let Some(over_cell) = &rule.cells.over else {
             analysis.findings.push(Finding {
                 kind: FindingKind::Shadowed,
                 rule_id: rule.id(),
                 by: Vec::new(),
                 detail: "matches no request".to_owned(),
             });
-            settled.push(Settled::SHADOWED);
             continue;
         };
-        let candidates = index.query(i, over, &rules, &universe);
-        let earlier: Vec<usize> = candidates
-            .iter()
-            .copied()
-            .filter(|&c| c < i && rules[c].terminal())
-            .collect();
-        let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
-        let fast = match strategy {
-            Strategy::PointsThenSweep => {
-                settle_by_points(i, &rules, &earlier, &settled, &witnesses, &universe)
-            }
-            #[cfg(test)]
-            Strategy::SweepOnly => None,
-        };
-        if let Some(fast) = fast {
-            for &e in &fast.conflicts {
-                analysis.findings.push(conflict(&rules[e], rule));
-            }
-            if fast.unknown_conflicts {
-                let reason = rule.cells.inexact.clone().or_else(|| {
-                    earlier.iter().find_map(|&c| {
-                        rules[c]
-                            .cells
-                            .inexact
-                            .as_ref()
-                            .map(|r| format!("depends on {}, which {r}", rules[c].id()))
-                    })
-                });
-                analysis.undecided.push(Undecided {
-                    rule_id: rule.id(),
-                    reason: format!("whether it conflicts: {}", reason.unwrap_or_default()),
-                });
-            }
-            settled.push(Settled {
-                shadowed: Known::No,
-                left: None,
-            });
-            continue;
-        }
-        let exact = rule.exact() && candidates.iter().all(|&c| rules[c].exact());
+        let candidates = index.query(i, over_cell, &rules, &universe);
         let mut reasons: Vec<String> = Vec::new();
         let inexact_reason = || -> String {
             if let Some(reason) = &rule.cells.inexact {
@@ -280,44 +329,17 @@ fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
                 })
                 .unwrap_or_default()
         };
-
-        // Earlier rules: shadowing and conflicts.
-        let under_of = |c: usize| rules[c].cells.under.as_ref();
-        let over_of = |c: usize| rules[c].cells.over.as_ref();
-        let o_sweep = sweep_earlier(Some(over), &earlier, over_of, under_of, &universe);
-        let u_sweep = if exact {
-            o_sweep.clone()
-        } else {
-            sweep_earlier(
-                rule.cells.under.as_ref(),
-                &earlier,
-                under_of,
-                over_of,
-                &universe,
-            )
-        };
-        let (Ok((o_left, o_hit)), Ok((u_left, u_hit))) = (o_sweep, u_sweep) else {
-            analysis.undecided.push(Undecided {
-                rule_id: rule.id(),
-                reason: format!(
-                    "whether it is shadowed: {TOO_COMPLEX} (over {MAX_CELLS} boxes or {MAX_WORK} box visits)"
-                ),
-            });
-            settled.push(Settled {
-                shadowed: Known::Unknown,
-                left: None,
-            });
-            continue;
-        };
-        let shadowed = known(o_left.is_empty(), !u_left.is_empty());
-        settled.push(Settled {
-            shadowed,
-            left: (o_left.cells.len() + u_left.cells.len() <= MAX_KEPT_CELLS)
-                .then(|| (o_left.clone(), u_left.clone())),
-        });
+        let mine = decides[i];
+        let shadowed = known(mine.over == FALSE, mine.under != FALSE);
         match shadowed {
             Known::Yes => {
-                let by: Vec<String> = o_hit.iter().map(|&e| rules[e].id()).collect();
+                let by: Vec<String> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&e| e < i && rules[e].terminal())
+                    .filter(|&e| m.meets(decides[e].over, rule.over))
+                    .map(|e| rules[e].id())
+                    .collect();
                 let verb = if rule.terminal() {
                     "never decides"
                 } else {
@@ -339,12 +361,19 @@ fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
         }
         if rule.terminal() {
             let mut unknown_conflicts = false;
-            for &e in &earlier {
-                if rules[e].action() == rule.action() {
+            for &e in candidates.iter().take_while(|&&e| e < i) {
+                let earlier = &rules[e];
+                if !earlier.terminal() || earlier.action() == rule.action() {
                     continue;
                 }
-                match known(u_hit.contains(&e), !o_hit.contains(&e)) {
-                    Known::Yes => analysis.findings.push(conflict(&rules[e], rule)),
+                let theirs = decides[e];
+                if theirs.over == FALSE {
+                    continue;
+                }
+                let proven = m.meets(theirs.under, rule.under);
+                let refuted = !proven && !m.meets(theirs.over, rule.over);
+                match known(proven, refuted) {
+                    Known::Yes => analysis.findings.push(conflict(earlier, rule)),
                     Known::Unknown => unknown_conflicts = true,
                     Known::No => {}
                 }
@@ -354,67 +383,60 @@ fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
             }
         }
 
-        // Later rules: redundancy (a log rule that is recorded is never redundant).
+        // Redundancy (a log rule that is recorded is never redundant).
         if rule.terminal() && shadowed == Known::No {
+            let later = || candidates.iter().copied().filter(|&c| c > i);
             let bad = |x: usize| !rules[x].terminal() || rules[x].action() != rule.action();
-            let proof = (|| -> Result<Option<Vec<usize>>, TooComplex> {
-                let mut region = o_left.clone();
-                let mut takers = Vec::new();
-                for &x in &later {
-                    if region.is_empty() {
+            // Proof: every request it possibly decides falls to a later rule deciding it the
+            // same way before any rule deciding otherwise (or recording) meets it.
+            let mut region = mine.over;
+            let mut takers = Vec::new();
+            let mut proven = true;
+            for x in later() {
+                if region == FALSE {
+                    break;
+                }
+                if m.meets(region, rules[x].over) {
+                    if bad(x) {
+                        proven = false;
                         break;
                     }
-                    if over_of(x).is_some_and(|c| region.intersects(c)) {
-                        if bad(x) {
-                            return Ok(None);
-                        }
-                        takers.push(x);
-                    }
-                    if let Some(c) = under_of(x) {
-                        region.subtract(c, &universe)?;
-                    }
+                    takers.push(x);
                 }
-                Ok(region.is_empty().then_some(takers))
-            })();
-            let refuted = if exact {
-                proof.as_ref().map(|p| p.is_none()).map_err(|&e| e)
+                region = m.and_not(region, rules[x].under);
+            }
+            proven &= region == FALSE;
+            if proven {
+                let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
+                analysis.findings.push(Finding {
+                    kind: FindingKind::Redundant,
+                    rule_id: rule.id(),
+                    detail: format!(
+                        "removing it changes no decision: {} decide{} the requests it decides the same way",
+                        by.join(", "),
+                        if by.len() == 1 { "s" } else { "" }
+                    ),
+                    by,
+                });
             } else {
-                (|| -> Result<bool, TooComplex> {
-                    let mut region = u_left.clone();
-                    for &x in &later {
-                        if region.is_empty() {
-                            return Ok(false);
-                        }
-                        if bad(x) && under_of(x).is_some_and(|c| region.intersects(c)) {
-                            return Ok(true);
-                        }
-                        if let Some(c) = over_of(x) {
-                            region.subtract(c, &universe)?;
-                        }
+                // Refutation: a request it surely decides that, once it is gone, a later rule
+                // surely decides otherwise (or records), or no later rule possibly decides.
+                let mut region = mine.under;
+                let mut refuted = None;
+                for x in later() {
+                    if region == FALSE {
+                        refuted = Some(false);
+                        break;
                     }
-                    Ok(!region.is_empty())
-                })()
-                .map_err(|_| TooComplex)
-            };
-            match (proof, refuted) {
-                (Ok(Some(takers)), _) => {
-                    let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
-                    analysis.findings.push(Finding {
-                        kind: FindingKind::Redundant,
-                        rule_id: rule.id(),
-                        detail: format!(
-                            "removing it changes no decision: {} decide{} the requests it decides the same way",
-                            by.join(", "),
-                            if by.len() == 1 { "s" } else { "" }
-                        ),
-                        by,
-                    });
+                    if bad(x) && m.meets(region, rules[x].under) {
+                        refuted = Some(true);
+                        break;
+                    }
+                    region = m.and_not(region, rules[x].over);
                 }
-                (_, Ok(true)) => {}
-                (Err(TooComplex), _) | (_, Err(TooComplex)) => {
-                    reasons.push(format!("whether it is redundant: {TOO_COMPLEX}"))
+                if !refuted.unwrap_or(region != FALSE) {
+                    reasons.push(format!("whether it is redundant: {}", inexact_reason()));
                 }
-                _ => reasons.push(format!("whether it is redundant: {}", inexact_reason())),
             }
         }
         if !reasons.is_empty() {
@@ -423,6 +445,9 @@ fn analyze_with(rules: &RuleSet, strategy: Strategy) -> Analysis {
                 reason: reasons.join("; "),
             });
         }
+    }
+    if std::env::var_os("NETACL_ANALYSIS_STATS").is_some() {
+        eprintln!("nodes at the end: {}", m.len());
     }
     analysis
 }
@@ -438,216 +463,5 @@ fn conflict(earlier: &Rule<'_>, rule: &Rule<'_>) -> Finding {
             earlier.action().name(),
             rule.action().name()
         ),
-    }
-}
-
-/// What the later rules may reuse of an earlier rule's analysis.
-struct Settled {
-    /// Whether it is shadowed (`Yes`: it decides no request, so it conflicts with none).
-    shadowed: Known,
-    /// When its sweep ran and stayed small: the part of its `over` box (first) and of its
-    /// `under` box (second) that no earlier terminal rule surely (first) or possibly (second)
-    /// decides. A later rule's conflict with it is proven when the second meets the later
-    /// rule's `under` box, refuted when the first does not meet its `over` box.
-    left: Option<(Region, Region)>,
-}
-
-impl Settled {
-    const SHADOWED: Settled = Settled {
-        shadowed: Known::Yes,
-        left: None,
-    };
-}
-
-/// The most boxes of an earlier rule's regions kept for the later rules' conflict questions.
-const MAX_KEPT_CELLS: usize = 64;
-
-/// What [`settle_by_points`] settled.
-struct FastAnswer {
-    /// The earlier rules it is proven to conflict with, in order.
-    conflicts: Vec<usize>,
-    /// Whether some conflict stays unknown (approximate boxes).
-    unknown_conflicts: bool,
-}
-
-/// Tries to settle every question about rule `i` with points (see `witness.rs`): not shadowed
-/// (a point it surely matches that no earlier terminal rule possibly matches), each conflict
-/// with an earlier terminal rule of another action (proven by a point both surely match that
-/// no terminal rule before the earlier one possibly matches; refuted when the earlier rule is
-/// shadowed; or read from the earlier rule's kept regions), and not redundant (the first later
-/// rule that possibly matches the first point surely matches it and decides otherwise, or no
-/// later rule possibly matches it). `None` when some question is left: the caller sweeps.
-fn settle_by_points(
-    i: usize,
-    rules: &[Rule<'_>],
-    earlier: &[usize],
-    settled: &[Settled],
-    witnesses: &Witnesses,
-    universe: &[u32; DIMS],
-) -> Option<FastAnswer> {
-    let rule = &rules[i];
-    let under = rule.cells.under.as_ref()?;
-    let over = rule.cells.over.as_ref()?;
-    let over_of = |o: usize| rules[o].cells.over.as_ref();
-    // The first terminal rule before `before` that possibly matches the point.
-    let decided_before = |point: &[u32; DIMS], before: usize| -> Option<&Cell> {
-        let mut first: Option<usize> = None;
-        witnesses.any_candidate(point, |o| {
-            if o < before
-                && first.is_none_or(|f| o < f)
-                && rules[o].terminal()
-                && over_of(o).is_some_and(|c| contains(c, point))
-            {
-                first = Some(o);
-            }
-            false
-        });
-        first.and_then(over_of)
-    };
-    witnesses.search(under, None, POINT_TRIES, |p| decided_before(p, i))?;
-    let mut answer = FastAnswer {
-        conflicts: Vec::new(),
-        unknown_conflicts: false,
-    };
-    if !rule.terminal() {
-        return Some(answer);
-    }
-    for &e in earlier {
-        let other = &rules[e];
-        if other.action() == rule.action() || settled[e].shadowed == Known::Yes {
-            continue;
-        }
-        if let Some((o_left, u_left)) = &settled[e].left {
-            let proven = u_left.cells.iter().any(|c| c.intersects(under));
-            let refuted = !o_left.cells.iter().any(|c| c.intersects(over));
-            match known(proven, refuted) {
-                Known::Yes => answer.conflicts.push(e),
-                Known::Unknown => answer.unknown_conflicts = true,
-                Known::No => {}
-            }
-            continue;
-        }
-        if witnesses
-            .search(under, other.cells.under.as_ref(), POINT_TRIES, |q| {
-                decided_before(q, e)
-            })
-            .is_some()
-        {
-            answer.conflicts.push(e);
-            continue;
-        }
-        // No point found: sweep the two rules' common box against the terminal rules before
-        // the earlier one (a much smaller sweep than the rule's own).
-        let common = |a: Option<&Cell>, b: Option<&Cell>| -> Option<Cell> {
-            let (a, b) = (a?, b?);
-            let mut cell = a.clone();
-            for d in 0..DIMS {
-                if !cell.restrict(d, &b.dims[d], universe) {
-                    return None;
-                }
-            }
-            Some(cell)
-        };
-        let o_common = common(Some(over), other.cells.over.as_ref());
-        let u_common = common(Some(under), other.cells.under.as_ref());
-        let before: Vec<usize> = earlier
-            .iter()
-            .copied()
-            .filter(|&t| t < e)
-            .filter(|&t| {
-                o_common
-                    .as_ref()
-                    .is_some_and(|c| over_of(t).is_some_and(|o| o.intersects(c)))
-            })
-            .collect();
-        let under_of = |o: usize| rules[o].cells.under.as_ref();
-        let (o_left, _) =
-            sweep_earlier(o_common.as_ref(), &before, |_| None, under_of, universe).ok()?;
-        let (u_left, _) =
-            sweep_earlier(u_common.as_ref(), &before, |_| None, over_of, universe).ok()?;
-        match known(!u_left.is_empty(), o_left.is_empty()) {
-            Known::Yes => answer.conflicts.push(e),
-            Known::Unknown => answer.unknown_conflicts = true,
-            Known::No => {}
-        }
-    }
-    // Not redundant: a point it decides that, once it is gone, a later rule surely decides
-    // otherwise (or a log rule records), or no later rule possibly matches.
-    let redecided = |point: &[u32; DIMS]| -> Option<&Cell> {
-        if let Some(cell) = decided_before(point, i) {
-            return Some(cell);
-        }
-        let mut first: Option<usize> = None;
-        witnesses.any_candidate(point, |o| {
-            if o > i
-                && first.is_none_or(|f| o < f)
-                && over_of(o).is_some_and(|c| contains(c, point))
-            {
-                first = Some(o);
-            }
-            false
-        });
-        let x = first?;
-        let next = &rules[x];
-        let surely = next
-            .cells
-            .under
-            .as_ref()
-            .is_some_and(|c| contains(c, point));
-        let same = next.terminal() && next.action() == rule.action();
-        if surely && !same {
-            None
-        } else {
-            over_of(x)
-        }
-    };
-    witnesses.search(under, None, POINT_TRIES, redecided)?;
-    Some(answer)
-}
-
-/// How many times a point search moves out of a box before the sweep takes over.
-const POINT_TRIES: usize = 16;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use netacl_eval::synthetic::{self, SyntheticConfig};
-
-    /// Points settle questions exactly as the sweep would: on synthetic tenants (every signal,
-    /// CIDR lists, `not_match`, log rules, mixed scopes, user-agent wildcards), analysed with
-    /// and without them.
-    #[test]
-    fn points_answer_as_the_sweep_does_on_synthetic_tenants() {
-        for (rules, seed) in [(40, 1), (60, 2), (80, 3), (120, 4), (150, 0x6e65_7461_636c)] {
-            let config = SyntheticConfig {
-                rules,
-                cidrs: rules * 10,
-                requests: 1,
-                seed,
-            };
-            let set = synthetic::generate(&config).rule_set(&config).unwrap();
-            let fast = analyze_with(&set, Strategy::PointsThenSweep);
-            let sweep = analyze_with(&set, Strategy::SweepOnly);
-            assert!(!sweep.findings.is_empty());
-            // Every rule the sweep decides gets the same findings; the points may decide more
-            // (a rule the sweep gives up on is not swept at all when points settle it).
-            let undecided: std::collections::BTreeSet<&str> =
-                sweep.undecided.iter().map(|u| u.rule_id.as_str()).collect();
-            let decided = |a: &Analysis| -> Vec<Finding> {
-                a.findings
-                    .iter()
-                    .filter(|f| !undecided.contains(f.rule_id.as_str()))
-                    .cloned()
-                    .collect()
-            };
-            assert_eq!(
-                decided(&fast),
-                decided(&sweep),
-                "{rules} rules, seed {seed}"
-            );
-            for u in &fast.undecided {
-                assert!(undecided.contains(u.rule_id.as_str()), "{u:?}");
-            }
-        }
     }
 }

@@ -89,8 +89,10 @@
 #![deny(missing_docs)]
 
 mod analyze;
+mod bdd;
 mod cells;
 mod domain;
+mod legacy;
 mod preview;
 mod witness;
 
@@ -219,4 +221,10 @@ impl Analysis {
 /// Analyses the active rules of `rules`: see the crate documentation.
 pub fn analyze(rules: &RuleSet) -> Analysis {
     analyze::analyze(rules)
+}
+
+/// The previous analysis (boxes and sweeps), for comparison while the diagrams replace it.
+#[doc(hidden)]
+pub fn analyze_legacy(rules: &RuleSet) -> Analysis {
+    legacy::analyze(rules)
 }
