@@ -1,22 +1,48 @@
-//! The analysis: one pass in evaluation order keeps the undecided region as a decision
-//! diagram, so what each rule decides falls out; the findings are then read per rule.
+//! The analysis: every question is "does this box hold a request that no earlier terminal
+//! rule decides?", answered through a split of the earlier rules.
+//!
+//! - A rule that constrains one signal (besides the scope) decides whole slices of the
+//!   request space: for each signal, scope and atom, the first such rule holding the atom is
+//!   recorded (`Firsts`). A box minus every earlier one-signal rule is again a box (each
+//!   signal's atoms whose first rule comes later), and whether it is empty is a range-maximum
+//!   query per signal.
+//! - The other rules (two signals or more, or none) are few: a request of that box that none
+//!   of them holds is looked for (a *point*: in each signal the atom decided latest, moved out
+//!   of the rule in the way, a few times); when none is found, the box is built as a decision
+//!   diagram over the signals those rules constrain and they are subtracted from it (exact).
+//!
+//! Each rule and pair of rules is asked this once or twice, so the work grows with the number
+//! of pairs of rules that meet (the conflicts are most of them), not with the size of the
+//! undecided region.
 
 use netacl_model::{Action, NetworkAcl, RuleSet};
 
 use crate::bdd::{Bdd, Manager, FALSE, TRUE};
 use crate::cells::{AtomSet, Cell, DIMS};
 use crate::domain::{Domain, RuleCells, SCOPE};
+use crate::witness::{contains, Point, Witnesses};
 use crate::{Analysis, Finding, FindingKind, Undecided};
 
 /// A set on one dimension with at most this many atoms is indexed atom by atom.
 const SMALL: u64 = 64;
 
+/// How many request scopes there are (the atoms of `SCOPE`).
+const SCOPES: usize = 3;
+
+/// The two ways a question is asked. `POSSIBLY`: over the requests a rule possibly matches
+/// (its `over` box), minus what earlier rules surely decide (their `under` boxes): an empty
+/// answer proves the rule decides nothing there. `SURELY`: over its `under` box minus the
+/// earlier `over` boxes: a request left proves the rule decides it. Both are the same for
+/// exact rules.
+const POSSIBLY: usize = 0;
+const SURELY: usize = 1;
+
+/// "No rule": later than every rule.
+const NEVER: u32 = u32::MAX;
+
 struct Rule<'a> {
     acl: &'a NetworkAcl,
     cells: RuleCells,
-    /// The requests it surely matches (`under`) and possibly matches (`over`).
-    under: Bdd,
-    over: Bdd,
 }
 
 impl Rule<'_> {
@@ -29,86 +55,138 @@ impl Rule<'_> {
     fn id(&self) -> String {
         self.acl.id.to_string()
     }
-}
-
-/// Where each dimension's atoms sit among the diagram's variables: dimension by dimension (in
-/// `ORDER`), each atom number in binary, most significant bit first.
-struct Layout {
-    order: [usize; DIMS],
-    first: [u32; DIMS],
-    bits: [u32; DIMS],
-    universe: [u32; DIMS],
-    /// For each variable: its dimension and the shift of its bit in the atom number.
-    of_var: Vec<(u8, u8)>,
-}
-
-/// The dimensions from the root down: the request scope and the signals with few atoms
-/// first, signals that rules name together next to each other (hostname and ASN, country and
-/// ASN), the wide address and fingerprint dimensions last.
-const ORDER: [usize; DIMS] = [SCOPE, 4, 5, 9, 3, 8, 6, 7, 1, 2, 10];
-
-
-fn order() -> [usize; DIMS] {
-    if let Some(v) = std::env::var_os("NETACL_ORDER") {
-        let v: Vec<usize> = v.to_str().unwrap().split(',').map(|x| x.parse().unwrap()).collect();
-        return v.try_into().unwrap();
-    }
-    ORDER
-}
-
-impl Layout {
-    fn new(universe: &[u32; DIMS]) -> Self {
-        let order = order();
-        let mut first = [0; DIMS];
-        let mut bits = [0; DIMS];
-        let mut of_var = Vec::new();
-        let mut next = 0;
-        for &d in &order {
-            let b = (32 - (universe[d].max(2) - 1).leading_zeros()).max(1);
-            first[d] = next;
-            bits[d] = b;
-            for k in 0..b {
-                of_var.push((d as u8, (b - 1 - k) as u8));
-            }
-            next += b;
+    /// The box questions are asked over in `mode`.
+    fn query(&self, mode: usize) -> Option<&Cell> {
+        if mode == POSSIBLY {
+            self.cells.over.as_ref()
+        } else {
+            self.cells.under.as_ref()
         }
-        Layout {
-            order,
+    }
+    /// The box the rule decides in `mode`, as an earlier rule.
+    fn decides(&self, mode: usize) -> Option<&Cell> {
+        self.query(1 - mode)
+    }
+}
+
+/// The signals (not the scope) a box constrains.
+fn constrained(cell: &Cell) -> impl Iterator<Item = usize> + '_ {
+    (0..DIMS).filter(move |&d| d != SCOPE && cell.dims[d] != AtomSet::Full)
+}
+
+/// The scope atoms of a box.
+fn scopes(cell: &Cell) -> impl Iterator<Item = usize> + '_ {
+    cell.dims[SCOPE]
+        .ranges(SCOPES as u32)
+        .into_iter()
+        .flat_map(|(lo, hi)| lo as usize..hi as usize)
+}
+
+/// For one signal and scope: the first one-signal rule holding each atom, with a
+/// range-maximum structure (blocks of 64 atoms, a sparse table over the blocks).
+struct Firsts {
+    first: Vec<u32>,
+    /// `table[j][b]`: the block of largest maximum among blocks `b..b + 2^j`.
+    table: Vec<Vec<u32>>,
+    block_max: Vec<u32>,
+}
+
+const BLOCK: usize = 64;
+
+impl Firsts {
+    fn new(first: Vec<u32>) -> Self {
+        let block_max: Vec<u32> = first
+            .chunks(BLOCK)
+            .map(|c| c.iter().copied().max().unwrap_or(0))
+            .collect();
+        let n = block_max.len();
+        let mut table: Vec<Vec<u32>> = vec![(0..n as u32).collect()];
+        let mut width = 1;
+        while width * 2 <= n {
+            let prev = &table[table.len() - 1];
+            let next: Vec<u32> = (0..=n - width * 2)
+                .map(|b| {
+                    let (x, y) = (prev[b], prev[b + width]);
+                    if block_max[y as usize] > block_max[x as usize] {
+                        y
+                    } else {
+                        x
+                    }
+                })
+                .collect();
+            table.push(next);
+            width *= 2;
+        }
+        Firsts {
             first,
-            bits,
-            universe: *universe,
-            of_var,
+            table,
+            block_max,
         }
     }
 
-    /// The requests of a box.
-    fn cell(&self, m: &mut Manager, cell: Option<&Cell>) -> Bdd {
-        let Some(cell) = cell else { return FALSE };
-        let mut acc = TRUE;
-        for &d in self.order.iter().rev() {
-            if let AtomSet::Ranges(r) = &cell.dims[d] {
-                let ranges: Vec<(u64, u64)> =
-                    r.iter().map(|&(lo, hi)| (u64::from(lo), u64::from(hi))).collect();
-                acc = m.ranges(self.first[d], self.bits[d], &ranges, acc);
+    fn scan(&self, lo: usize, hi: usize, best: &mut (u32, u32)) {
+        for (a, &v) in self.first[lo..hi].iter().enumerate() {
+            if best.0 == u32::MAX || v > best.1 {
+                *best = ((lo + a) as u32, v);
             }
         }
-        acc
     }
 
-    /// Every request: each dimension's atom number below its universe.
-    fn valid(&self, m: &mut Manager) -> Bdd {
-        let mut acc = TRUE;
-        for &d in self.order.iter().rev() {
-            if u64::from(self.universe[d]) < 1u64 << self.bits[d] {
-                acc = m.ranges(
-                    self.first[d],
-                    self.bits[d],
-                    &[(0, u64::from(self.universe[d]))],
-                    acc,
-                );
+    /// The atom decided latest in `lo..hi` (not empty), and its first rule.
+    fn best(&self, lo: u32, hi: u32, best: &mut (u32, u32)) {
+        let (lo, hi) = (lo as usize, hi as usize);
+        let (bl, bh) = (lo / BLOCK, (hi - 1) / BLOCK);
+        if bl == bh {
+            return self.scan(lo, hi, best);
+        }
+        self.scan(lo, (bl + 1) * BLOCK, best);
+        self.scan(bh * BLOCK, hi, best);
+        if bl + 1 < bh {
+            let (from, to) = (bl + 1, bh);
+            let k = (usize::BITS - 1 - (to - from).leading_zeros()) as usize;
+            let x = self.table[k][from];
+            let y = self.table[k][to - (1 << k)];
+            let b = if self.block_max[y as usize] > self.block_max[x as usize] {
+                y
+            } else {
+                x
+            } as usize;
+            if self.block_max[b] > best.1 || best.0 == u32::MAX {
+                self.scan(b * BLOCK, (b + 1) * BLOCK, best);
             }
         }
-        acc
+    }
+
+    /// The atom of `set` decided latest; `None` for an empty set.
+    fn best_set(&self, ranges: &[(u32, u32)]) -> Option<(u32, u32)> {
+        let mut best = (u32::MAX, 0);
+        for &(lo, hi) in ranges {
+            self.best(lo, hi, &mut best);
+        }
+        (best.0 != u32::MAX).then_some(best)
+    }
+
+    /// The atoms of `ranges` whose first rule is `k` or later, as ranges.
+    fn runs_from(&self, ranges: &[(u32, u32)], k: u32) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(lo, hi) in ranges {
+            let mut a = lo as usize;
+            while a < hi as usize {
+                let b = a / BLOCK;
+                if a % BLOCK == 0 && a + BLOCK <= hi as usize && self.block_max[b] < k {
+                    a += BLOCK;
+                    continue;
+                }
+                if self.first[a] >= k {
+                    match out.last_mut() {
+                        Some(last) if last.1 == a as u64 => last.1 += 1,
+                        _ => out.push((a as u64, a as u64 + 1)),
+                    }
+                }
+                a += 1;
+            }
+        }
+        out
     }
 }
 
@@ -142,9 +220,7 @@ impl Index {
             let Some(cell) = &rule.cells.over else {
                 continue;
             };
-            let anchor = (0..DIMS)
-                .filter(|&d| d != SCOPE && cell.dims[d] != AtomSet::Full)
-                .min_by_key(|&d| cell.dims[d].atoms(universe[d]));
+            let anchor = constrained(cell).min_by_key(|&d| cell.dims[d].atoms(universe[d]));
             let Some(d) = anchor else {
                 index.global.push(ordinal);
                 continue;
@@ -216,6 +292,479 @@ impl Index {
     }
 }
 
+/// Where each dimension's atoms sit among the diagram's variables: dimension by dimension
+/// (scope first, then the signals), each atom number in binary, most significant bit first.
+struct Layout {
+    first: [u32; DIMS],
+    bits: [u32; DIMS],
+}
+
+impl Layout {
+    fn new(universe: &[u32; DIMS]) -> Self {
+        let mut first = [0; DIMS];
+        let mut bits = [0; DIMS];
+        let mut next = 0;
+        for d in 0..DIMS {
+            let b = (32 - (universe[d].max(2) - 1).leading_zeros()).max(1);
+            first[d] = next;
+            bits[d] = b;
+            next += b;
+        }
+        Layout { first, bits }
+    }
+
+    /// The requests whose atom in each dimension `d` is in `sets(d)` (`None`: any).
+    fn product(&self, m: &mut Manager, sets: impl Fn(usize) -> Option<Vec<(u64, u64)>>) -> Bdd {
+        let mut acc = TRUE;
+        for d in (0..DIMS).rev() {
+            if let Some(ranges) = sets(d) {
+                acc = m.ranges(self.first[d], self.bits[d], &ranges, acc);
+            }
+        }
+        acc
+    }
+
+    fn cell(&self, m: &mut Manager, cell: &Cell) -> Bdd {
+        self.product(m, |d| match &cell.dims[d] {
+            AtomSet::Full => None,
+            AtomSet::Ranges(r) => Some(
+                r.iter()
+                    .map(|&(lo, hi)| (u64::from(lo), u64::from(hi)))
+                    .collect(),
+            ),
+        })
+    }
+}
+
+/// The earlier rules of one mode that are not one-signal rules: each with its box.
+struct Others {
+    /// Ordinal and box, in evaluation order.
+    rules: Vec<(u32, Cell)>,
+    /// Their boxes, filed for point look-ups (positions in `rules`).
+    witnesses: Witnesses,
+    /// Their boxes as diagrams, built when first needed.
+    diagrams: Vec<Option<Bdd>>,
+}
+
+/// How many times a point moves out of a rule in its way before the diagram is built.
+const POINT_TRIES: usize = 8;
+
+/// How many times a point moves to show that a rule is not redundant.
+const REDUNDANCY_TRIES: usize = 16;
+
+/// Everything the questions read.
+struct Space<'r, 'a> {
+    rules: &'r [Rule<'a>],
+    universe: [u32; DIMS],
+    layout: Layout,
+    m: Manager,
+    /// `firsts[mode][d][s]`.
+    firsts: [Vec<Vec<Firsts>>; 2],
+    others: [Others; 2],
+    /// Per rule and mode, per constrained signal and scope: the latest-decided atom of its
+    /// query box's set and its first rule (`(d, s, atom, first)`).
+    best: Vec<[Vec<(u8, u8, u32, u32)>; 2]>,
+}
+
+impl<'r, 'a> Space<'r, 'a> {
+    fn new(rules: &'r [Rule<'a>], universe: [u32; DIMS]) -> Self {
+        let firsts = [POSSIBLY, SURELY].map(|mode| {
+            (0..DIMS)
+                .map(|d| {
+                    (0..SCOPES)
+                        .map(|s| {
+                            if d == SCOPE {
+                                return Firsts::new(Vec::new());
+                            }
+                            let u = universe[d] as usize;
+                            let mut first = vec![NEVER; u];
+                            // Next atom not yet given a first rule, path-compressed.
+                            let mut next: Vec<u32> = (0..=u as u32).collect();
+                            fn find(next: &mut [u32], x: u32) -> u32 {
+                                let mut root = x;
+                                while next[root as usize] != root {
+                                    root = next[root as usize];
+                                }
+                                let mut y = x;
+                                while next[y as usize] != root {
+                                    let up = next[y as usize];
+                                    next[y as usize] = root;
+                                    y = up;
+                                }
+                                root
+                            }
+                            for (k, rule) in rules.iter().enumerate() {
+                                if !rule.terminal() {
+                                    continue;
+                                }
+                                let Some(cell) = rule.decides(mode) else {
+                                    continue;
+                                };
+                                let mut dims = constrained(cell);
+                                if dims.next() != Some(d) || dims.next().is_some() {
+                                    continue;
+                                }
+                                if !scopes(cell).any(|x| x == s) {
+                                    continue;
+                                }
+                                for (lo, hi) in cell.dims[d].ranges(universe[d]) {
+                                    let mut a = find(&mut next, lo);
+                                    while a < hi {
+                                        first[a as usize] = k as u32;
+                                        next[a as usize] = a + 1;
+                                        a = find(&mut next, a + 1);
+                                    }
+                                }
+                            }
+                            Firsts::new(first)
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        let others = [POSSIBLY, SURELY].map(|mode| {
+            let list: Vec<(u32, Cell)> = rules
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.terminal())
+                .filter_map(|(k, r)| r.decides(mode).map(|c| (k as u32, c)))
+                .filter(|(_, c)| constrained(c).count() != 1)
+                .map(|(k, c)| (k, c.clone()))
+                .collect();
+            let witnesses = Witnesses::new(list.iter().map(|(_, c)| Some(c)), &universe);
+            Others {
+                diagrams: vec![None; list.len()],
+                rules: list,
+                witnesses,
+            }
+        });
+        let mut space = Space {
+            rules,
+            universe,
+            layout: Layout::new(&universe),
+            m: Manager::new(),
+            firsts,
+            others,
+            best: Vec::new(),
+        };
+        space.best = rules
+            .iter()
+            .map(|rule| {
+                [POSSIBLY, SURELY].map(|mode| {
+                    let Some(cell) = rule.query(mode) else {
+                        return Vec::new();
+                    };
+                    let mut out = Vec::new();
+                    for d in constrained(cell) {
+                        let ranges = cell.dims[d].ranges(universe[d]);
+                        for s in scopes(cell) {
+                            if let Some((atom, first)) =
+                                space.firsts[mode][d][s].best_set(&ranges)
+                            {
+                                out.push((d as u8, s as u8, atom, first));
+                            }
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        space
+    }
+
+    /// The latest-decided atom of rule `r`'s query set on `d` in scope `s` (`None`: empty).
+    fn rule_best(&self, mode: usize, r: usize, d: usize, s: usize) -> Option<(u32, u32)> {
+        self.best[r][mode]
+            .iter()
+            .find(|e| e.0 as usize == d && e.1 as usize == s)
+            .map(|e| (e.2, e.3))
+    }
+
+    /// Whether the common box of rules `a` and `b` (`b` = `a`: its own box), in `mode`, holds
+    /// a request that no terminal rule before ordinal `k` decides; with such a request when
+    /// one was found without a diagram.
+    fn open(&mut self, mode: usize, a: usize, b: usize, k: usize) -> (bool, Option<Point>) {
+        let cb = self.rules[b].query(mode);
+        self.open_with(mode, a, b, cb, true, k)
+    }
+
+    /// Like [`Space::open`] with `cb` for rule `b`'s box (`standard`: it is its box in
+    /// `mode`).
+    fn open_with(
+        &mut self,
+        mode: usize,
+        a: usize,
+        b: usize,
+        cb: Option<&'r Cell>,
+        standard: bool,
+        k: usize,
+    ) -> (bool, Option<Point>) {
+        let (Some(ca), Some(cb)) = (self.rules[a].query(mode), cb) else {
+            return (false, None);
+        };
+        let k32 = k as u32;
+        let scope_set = match ca.dims[SCOPE].intersect(&cb.dims[SCOPE], SCOPES as u32) {
+            Some(s) => s,
+            None => return (false, None),
+        };
+        let scope_atoms: Vec<usize> = scope_set
+            .ranges(SCOPES as u32)
+            .into_iter()
+            .flat_map(|(lo, hi)| lo as usize..hi as usize)
+            .collect();
+        let full = AtomSet::Full;
+        'scope: for s in scope_atoms {
+            // The common box on each signal, and its latest-decided atom.
+            let mut cell = Cell::full();
+            cell.dims[SCOPE] =
+                AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
+                    .unwrap_or(AtomSet::Full);
+            let mut point: Point = [0; DIMS];
+            point[SCOPE] = s as u32;
+            for d in (0..DIMS).filter(|&d| d != SCOPE) {
+                let u = self.universe[d];
+                let (sa, sb) = (&ca.dims[d], if a == b { &full } else { &cb.dims[d] });
+                let best = match (sa, sb) {
+                    (AtomSet::Full, AtomSet::Full) => {
+                        self.firsts[mode][d][s].best_set(&[(0, u)])
+                    }
+                    (AtomSet::Ranges(_), AtomSet::Full) => {
+                        cell.dims[d] = sa.clone();
+                        self.rule_best(mode, a, d, s)
+                    }
+                    (AtomSet::Full, AtomSet::Ranges(r)) => {
+                        cell.dims[d] = sb.clone();
+                        if standard {
+                            self.rule_best(mode, b, d, s)
+                        } else {
+                            self.firsts[mode][d][s].best_set(r)
+                        }
+                    }
+                    (AtomSet::Ranges(_), AtomSet::Ranges(_)) => match sa.intersect(sb, u) {
+                        Some(both) => {
+                            let best = self.firsts[mode][d][s].best_set(&both.ranges(u));
+                            cell.dims[d] = both;
+                            best
+                        }
+                        None => None,
+                    },
+                };
+                match best {
+                    Some((atom, first)) if first >= k32 => point[d] = atom,
+                    _ => continue 'scope,
+                }
+            }
+            // The one-signal rules leave a request in this scope: look for one the others
+            // leave too.
+            match self.point_search(mode, &cell, point, k32) {
+                Some(point) => return (true, Some(point)),
+                None => {
+                    if self.diagram(mode, &cell, k32, &[]).1 {
+                        return (true, None);
+                    }
+                }
+            }
+        }
+        (false, None)
+    }
+
+    /// The first rule (position in `others`) before `k` holding `point`.
+    fn blocker(&self, mode: usize, point: &Point, k: u32) -> Option<usize> {
+        let others = &self.others[mode];
+        let mut first: Option<usize> = None;
+        others.witnesses.any_candidate(point, |o| {
+            let (ordinal, cell) = &others.rules[o];
+            if *ordinal < k && first.is_none_or(|f| o < f) && contains(cell, point) {
+                first = Some(o);
+            }
+            false
+        });
+        first
+    }
+
+    /// A request of `cell` (one scope) that no one-signal rule before `k` decides (the start
+    /// `point` is one) and no other rule before `k` holds.
+    fn point_search(&self, mode: usize, cell: &Cell, point: Point, k: u32) -> Option<Point> {
+        self.point_search_with(mode, cell, point, k, POINT_TRIES, |_| Ok(None))
+    }
+
+    /// Like [`Space::point_search`], and then `more` has its say about the point: `Ok(None)`
+    /// takes it, `Ok(Some(cell))` moves it out of `cell`, `Err(())` gives up.
+    fn point_search_with<'c>(
+        &'c self,
+        mode: usize,
+        cell: &Cell,
+        mut point: Point,
+        k: u32,
+        tries: usize,
+        mut more: impl FnMut(&Point) -> Result<Option<&'c Cell>, ()>,
+    ) -> Option<Point> {
+        let mut cell = cell.clone();
+        let s = point[SCOPE] as usize;
+        for _ in 0..tries {
+            let blocking = match self.blocker(mode, &point, k) {
+                Some(o) => &self.others[mode].rules[o].1,
+                None => match more(&point) {
+                    Ok(None) => return Some(point),
+                    Ok(Some(c)) => c,
+                    Err(()) => return None,
+                },
+            };
+            let mut moved = false;
+            for d in constrained(blocking) {
+                let u = self.universe[d];
+                let Some(rest) = cell.dims[d].minus(&blocking.dims[d], u) else {
+                    continue;
+                };
+                if let Some((atom, first)) = self.firsts[mode][d][s].best_set(&rest.ranges(u)) {
+                    if first >= k {
+                        point[d] = atom;
+                        cell.dims[d] = rest;
+                        moved = true;
+                        break;
+                    }
+                }
+            }
+            if !moved {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The requests of `cell` (one scope) that no terminal rule before `k` decides, as a
+    /// diagram, and whether there are any. Only the signals the other rules constrain are
+    /// spelled out unless `whole`.
+    fn diagram(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> (Bdd, bool) {
+        if self.m.len() > MAX_NODES {
+            // Diagrams live for one question: start afresh rather than fill the memory.
+            self.m = Manager::new();
+            for others in &mut self.others {
+                others.diagrams.iter_mut().for_each(|d| *d = None);
+            }
+        }
+        let s = scopes(cell).next().unwrap_or(0);
+        let universe = self.universe;
+        let relevant: Vec<usize> = self.others[mode]
+            .rules
+            .iter()
+            .enumerate()
+            .take_while(|(_, (ordinal, _))| *ordinal < k)
+            .filter(|(_, (_, c))| c.intersects(cell))
+            .map(|(o, _)| o)
+            .collect();
+        let cutters: Vec<&Cell> = relevant
+            .iter()
+            .map(|&o| &self.others[mode].rules[o].1)
+            .chain(minus.iter().copied())
+            .collect();
+        let mut sets: Vec<Option<Vec<(u64, u64)>>> = vec![None; DIMS];
+        sets[SCOPE] = Some(vec![(s as u64, s as u64 + 1)]);
+        for d in (0..DIMS).filter(|&d| d != SCOPE) {
+            let firsts = &self.firsts[mode][d][s];
+            let u = universe[d];
+            let ranges = cell.dims[d].ranges(u);
+            // The atoms between two consecutive bounds of the sets that cut this signal are
+            // alike to every rule that matters here: one of them (decided latest) stands
+            // for all.
+            let mut bounds: Vec<u32> = vec![0, u];
+            for c in &cutters {
+                if let AtomSet::Ranges(r) = &c.dims[d] {
+                    bounds.extend(r.iter().flat_map(|&(lo, hi)| [lo, hi]));
+                }
+            }
+            if bounds.len() == 2 {
+                if firsts.best_set(&ranges).is_none_or(|(_, f)| f < k) {
+                    return (FALSE, false);
+                }
+                continue;
+            }
+            bounds.extend(ranges.iter().flat_map(|&(lo, hi)| [lo, hi]));
+            bounds.sort_unstable();
+            bounds.dedup();
+            let mut reps: Vec<(u64, u64)> = Vec::new();
+            let mut r = 0;
+            for w in bounds.windows(2) {
+                let (lo, hi) = (w[0], w[1]);
+                while r < ranges.len() && ranges[r].1 <= lo {
+                    r += 1;
+                }
+                if r == ranges.len() || ranges[r].0 > lo {
+                    continue;
+                }
+                let mut best = (u32::MAX, 0);
+                firsts.best(lo, hi, &mut best);
+                if best.0 != u32::MAX && best.1 >= k {
+                    reps.push((u64::from(best.0), u64::from(best.0) + 1));
+                }
+            }
+            if reps.is_empty() {
+                return (FALSE, false);
+            }
+            sets[d] = Some(reps);
+        }
+        let mut region = self.layout.product(&mut self.m, |d| sets[d].clone());
+        for o in relevant {
+            if region == FALSE {
+                break;
+            }
+            let other = match self.others[mode].diagrams[o] {
+                Some(b) => b,
+                None => {
+                    let b = self.layout.cell(&mut self.m, &self.others[mode].rules[o].1);
+                    self.others[mode].diagrams[o] = Some(b);
+                    b
+                }
+            };
+            region = self.m.and_not(region, other);
+        }
+        for cut in minus {
+            if region == FALSE {
+                break;
+            }
+            let other = self.layout.cell(&mut self.m, cut);
+            region = self.m.and_not(region, other);
+        }
+        (region, region != FALSE)
+    }
+
+    /// Whether `cell` holds a request that no terminal rule before `k` decides (in `mode`)
+    /// and none of the boxes `minus` holds.
+    fn region_open(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> bool {
+        for s in scopes(cell).collect::<Vec<_>>() {
+            let mut one = cell.clone();
+            one.dims[SCOPE] = AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
+                .unwrap_or(AtomSet::Full);
+            let mut point: Point = [0; DIMS];
+            point[SCOPE] = s as u32;
+            let mut empty = false;
+            for d in (0..DIMS).filter(|&d| d != SCOPE) {
+                let ranges = one.dims[d].ranges(self.universe[d]);
+                match self.firsts[mode][d][s].best_set(&ranges) {
+                    Some((atom, first)) if first >= k => point[d] = atom,
+                    _ => {
+                        empty = true;
+                        break;
+                    }
+                }
+            }
+            if empty {
+                continue;
+            }
+            let found = self.point_search_with(mode, &one, point, k, POINT_TRIES, |p| {
+                Ok(minus.iter().copied().find(|c| contains(c, p)))
+            });
+            if found.is_some() || self.diagram(mode, &one, k, minus).1 {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Diagrams are dropped (and the manager started afresh) past this many nodes.
+const MAX_NODES: usize = 1 << 21;
+
 /// What is known about one question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Known {
@@ -232,16 +781,6 @@ fn known(proven: bool, refuted: bool) -> Known {
     }
 }
 
-/// What one rule decides: the part of its `over` box that no earlier terminal rule surely
-/// decides (`over`: it possibly decides these), and the part of its `under` box that no
-/// earlier terminal rule possibly decides (`under`: it surely decides these). Equal when the
-/// rule and every earlier rule meeting it are exact.
-#[derive(Debug, Clone, Copy)]
-struct Decides {
-    over: Bdd,
-    under: Bdd,
-}
-
 /// Analyses the active rules of `rules` (see the crate documentation).
 pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
     let mut active: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
@@ -251,56 +790,18 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
     });
     let domain = Domain::new(active.iter().copied());
     let universe = domain.universe;
-    let layout = Layout::new(&universe);
-    let mut m = Manager::new();
     let rules: Vec<Rule<'_>> = active
         .iter()
-        .map(|&acl| {
-            let cells = domain.rule_cells(acl);
-            let over = layout.cell(&mut m, cells.over.as_ref());
-            let under = if cells.inexact.is_none() {
-                over
-            } else {
-                layout.cell(&mut m, cells.under.as_ref())
-            };
-            Rule {
-                acl,
-                cells,
-                under,
-                over,
-            }
+        .map(|&acl| Rule {
+            acl,
+            cells: domain.rule_cells(acl),
         })
         .collect();
-
-    // The pass: `possibly` holds the requests no earlier terminal rule surely decides,
-    // `surely` those no earlier terminal rule possibly decides.
-    let t0 = std::time::Instant::now();
-    let valid = layout.valid(&mut m);
-    let (mut possibly, mut surely) = (valid, valid);
-    let mut decides: Vec<Decides> = Vec::with_capacity(rules.len());
-    for rule in &rules {
-        let d = Decides {
-            over: m.and(rule.over, possibly),
-            under: m.and(rule.under, surely),
-        };
-        decides.push(d);
-        if rule.terminal() {
-            possibly = m.and_not(possibly, rule.under);
-            surely = m.and_not(surely, rule.over);
-        }
-    }
-    if std::env::var_os("NETACL_ANALYSIS_STATS").is_some() {
-        eprintln!("nodes after the pass: {} U {} in {:?}", m.len(), m.size(possibly), t0.elapsed());
-        let prof = m.profile(possibly, layout.of_var.len());
-        for &d in &layout.order {
-            let s: usize = (layout.first[d]..layout.first[d] + layout.bits[d]).map(|v| prof[v as usize]).sum();
-            eprintln!("  dim {d}: universe {} nodes {s}", universe[d]);
-        }
-        let total: usize = decides.iter().map(|d| m.size(d.over)).sum();
-        eprintln!("  sum of R sizes {total}");
-    }
-
+    let mut space = Space::new(&rules, universe);
+    let points = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
     let mut index = Index::new(&rules, &universe);
+    // Whether each rule possibly decides some request (`false`: surely none).
+    let mut decides_some = vec![false; rules.len()];
     let mut analysis = Analysis::default();
     for (i, rule) in rules.iter().enumerate() {
         let Some(over_cell) = &rule.cells.over else {
@@ -329,15 +830,21 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 })
                 .unwrap_or_default()
         };
-        let mine = decides[i];
-        let shadowed = known(mine.over == FALSE, mine.under != FALSE);
+        let (possibly, _) = space.open(POSSIBLY, i, i, i);
+        decides_some[i] = possibly;
+        let (surely, witness) = if possibly {
+            space.open(SURELY, i, i, i)
+        } else {
+            (false, None)
+        };
+        let shadowed = known(!possibly, surely);
         match shadowed {
             Known::Yes => {
                 let by: Vec<String> = candidates
                     .iter()
                     .copied()
-                    .filter(|&e| e < i && rules[e].terminal())
-                    .filter(|&e| m.meets(decides[e].over, rule.over))
+                    .filter(|&e| e < i && rules[e].terminal() && decides_some[e])
+                    .filter(|&e| space.open(POSSIBLY, e, i, e).0)
                     .map(|e| rules[e].id())
                     .collect();
                 let verb = if rule.terminal() {
@@ -363,15 +870,11 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
             let mut unknown_conflicts = false;
             for &e in candidates.iter().take_while(|&&e| e < i) {
                 let earlier = &rules[e];
-                if !earlier.terminal() || earlier.action() == rule.action() {
+                if !earlier.terminal() || earlier.action() == rule.action() || !decides_some[e] {
                     continue;
                 }
-                let theirs = decides[e];
-                if theirs.over == FALSE {
-                    continue;
-                }
-                let proven = m.meets(theirs.under, rule.under);
-                let refuted = !proven && !m.meets(theirs.over, rule.over);
+                let proven = space.open(SURELY, e, i, e).0;
+                let refuted = !proven && !space.open(POSSIBLY, e, i, e).0;
                 match known(proven, refuted) {
                     Known::Yes => analysis.findings.push(conflict(earlier, rule)),
                     Known::Unknown => unknown_conflicts = true,
@@ -385,56 +888,56 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
 
         // Redundancy (a log rule that is recorded is never redundant).
         if rule.terminal() && shadowed == Known::No {
-            let later = || candidates.iter().copied().filter(|&c| c > i);
             let bad = |x: usize| !rules[x].terminal() || rules[x].action() != rule.action();
-            // Proof: every request it possibly decides falls to a later rule deciding it the
-            // same way before any rule deciding otherwise (or recording) meets it.
-            let mut region = mine.over;
-            let mut takers = Vec::new();
-            let mut proven = true;
-            for x in later() {
-                if region == FALSE {
-                    break;
-                }
-                if m.meets(region, rules[x].over) {
-                    if bad(x) {
-                        proven = false;
-                        break;
-                    }
-                    takers.push(x);
-                }
-                region = m.and_not(region, rules[x].under);
-            }
-            proven &= region == FALSE;
-            if proven {
-                let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
-                analysis.findings.push(Finding {
-                    kind: FindingKind::Redundant,
-                    rule_id: rule.id(),
-                    detail: format!(
-                        "removing it changes no decision: {} decide{} the requests it decides the same way",
-                        by.join(", "),
-                        if by.len() == 1 { "s" } else { "" }
-                    ),
-                    by,
-                });
-            } else {
-                // Refutation: a request it surely decides that, once it is gone, a later rule
-                // surely decides otherwise (or records), or no later rule possibly decides.
-                let mut region = mine.under;
-                let mut refuted = None;
-                for x in later() {
-                    if region == FALSE {
-                        refuted = Some(false);
-                        break;
-                    }
-                    if bad(x) && m.meets(region, rules[x].under) {
-                        refuted = Some(true);
-                        break;
-                    }
-                    region = m.and_not(region, rules[x].over);
-                }
-                if !refuted.unwrap_or(region != FALSE) {
+            // A request it surely decides that, once it is gone, a later rule surely decides
+            // otherwise (or records), or that no later rule possibly matches: not redundant.
+            let refuted_by_point = witness.is_some_and(|p| {
+                let s = p[SCOPE];
+                let Some(mut cell) = rule.cells.under.clone() else {
+                    return false;
+                };
+                cell.dims[SCOPE] = AtomSet::from_ranges(vec![(s, s + 1)], SCOPES as u32)
+                    .unwrap_or(AtomSet::Full);
+                space
+                    .point_search_with(SURELY, &cell, p, i as u32, REDUNDANCY_TRIES, |p| {
+                        let mut first: Option<usize> = None;
+                        points.any_candidate(p, |o| {
+                            if o > i
+                                && first.is_none_or(|f| o < f)
+                                && rules[o].cells.over.as_ref().is_some_and(|c| contains(c, p))
+                            {
+                                first = Some(o);
+                            }
+                            false
+                        });
+                        let Some(x) = first else { return Ok(None) };
+                        let surely = rules[x].cells.under.as_ref().is_some_and(|c| contains(c, p));
+                        if bad(x) && surely {
+                            Ok(None)
+                        } else {
+                            rules[x].cells.over.as_ref().map(Some).ok_or(())
+                        }
+                    })
+                    .is_some()
+            });
+            if !refuted_by_point {
+                let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
+                let exact =
+                    rule.cells.inexact.is_none() && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
+                let proof = redundancy_proof(&mut space, i, &later, bad);
+                if let Some(takers) = &proof {
+                    let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
+                    analysis.findings.push(Finding {
+                        kind: FindingKind::Redundant,
+                        rule_id: rule.id(),
+                        detail: format!(
+                            "removing it changes no decision: {} decide{} the requests it decides the same way",
+                            by.join(", "),
+                            if by.len() == 1 { "s" } else { "" }
+                        ),
+                        by,
+                    });
+                } else if !exact && !redundancy_refuted(&mut space, i, &later, bad) {
                     reasons.push(format!("whether it is redundant: {}", inexact_reason()));
                 }
             }
@@ -446,10 +949,91 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
             });
         }
     }
-    if std::env::var_os("NETACL_ANALYSIS_STATS").is_some() {
-        eprintln!("nodes at the end: {}", m.len());
-    }
     analysis
+}
+
+/// The later rules that take every request rule `i` possibly decides, each deciding it the
+/// same way, before any rule deciding otherwise (or recording) meets one (`None`: not so).
+fn redundancy_proof(
+    space: &mut Space<'_, '_>,
+    i: usize,
+    later: &[usize],
+    bad: impl Fn(usize) -> bool,
+) -> Option<Vec<usize>> {
+    let rules = space.rules;
+    let over = rules[i].cells.over.as_ref()?;
+    let mut takers: Vec<usize> = Vec::new();
+    let mut taken: Vec<&Cell> = Vec::new();
+    for &x in later {
+        let Some(theirs) = rules[x].cells.over.as_ref() else {
+            continue;
+        };
+        let meets = if taken.is_empty() {
+            space.open_with(POSSIBLY, i, x, Some(theirs), true, i).0
+        } else {
+            let Some(common) = intersect(over, theirs, &space.universe) else {
+                continue;
+            };
+            space.region_open(POSSIBLY, &common, i as u32, &taken)
+        };
+        if meets {
+            if bad(x) {
+                return None;
+            }
+            takers.push(x);
+            if let Some(under) = rules[x].cells.under.as_ref() {
+                taken.push(under);
+            }
+        }
+    }
+    // Taken whole (it decides some request, so something took it).
+    (!takers.is_empty() && !space.region_open(POSSIBLY, over, i as u32, &taken)).then_some(takers)
+}
+
+/// Whether rule `i` surely decides a request that, once it is gone, a later rule surely
+/// decides otherwise (or records), or that no later rule possibly decides.
+fn redundancy_refuted(
+    space: &mut Space<'_, '_>,
+    i: usize,
+    later: &[usize],
+    bad: impl Fn(usize) -> bool,
+) -> bool {
+    let rules = space.rules;
+    let Some(under) = rules[i].cells.under.as_ref() else {
+        return false;
+    };
+    let mut taken: Vec<&Cell> = Vec::new();
+    for &x in later {
+        if bad(x) {
+            if let Some(common) = rules[x]
+                .cells
+                .under
+                .as_ref()
+                .and_then(|theirs| intersect(under, theirs, &space.universe))
+            {
+                if space.region_open(SURELY, &common, i as u32, &taken) {
+                    return true;
+                }
+            }
+        }
+        if let Some(theirs) = rules[x].cells.over.as_ref() {
+            if theirs.intersects(under) {
+                taken.push(theirs);
+            }
+        }
+    }
+    space.region_open(SURELY, under, i as u32, &taken)
+}
+
+/// The common box of two boxes; `None` when they are disjoint.
+fn intersect(a: &Cell, b: &Cell, universe: &[u32; DIMS]) -> Option<Cell> {
+    let mut cell = a.clone();
+    for d in 0..DIMS {
+        if !cell.restrict(d, &b.dims[d], universe) {
+            return None;
+        }
+    }
+    Some(cell)
 }
 
 fn conflict(earlier: &Rule<'_>, rule: &Rule<'_>) -> Finding {

@@ -40,6 +40,7 @@ enum Op {
     And = 1,
     AndNot = 2,
     Meets = 3,
+    Or = 4,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -175,6 +176,30 @@ impl Manager {
         let hi = self.and(f1, g1);
         let r = self.node(var, lo, hi);
         self.remember(slot, Op::And, f, g, r);
+        r
+    }
+
+    /// `f ∨ g`.
+    pub(crate) fn or(&mut self, f: Bdd, g: Bdd) -> Bdd {
+        if f == TRUE || g == TRUE {
+            return TRUE;
+        }
+        if f == FALSE || f == g {
+            return g;
+        }
+        if g == FALSE {
+            return f;
+        }
+        let (f, g) = if f < g { (f, g) } else { (g, f) };
+        let (slot, hit) = self.cached(Op::Or, f, g);
+        if let Some(r) = hit {
+            return r;
+        }
+        let (var, (f0, f1), (g0, g1)) = self.split(f, g);
+        let lo = self.or(f0, g0);
+        let hi = self.or(f1, g1);
+        let r = self.node(var, lo, hi);
+        self.remember(slot, Op::Or, f, g, r);
         r
     }
 
