@@ -43,6 +43,44 @@ const NEVER: u32 = u32::MAX;
 struct Rule<'a> {
     acl: &'a NetworkAcl,
     cells: RuleCells,
+    /// The signals its `over` box constrains (bit `d`), and its scope atoms (bit `s`).
+    over_signals: u16,
+    over_scopes: u8,
+}
+
+impl<'a> Rule<'a> {
+    fn new(acl: &'a NetworkAcl, cells: RuleCells) -> Self {
+        let (mut over_signals, mut over_scopes) = (0, 0);
+        if let Some(cell) = &cells.over {
+            over_signals = constrained(cell).fold(0u16, |m, d| m | 1 << d);
+            over_scopes = scopes(cell).fold(0u8, |m, s| m | 1 << s);
+        }
+        Rule {
+            acl,
+            cells,
+            over_signals,
+            over_scopes,
+        }
+    }
+
+    /// Whether the two rules' `over` boxes meet (both present).
+    fn meets(&self, other: &Rule<'_>) -> bool {
+        if self.over_scopes & other.over_scopes == 0 {
+            return false;
+        }
+        let (Some(a), Some(b)) = (&self.cells.over, &other.cells.over) else {
+            return false;
+        };
+        let mut common = self.over_signals & other.over_signals;
+        while common != 0 {
+            let d = common.trailing_zeros() as usize;
+            common &= common - 1;
+            if !a.dims[d].intersects(&b.dims[d]) {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 impl Rule<'_> {
@@ -86,6 +124,8 @@ fn scopes(cell: &Cell) -> impl Iterator<Item = usize> + '_ {
 /// range-maximum structure (blocks of 64 atoms, a sparse table over the blocks).
 struct Firsts {
     first: Vec<u32>,
+    /// The atom decided latest over the whole dimension, and its first rule.
+    whole: Option<(u32, u32)>,
     /// `table[j][b]`: the block of largest maximum among blocks `b..b + 2^j`.
     table: Vec<Vec<u32>>,
     block_max: Vec<u32>,
@@ -117,11 +157,17 @@ impl Firsts {
             table.push(next);
             width *= 2;
         }
-        Firsts {
+        let mut firsts = Firsts {
             first,
+            whole: None,
             table,
             block_max,
+        };
+        let n = firsts.first.len() as u32;
+        if n > 0 {
+            firsts.whole = firsts.best_set(&[(0, n)]);
         }
+        firsts
     }
 
     fn scan(&self, lo: usize, hi: usize, best: &mut (u32, u32)) {
@@ -256,12 +302,7 @@ impl Index {
                 return;
             }
             seen[o] = stamp;
-            if rules[o]
-                .cells
-                .over
-                .as_ref()
-                .is_some_and(|other| other.intersects(cell))
-            {
+            if rules[o].meets(&rules[me]) {
                 out.push(o);
             }
         };
@@ -514,26 +555,17 @@ impl<'r, 'a> Space<'r, 'a> {
             .collect();
         let full = AtomSet::Full;
         'scope: for s in scope_atoms {
-            // The common box on each signal, and its latest-decided atom.
-            let mut cell = Cell::full();
-            cell.dims[SCOPE] =
-                AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
-                    .unwrap_or(AtomSet::Full);
+            // The common box's latest-decided atom on each signal.
             let mut point: Point = [0; DIMS];
             point[SCOPE] = s as u32;
+            let mut both: [Option<AtomSet>; DIMS] = Default::default();
             for d in (0..DIMS).filter(|&d| d != SCOPE) {
                 let u = self.universe[d];
                 let (sa, sb) = (&ca.dims[d], if a == b { &full } else { &cb.dims[d] });
                 let best = match (sa, sb) {
-                    (AtomSet::Full, AtomSet::Full) => {
-                        self.firsts[mode][d][s].best_set(&[(0, u)])
-                    }
-                    (AtomSet::Ranges(_), AtomSet::Full) => {
-                        cell.dims[d] = sa.clone();
-                        self.rule_best(mode, a, d, s)
-                    }
+                    (AtomSet::Full, AtomSet::Full) => self.firsts[mode][d][s].whole,
+                    (AtomSet::Ranges(_), AtomSet::Full) => self.rule_best(mode, a, d, s),
                     (AtomSet::Full, AtomSet::Ranges(r)) => {
-                        cell.dims[d] = sb.clone();
                         if standard {
                             self.rule_best(mode, b, d, s)
                         } else {
@@ -541,9 +573,9 @@ impl<'r, 'a> Space<'r, 'a> {
                         }
                     }
                     (AtomSet::Ranges(_), AtomSet::Ranges(_)) => match sa.intersect(sb, u) {
-                        Some(both) => {
-                            let best = self.firsts[mode][d][s].best_set(&both.ranges(u));
-                            cell.dims[d] = both;
+                        Some(set) => {
+                            let best = self.firsts[mode][d][s].best_set(&set.ranges(u));
+                            both[d] = Some(set);
                             best
                         }
                         None => None,
@@ -556,6 +588,21 @@ impl<'r, 'a> Space<'r, 'a> {
             }
             // The one-signal rules leave a request in this scope: look for one the others
             // leave too.
+            if self.blocker(mode, &point, k32).is_none() {
+                return (true, Some(point));
+            }
+            let mut cell = Cell::full();
+            cell.dims[SCOPE] =
+                AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
+                    .unwrap_or(AtomSet::Full);
+            for d in (0..DIMS).filter(|&d| d != SCOPE) {
+                cell.dims[d] = match both[d].take() {
+                    Some(set) => set,
+                    None if ca.dims[d] != AtomSet::Full => ca.dims[d].clone(),
+                    None if a != b => cb.dims[d].clone(),
+                    None => AtomSet::Full,
+                };
+            }
             match self.point_search(mode, &cell, point, k32) {
                 Some(point) => return (true, Some(point)),
                 None => {
@@ -645,7 +692,7 @@ impl<'r, 'a> Space<'r, 'a> {
         }
         let s = scopes(cell).next().unwrap_or(0);
         let universe = self.universe;
-        let relevant: Vec<usize> = self.others[mode]
+        let mut relevant: Vec<usize> = self.others[mode]
             .rules
             .iter()
             .enumerate()
@@ -653,6 +700,38 @@ impl<'r, 'a> Space<'r, 'a> {
             .filter(|(_, (_, c))| c.intersects(cell))
             .map(|(o, _)| o)
             .collect();
+        // A rule that holds the box in every signal but one takes a slice of that signal:
+        // cut the box instead (and again, as long as one does).
+        let mut cell = cell.clone();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            let mut keep = Vec::with_capacity(relevant.len());
+            for &o in &relevant {
+                let other = &self.others[mode].rules[o].1;
+                if !other.intersects(&cell) {
+                    changed = true;
+                    continue;
+                }
+                let mut outside = (0..DIMS).filter(|&d| {
+                    other.dims[d] != AtomSet::Full
+                        && cell.dims[d].minus(&other.dims[d], universe[d]).is_some()
+                });
+                match (outside.next(), outside.next()) {
+                    (None, _) => return (FALSE, false),
+                    (Some(d), None) => {
+                        match cell.dims[d].minus(&other.dims[d], universe[d]) {
+                            Some(rest) => cell.dims[d] = rest,
+                            None => return (FALSE, false),
+                        }
+                        changed = true;
+                    }
+                    _ => keep.push(o),
+                }
+            }
+            relevant = keep;
+        }
+        let cell = &cell;
         let cutters: Vec<&Cell> = relevant
             .iter()
             .map(|&o| &self.others[mode].rules[o].1)
@@ -792,10 +871,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
     let universe = domain.universe;
     let rules: Vec<Rule<'_>> = active
         .iter()
-        .map(|&acl| Rule {
-            acl,
-            cells: domain.rule_cells(acl),
-        })
+        .map(|&acl| Rule::new(acl, domain.rule_cells(acl)))
         .collect();
     let mut space = Space::new(&rules, universe);
     let points = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);

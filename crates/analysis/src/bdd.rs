@@ -64,7 +64,7 @@ fn hash3(a: u32, b: u32, c: u32) -> u64 {
     (x ^ (x >> 29) ^ u64::from(c)).wrapping_mul(0xbf58_476d_1ce4_e5b9)
 }
 
-const CACHE_BITS: u32 = 20;
+const CACHE_BITS: u32 = 18;
 
 impl Manager {
     pub(crate) fn new() -> Self {

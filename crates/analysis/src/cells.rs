@@ -65,7 +65,7 @@ impl AtomSet {
         }
     }
 
-    fn intersects(&self, other: &AtomSet) -> bool {
+    pub(crate) fn intersects(&self, other: &AtomSet) -> bool {
         let (a, b) = match (self, other) {
             (AtomSet::Full, _) | (_, AtomSet::Full) => return true,
             (AtomSet::Ranges(a), AtomSet::Ranges(b)) => (a, b),
