@@ -244,8 +244,21 @@ struct Index {
     wide: Vec<Vec<u32>>,
     anchored: Vec<Vec<u32>>,
     global: Vec<u32>,
-    seen: Vec<u32>,
+}
+
+/// A thread's marks for [`Index::query`].
+struct Seen {
+    marks: Vec<u32>,
     stamp: u32,
+}
+
+impl Seen {
+    fn new(n: usize) -> Self {
+        Seen {
+            marks: vec![0; n],
+            stamp: 0,
+        }
+    }
 }
 
 impl Index {
@@ -258,8 +271,6 @@ impl Index {
             wide: vec![Vec::new(); DIMS],
             anchored: vec![Vec::new(); DIMS],
             global: Vec::new(),
-            seen: vec![0; rules.len()],
-            stamp: 0,
         };
         for (ordinal, rule) in rules.iter().enumerate() {
             let ordinal = ordinal as u32;
@@ -287,14 +298,15 @@ impl Index {
 
     /// The ordinals (sorted, without `me`) of the rules whose `over` box meets `cell`.
     fn query(
-        &mut self,
+        &self,
+        seen: &mut Seen,
         me: usize,
         cell: &Cell,
         rules: &[Rule<'_>],
         universe: &[u32; DIMS],
     ) -> Vec<usize> {
-        self.stamp += 1;
-        let stamp = self.stamp;
+        seen.stamp += 1;
+        let stamp = seen.stamp;
         let mut out = Vec::new();
         let mut visit = |ordinal: u32, seen: &mut Vec<u32>| {
             let o = ordinal as usize;
@@ -307,7 +319,7 @@ impl Index {
             }
         };
         for &o in &self.global {
-            visit(o, &mut self.seen);
+            visit(o, &mut seen.marks);
         }
         for d in (0..DIMS).filter(|&d| d != SCOPE) {
             let set = &cell.dims[d];
@@ -315,16 +327,16 @@ impl Index {
                 for (lo, hi) in set.ranges(universe[d]) {
                     for atom in lo..hi {
                         for &o in &self.postings[d][atom as usize] {
-                            visit(o, &mut self.seen);
+                            visit(o, &mut seen.marks);
                         }
                     }
                 }
                 for &o in &self.wide[d] {
-                    visit(o, &mut self.seen);
+                    visit(o, &mut seen.marks);
                 }
             } else {
                 for &o in &self.anchored[d] {
-                    visit(o, &mut self.seen);
+                    visit(o, &mut seen.marks);
                 }
             }
         }
@@ -383,8 +395,6 @@ struct Others {
     rules: Vec<(u32, Cell)>,
     /// Their boxes, filed for point look-ups (positions in `rules`).
     witnesses: Witnesses,
-    /// Their boxes as diagrams, built when first needed.
-    diagrams: Vec<Option<Bdd>>,
 }
 
 /// How many times a point moves out of a rule in its way before the diagram is built.
@@ -393,12 +403,11 @@ const POINT_TRIES: usize = 8;
 /// How many times a point moves to show that a rule is not redundant.
 const REDUNDANCY_TRIES: usize = 16;
 
-/// Everything the questions read.
-struct Space<'r, 'a> {
+/// Everything the questions read (shared by the threads).
+struct Shared<'r, 'a> {
     rules: &'r [Rule<'a>],
     universe: [u32; DIMS],
     layout: Layout,
-    m: Manager,
     /// `firsts[mode][d][s]`.
     firsts: [Vec<Vec<Firsts>>; 2],
     others: [Others; 2],
@@ -407,7 +416,7 @@ struct Space<'r, 'a> {
     best: Vec<[Vec<(u8, u8, u32, u32)>; 2]>,
 }
 
-impl<'r, 'a> Space<'r, 'a> {
+impl<'r, 'a> Shared<'r, 'a> {
     fn new(rules: &'r [Rule<'a>], universe: [u32; DIMS]) -> Self {
         let firsts = [POSSIBLY, SURELY].map(|mode| {
             (0..DIMS)
@@ -474,16 +483,14 @@ impl<'r, 'a> Space<'r, 'a> {
                 .collect();
             let witnesses = Witnesses::new(list.iter().map(|(_, c)| Some(c)), &universe);
             Others {
-                diagrams: vec![None; list.len()],
                 rules: list,
                 witnesses,
             }
         });
-        let mut space = Space {
+        let mut space = Shared {
             rules,
             universe,
             layout: Layout::new(&universe),
-            m: Manager::new(),
             firsts,
             others,
             best: Vec::new(),
@@ -519,100 +526,6 @@ impl<'r, 'a> Space<'r, 'a> {
             .iter()
             .find(|e| e.0 as usize == d && e.1 as usize == s)
             .map(|e| (e.2, e.3))
-    }
-
-    /// Whether the common box of rules `a` and `b` (`b` = `a`: its own box), in `mode`, holds
-    /// a request that no terminal rule before ordinal `k` decides; with such a request when
-    /// one was found without a diagram.
-    fn open(&mut self, mode: usize, a: usize, b: usize, k: usize) -> (bool, Option<Point>) {
-        let cb = self.rules[b].query(mode);
-        self.open_with(mode, a, b, cb, true, k)
-    }
-
-    /// Like [`Space::open`] with `cb` for rule `b`'s box (`standard`: it is its box in
-    /// `mode`).
-    fn open_with(
-        &mut self,
-        mode: usize,
-        a: usize,
-        b: usize,
-        cb: Option<&'r Cell>,
-        standard: bool,
-        k: usize,
-    ) -> (bool, Option<Point>) {
-        let (Some(ca), Some(cb)) = (self.rules[a].query(mode), cb) else {
-            return (false, None);
-        };
-        let k32 = k as u32;
-        let scope_set = match ca.dims[SCOPE].intersect(&cb.dims[SCOPE], SCOPES as u32) {
-            Some(s) => s,
-            None => return (false, None),
-        };
-        let scope_atoms: Vec<usize> = scope_set
-            .ranges(SCOPES as u32)
-            .into_iter()
-            .flat_map(|(lo, hi)| lo as usize..hi as usize)
-            .collect();
-        let full = AtomSet::Full;
-        'scope: for s in scope_atoms {
-            // The common box's latest-decided atom on each signal.
-            let mut point: Point = [0; DIMS];
-            point[SCOPE] = s as u32;
-            let mut both: [Option<AtomSet>; DIMS] = Default::default();
-            for d in (0..DIMS).filter(|&d| d != SCOPE) {
-                let u = self.universe[d];
-                let (sa, sb) = (&ca.dims[d], if a == b { &full } else { &cb.dims[d] });
-                let best = match (sa, sb) {
-                    (AtomSet::Full, AtomSet::Full) => self.firsts[mode][d][s].whole,
-                    (AtomSet::Ranges(_), AtomSet::Full) => self.rule_best(mode, a, d, s),
-                    (AtomSet::Full, AtomSet::Ranges(r)) => {
-                        if standard {
-                            self.rule_best(mode, b, d, s)
-                        } else {
-                            self.firsts[mode][d][s].best_set(r)
-                        }
-                    }
-                    (AtomSet::Ranges(_), AtomSet::Ranges(_)) => match sa.intersect(sb, u) {
-                        Some(set) => {
-                            let best = self.firsts[mode][d][s].best_set(&set.ranges(u));
-                            both[d] = Some(set);
-                            best
-                        }
-                        None => None,
-                    },
-                };
-                match best {
-                    Some((atom, first)) if first >= k32 => point[d] = atom,
-                    _ => continue 'scope,
-                }
-            }
-            // The one-signal rules leave a request in this scope: look for one the others
-            // leave too.
-            if self.blocker(mode, &point, k32).is_none() {
-                return (true, Some(point));
-            }
-            let mut cell = Cell::full();
-            cell.dims[SCOPE] =
-                AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
-                    .unwrap_or(AtomSet::Full);
-            for d in (0..DIMS).filter(|&d| d != SCOPE) {
-                cell.dims[d] = match both[d].take() {
-                    Some(set) => set,
-                    None if ca.dims[d] != AtomSet::Full => ca.dims[d].clone(),
-                    None if a != b => cb.dims[d].clone(),
-                    None => AtomSet::Full,
-                };
-            }
-            match self.point_search(mode, &cell, point, k32) {
-                Some(point) => return (true, Some(point)),
-                None => {
-                    if self.diagram(mode, &cell, k32, &[]).1 {
-                        return (true, None);
-                    }
-                }
-            }
-        }
-        (false, None)
     }
 
     /// The first rule (position in `others`) before `k` holding `point`.
@@ -678,21 +591,136 @@ impl<'r, 'a> Space<'r, 'a> {
         }
         None
     }
+}
+
+/// One thread's diagrams, over the shared tables.
+struct Space<'s, 'r, 'a> {
+    shared: &'s Shared<'r, 'a>,
+    m: Manager,
+    /// The other rules' boxes as diagrams (per mode), built when first needed.
+    diagrams: [Vec<Option<Bdd>>; 2],
+}
+
+impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
+    fn new(shared: &'s Shared<'r, 'a>) -> Self {
+        Space {
+            shared,
+            m: Manager::new(),
+            diagrams: [POSSIBLY, SURELY].map(|mode| vec![None; shared.others[mode].rules.len()]),
+        }
+    }
+
+    /// Whether the common box of rules `a` and `b` (`b` = `a`: its own box), in `mode`, holds
+    /// a request that no terminal rule before ordinal `k` decides; with such a request when
+    /// one was found without a diagram.
+    fn open(&mut self, mode: usize, a: usize, b: usize, k: usize) -> (bool, Option<Point>) {
+        let sh = self.shared;
+        let cb = sh.rules[b].query(mode);
+        self.open_with(mode, a, b, cb, true, k)
+    }
+
+    /// Like [`Space::open`] with `cb` for rule `b`'s box (`standard`: it is its box in
+    /// `mode`).
+    fn open_with(
+        &mut self,
+        mode: usize,
+        a: usize,
+        b: usize,
+        cb: Option<&'r Cell>,
+        standard: bool,
+        k: usize,
+    ) -> (bool, Option<Point>) {
+        let sh = self.shared;
+        let (Some(ca), Some(cb)) = (sh.rules[a].query(mode), cb) else {
+            return (false, None);
+        };
+        let k32 = k as u32;
+        let scope_set = match ca.dims[SCOPE].intersect(&cb.dims[SCOPE], SCOPES as u32) {
+            Some(s) => s,
+            None => return (false, None),
+        };
+        let scope_atoms: Vec<usize> = scope_set
+            .ranges(SCOPES as u32)
+            .into_iter()
+            .flat_map(|(lo, hi)| lo as usize..hi as usize)
+            .collect();
+        let full = AtomSet::Full;
+        'scope: for s in scope_atoms {
+            // The common box's latest-decided atom on each signal.
+            let mut point: Point = [0; DIMS];
+            point[SCOPE] = s as u32;
+            let mut both: [Option<AtomSet>; DIMS] = Default::default();
+            for d in (0..DIMS).filter(|&d| d != SCOPE) {
+                let u = sh.universe[d];
+                let (sa, sb) = (&ca.dims[d], if a == b { &full } else { &cb.dims[d] });
+                let best = match (sa, sb) {
+                    (AtomSet::Full, AtomSet::Full) => sh.firsts[mode][d][s].whole,
+                    (AtomSet::Ranges(_), AtomSet::Full) => sh.rule_best(mode, a, d, s),
+                    (AtomSet::Full, AtomSet::Ranges(r)) => {
+                        if standard {
+                            sh.rule_best(mode, b, d, s)
+                        } else {
+                            sh.firsts[mode][d][s].best_set(r)
+                        }
+                    }
+                    (AtomSet::Ranges(_), AtomSet::Ranges(_)) => match sa.intersect(sb, u) {
+                        Some(set) => {
+                            let best = sh.firsts[mode][d][s].best_set(&set.ranges(u));
+                            both[d] = Some(set);
+                            best
+                        }
+                        None => None,
+                    },
+                };
+                match best {
+                    Some((atom, first)) if first >= k32 => point[d] = atom,
+                    _ => continue 'scope,
+                }
+            }
+            // The one-signal rules leave a request in this scope: look for one the others
+            // leave too.
+            if sh.blocker(mode, &point, k32).is_none() {
+                return (true, Some(point));
+            }
+            let mut cell = Cell::full();
+            cell.dims[SCOPE] =
+                AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
+                    .unwrap_or(AtomSet::Full);
+            for d in (0..DIMS).filter(|&d| d != SCOPE) {
+                cell.dims[d] = match both[d].take() {
+                    Some(set) => set,
+                    None if ca.dims[d] != AtomSet::Full => ca.dims[d].clone(),
+                    None if a != b => cb.dims[d].clone(),
+                    None => AtomSet::Full,
+                };
+            }
+            match sh.point_search(mode, &cell, point, k32) {
+                Some(point) => return (true, Some(point)),
+                None => {
+                    if self.diagram(mode, &cell, k32, &[]).1 {
+                        return (true, None);
+                    }
+                }
+            }
+        }
+        (false, None)
+    }
 
     /// The requests of `cell` (one scope) that no terminal rule before `k` decides, as a
     /// diagram, and whether there are any. Only the signals the other rules constrain are
     /// spelled out unless `whole`.
     fn diagram(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> (Bdd, bool) {
+        let sh = self.shared;
         if self.m.len() > MAX_NODES {
             // Diagrams live for one question: start afresh rather than fill the memory.
             self.m = Manager::new();
-            for others in &mut self.others {
-                others.diagrams.iter_mut().for_each(|d| *d = None);
+            for diagrams in &mut self.diagrams {
+                diagrams.iter_mut().for_each(|d| *d = None);
             }
         }
         let s = scopes(cell).next().unwrap_or(0);
-        let universe = self.universe;
-        let mut relevant: Vec<usize> = self.others[mode]
+        let universe = sh.universe;
+        let mut relevant: Vec<usize> = sh.others[mode]
             .rules
             .iter()
             .enumerate()
@@ -708,7 +736,7 @@ impl<'r, 'a> Space<'r, 'a> {
             changed = false;
             let mut keep = Vec::with_capacity(relevant.len());
             for &o in &relevant {
-                let other = &self.others[mode].rules[o].1;
+                let other = &sh.others[mode].rules[o].1;
                 if !other.intersects(&cell) {
                     changed = true;
                     continue;
@@ -734,13 +762,13 @@ impl<'r, 'a> Space<'r, 'a> {
         let cell = &cell;
         let cutters: Vec<&Cell> = relevant
             .iter()
-            .map(|&o| &self.others[mode].rules[o].1)
+            .map(|&o| &sh.others[mode].rules[o].1)
             .chain(minus.iter().copied())
             .collect();
         let mut sets: Vec<Option<Vec<(u64, u64)>>> = vec![None; DIMS];
         sets[SCOPE] = Some(vec![(s as u64, s as u64 + 1)]);
         for d in (0..DIMS).filter(|&d| d != SCOPE) {
-            let firsts = &self.firsts[mode][d][s];
+            let firsts = &sh.firsts[mode][d][s];
             let u = universe[d];
             let ranges = cell.dims[d].ranges(u);
             // The atoms between two consecutive bounds of the sets that cut this signal are
@@ -782,16 +810,16 @@ impl<'r, 'a> Space<'r, 'a> {
             }
             sets[d] = Some(reps);
         }
-        let mut region = self.layout.product(&mut self.m, |d| sets[d].clone());
+        let mut region = sh.layout.product(&mut self.m, |d| sets[d].clone());
         for o in relevant {
             if region == FALSE {
                 break;
             }
-            let other = match self.others[mode].diagrams[o] {
+            let other = match self.diagrams[mode][o] {
                 Some(b) => b,
                 None => {
-                    let b = self.layout.cell(&mut self.m, &self.others[mode].rules[o].1);
-                    self.others[mode].diagrams[o] = Some(b);
+                    let b = sh.layout.cell(&mut self.m, &sh.others[mode].rules[o].1);
+                    self.diagrams[mode][o] = Some(b);
                     b
                 }
             };
@@ -801,7 +829,7 @@ impl<'r, 'a> Space<'r, 'a> {
             if region == FALSE {
                 break;
             }
-            let other = self.layout.cell(&mut self.m, cut);
+            let other = sh.layout.cell(&mut self.m, cut);
             region = self.m.and_not(region, other);
         }
         (region, region != FALSE)
@@ -810,6 +838,7 @@ impl<'r, 'a> Space<'r, 'a> {
     /// Whether `cell` holds a request that no terminal rule before `k` decides (in `mode`)
     /// and none of the boxes `minus` holds.
     fn region_open(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> bool {
+        let sh = self.shared;
         for s in scopes(cell).collect::<Vec<_>>() {
             let mut one = cell.clone();
             one.dims[SCOPE] = AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
@@ -818,8 +847,8 @@ impl<'r, 'a> Space<'r, 'a> {
             point[SCOPE] = s as u32;
             let mut empty = false;
             for d in (0..DIMS).filter(|&d| d != SCOPE) {
-                let ranges = one.dims[d].ranges(self.universe[d]);
-                match self.firsts[mode][d][s].best_set(&ranges) {
+                let ranges = one.dims[d].ranges(sh.universe[d]);
+                match sh.firsts[mode][d][s].best_set(&ranges) {
                     Some((atom, first)) if first >= k => point[d] = atom,
                     _ => {
                         empty = true;
@@ -830,7 +859,7 @@ impl<'r, 'a> Space<'r, 'a> {
             if empty {
                 continue;
             }
-            let found = self.point_search_with(mode, &one, point, k, POINT_TRIES, |p| {
+            let found = sh.point_search_with(mode, &one, point, k, POINT_TRIES, |p| {
                 Ok(minus.iter().copied().find(|c| contains(c, p)))
             });
             if found.is_some() || self.diagram(mode, &one, k, minus).1 {
@@ -873,23 +902,105 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
         .iter()
         .map(|&acl| Rule::new(acl, domain.rule_cells(acl)))
         .collect();
-    let mut space = Space::new(&rules, universe);
+    let shared = Shared::new(&rules, universe);
     let points = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
-    let mut index = Index::new(&rules, &universe);
-    // Whether each rule possibly decides some request (`false`: surely none).
-    let mut decides_some = vec![false; rules.len()];
+    let index = Index::new(&rules, &universe);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS)
+        .min(rules.len() / RULES_PER_THREAD + 1);
+    // First whether each rule possibly decides some request (`false`: surely none), which
+    // the questions about the later rules read; then every rule's questions.
+    let decides_some: Vec<bool> = parallel(rules.len(), threads, &shared, |space, _, i| {
+        space.open(POSSIBLY, i, i, i).0
+    });
+    let outputs: Vec<RuleOutput> = parallel(rules.len(), threads, &shared, |space, seen, i| {
+        analyze_rule(space, &index, seen, &points, &decides_some, i)
+    });
     let mut analysis = Analysis::default();
-    for (i, rule) in rules.iter().enumerate() {
+    for out in outputs {
+        analysis.findings.extend(out.findings);
+        analysis.undecided.extend(out.undecided);
+    }
+    analysis
+}
+
+/// At most this many threads share an analysis.
+const MAX_THREADS: usize = 8;
+/// A thread of its own for every this many rules.
+const RULES_PER_THREAD: usize = 200;
+/// Rules a thread takes at a time.
+const CHUNK: usize = 16;
+
+/// `f` for every rule `0..n`, over `threads` threads taking chunks of rules in turn (each
+/// with its own diagrams); the answers in rule order.
+fn parallel<T: Send>(
+    n: usize,
+    threads: usize,
+    shared: &Shared<'_, '_>,
+    f: impl Fn(&mut Space<'_, '_, '_>, &mut Seen, usize) -> T + Sync,
+) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut space = Space::new(shared);
+        let mut seen = Seen::new(n);
+        let mut done: Vec<(usize, Vec<T>)> = Vec::new();
+        loop {
+            let from = next.fetch_add(CHUNK, std::sync::atomic::Ordering::Relaxed);
+            if from >= n {
+                break;
+            }
+            let to = (from + CHUNK).min(n);
+            done.push((from, (from..to).map(|i| f(&mut space, &mut seen, i)).collect()));
+        }
+        done
+    };
+    let mut chunks: Vec<(usize, Vec<T>)> = if threads <= 1 {
+        work()
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    };
+    chunks.sort_unstable_by_key(|c| c.0);
+    chunks.into_iter().flat_map(|c| c.1).collect()
+}
+
+/// What the analysis says about one rule.
+#[derive(Default)]
+struct RuleOutput {
+    findings: Vec<Finding>,
+    undecided: Option<Undecided>,
+}
+
+/// The questions about rule `i`.
+fn analyze_rule(
+    space: &mut Space<'_, '_, '_>,
+    index: &Index,
+    seen: &mut Seen,
+    points: &Witnesses,
+    decides_some: &[bool],
+    i: usize,
+) -> RuleOutput {
+    let sh = space.shared;
+    let rules = sh.rules;
+    let rule = &rules[i];
+    let mut out = RuleOutput::default();
+    {
         let Some(over_cell) = &rule.cells.over else {
-            analysis.findings.push(Finding {
+            out.findings.push(Finding {
                 kind: FindingKind::Shadowed,
                 rule_id: rule.id(),
                 by: Vec::new(),
                 detail: "matches no request".to_owned(),
             });
-            continue;
+            return out;
         };
-        let candidates = index.query(i, over_cell, &rules, &universe);
+        let candidates = index.query(seen, i, over_cell, rules, &sh.universe);
         let mut reasons: Vec<String> = Vec::new();
         let inexact_reason = || -> String {
             if let Some(reason) = &rule.cells.inexact {
@@ -906,8 +1017,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 })
                 .unwrap_or_default()
         };
-        let (possibly, _) = space.open(POSSIBLY, i, i, i);
-        decides_some[i] = possibly;
+        let possibly = decides_some[i];
         let (surely, witness) = if possibly {
             space.open(SURELY, i, i, i)
         } else {
@@ -928,7 +1038,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 } else {
                     "never recorded"
                 };
-                analysis.findings.push(Finding {
+                out.findings.push(Finding {
                     kind: FindingKind::Shadowed,
                     rule_id: rule.id(),
                     detail: format!(
@@ -952,7 +1062,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 let proven = space.open(SURELY, e, i, e).0;
                 let refuted = !proven && !space.open(POSSIBLY, e, i, e).0;
                 match known(proven, refuted) {
-                    Known::Yes => analysis.findings.push(conflict(earlier, rule)),
+                    Known::Yes => out.findings.push(conflict(earlier, rule)),
                     Known::Unknown => unknown_conflicts = true,
                     Known::No => {}
                 }
@@ -975,6 +1085,7 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 cell.dims[SCOPE] = AtomSet::from_ranges(vec![(s, s + 1)], SCOPES as u32)
                     .unwrap_or(AtomSet::Full);
                 space
+                    .shared
                     .point_search_with(SURELY, &cell, p, i as u32, REDUNDANCY_TRIES, |p| {
                         let mut first: Option<usize> = None;
                         points.any_candidate(p, |o| {
@@ -1000,10 +1111,10 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                 let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
                 let exact =
                     rule.cells.inexact.is_none() && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
-                let proof = redundancy_proof(&mut space, i, &later, bad);
+                let proof = redundancy_proof(space, i, &later, bad);
                 if let Some(takers) = &proof {
                     let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
-                    analysis.findings.push(Finding {
+                    out.findings.push(Finding {
                         kind: FindingKind::Redundant,
                         rule_id: rule.id(),
                         detail: format!(
@@ -1013,30 +1124,30 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
                         ),
                         by,
                     });
-                } else if !exact && !redundancy_refuted(&mut space, i, &later, bad) {
+                } else if !exact && !redundancy_refuted(space, i, &later, bad) {
                     reasons.push(format!("whether it is redundant: {}", inexact_reason()));
                 }
             }
         }
         if !reasons.is_empty() {
-            analysis.undecided.push(Undecided {
+            out.undecided = Some(Undecided {
                 rule_id: rule.id(),
                 reason: reasons.join("; "),
             });
         }
-    }
-    analysis
+        }
+    out
 }
 
 /// The later rules that take every request rule `i` possibly decides, each deciding it the
 /// same way, before any rule deciding otherwise (or recording) meets one (`None`: not so).
 fn redundancy_proof(
-    space: &mut Space<'_, '_>,
+    space: &mut Space<'_, '_, '_>,
     i: usize,
     later: &[usize],
     bad: impl Fn(usize) -> bool,
 ) -> Option<Vec<usize>> {
-    let rules = space.rules;
+    let rules = space.shared.rules;
     let over = rules[i].cells.over.as_ref()?;
     let mut takers: Vec<usize> = Vec::new();
     let mut taken: Vec<&Cell> = Vec::new();
@@ -1047,7 +1158,7 @@ fn redundancy_proof(
         let meets = if taken.is_empty() {
             space.open_with(POSSIBLY, i, x, Some(theirs), true, i).0
         } else {
-            let Some(common) = intersect(over, theirs, &space.universe) else {
+            let Some(common) = intersect(over, theirs, &space.shared.universe) else {
                 continue;
             };
             space.region_open(POSSIBLY, &common, i as u32, &taken)
@@ -1069,12 +1180,12 @@ fn redundancy_proof(
 /// Whether rule `i` surely decides a request that, once it is gone, a later rule surely
 /// decides otherwise (or records), or that no later rule possibly decides.
 fn redundancy_refuted(
-    space: &mut Space<'_, '_>,
+    space: &mut Space<'_, '_, '_>,
     i: usize,
     later: &[usize],
     bad: impl Fn(usize) -> bool,
 ) -> bool {
-    let rules = space.rules;
+    let rules = space.shared.rules;
     let Some(under) = rules[i].cells.under.as_ref() else {
         return false;
     };
@@ -1085,7 +1196,7 @@ fn redundancy_refuted(
                 .cells
                 .under
                 .as_ref()
-                .and_then(|theirs| intersect(under, theirs, &space.universe))
+                .and_then(|theirs| intersect(under, theirs, &space.shared.universe))
             {
                 if space.region_open(SURELY, &common, i as u32, &taken) {
                     return true;
