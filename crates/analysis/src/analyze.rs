@@ -1111,7 +1111,11 @@ fn analyze_rule(
                 let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
                 let exact =
                     rule.cells.inexact.is_none() && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
+                let t0 = std::time::Instant::now();
                 let proof = redundancy_proof(space, i, &later, bad);
+                if std::env::var_os("NETACL_STATS").is_some() {
+                    eprintln!("walk {i} witness {} action {} dims {:?} later {} proven {} us {}", witness.is_some(), rule.action().name(), constrained(over_cell).collect::<Vec<_>>(), later.len(), proof.is_some(), t0.elapsed().as_micros());
+                }
                 if let Some(takers) = &proof {
                     let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
                     out.findings.push(Finding {
@@ -1158,10 +1162,8 @@ fn redundancy_proof(
         let meets = if taken.is_empty() {
             space.open_with(POSSIBLY, i, x, Some(theirs), true, i).0
         } else {
-            let Some(common) = intersect(over, theirs, &space.shared.universe) else {
-                continue;
-            };
-            space.region_open(POSSIBLY, &common, i as u32, &taken)
+            intersect(over, theirs, &space.shared.universe)
+                .is_some_and(|common| space.region_open(POSSIBLY, &common, i as u32, &taken))
         };
         if meets {
             if bad(x) {
@@ -1171,10 +1173,14 @@ fn redundancy_proof(
             if let Some(under) = rules[x].cells.under.as_ref() {
                 taken.push(under);
             }
+            if !space.region_open(POSSIBLY, over, i as u32, &taken) {
+                // Taken whole: no later rule meets what is left.
+                return Some(takers);
+            }
         }
     }
-    // Taken whole (it decides some request, so something took it).
-    (!takers.is_empty() && !space.region_open(POSSIBLY, over, i as u32, &taken)).then_some(takers)
+    // It decides some request (so something is left when nothing took it).
+    None
 }
 
 /// Whether rule `i` surely decides a request that, once it is gone, a later rule surely
