@@ -43,13 +43,17 @@ const NEVER: u32 = u32::MAX;
 struct Rule<'a> {
     acl: &'a NetworkAcl,
     cells: RuleCells,
+    /// Its id, its action's class (equal for equal actions) and whether it is terminal.
+    id: String,
+    class: u32,
+    terminal: bool,
     /// The signals its `over` box constrains (bit `d`), and its scope atoms (bit `s`).
     over_signals: u16,
     over_scopes: u8,
 }
 
 impl<'a> Rule<'a> {
-    fn new(acl: &'a NetworkAcl, cells: RuleCells) -> Self {
+    fn new(acl: &'a NetworkAcl, cells: RuleCells, class: u32) -> Self {
         let (mut over_signals, mut over_scopes) = (0, 0);
         if let Some(cell) = &cells.over {
             over_signals = constrained(cell).fold(0u16, |m, d| m | 1 << d);
@@ -58,6 +62,9 @@ impl<'a> Rule<'a> {
         Rule {
             acl,
             cells,
+            id: acl.id.to_string(),
+            class,
+            terminal: acl.spec.rule.action().is_terminal(),
             over_signals,
             over_scopes,
         }
@@ -88,10 +95,10 @@ impl Rule<'_> {
         self.acl.spec.rule.action()
     }
     fn terminal(&self) -> bool {
-        self.action().is_terminal()
+        self.terminal
     }
     fn id(&self) -> String {
-        self.acl.id.to_string()
+        self.id.clone()
     }
     /// The box questions are asked over in `mode`.
     fn query(&self, mode: usize) -> Option<&Cell> {
@@ -249,6 +256,7 @@ struct Index {
 /// A thread's marks for [`Index::query`].
 struct Seen {
     marks: Vec<u32>,
+    hits: Vec<u32>,
     stamp: u32,
 }
 
@@ -256,6 +264,7 @@ impl Seen {
     fn new(n: usize) -> Self {
         Seen {
             marks: vec![0; n],
+            hits: vec![0; n],
             stamp: 0,
         }
     }
@@ -308,18 +317,19 @@ impl Index {
         seen.stamp += 1;
         let stamp = seen.stamp;
         let mut out = Vec::new();
-        let mut visit = |ordinal: u32, seen: &mut Vec<u32>| {
+        let mut visit = |ordinal: u32, seen: &mut Seen| {
             let o = ordinal as usize;
-            if o == me || seen[o] == stamp {
+            if o == me || seen.marks[o] == stamp {
                 return;
             }
-            seen[o] = stamp;
+            seen.marks[o] = stamp;
             if rules[o].meets(&rules[me]) {
+                seen.hits[o] = stamp;
                 out.push(o);
             }
         };
         for &o in &self.global {
-            visit(o, &mut seen.marks);
+            visit(o, seen);
         }
         for d in (0..DIMS).filter(|&d| d != SCOPE) {
             let set = &cell.dims[d];
@@ -327,20 +337,26 @@ impl Index {
                 for (lo, hi) in set.ranges(universe[d]) {
                     for atom in lo..hi {
                         for &o in &self.postings[d][atom as usize] {
-                            visit(o, &mut seen.marks);
+                            visit(o, seen);
                         }
                     }
                 }
                 for &o in &self.wide[d] {
-                    visit(o, &mut seen.marks);
+                    visit(o, seen);
                 }
             } else {
                 for &o in &self.anchored[d] {
-                    visit(o, &mut seen.marks);
+                    visit(o, seen);
                 }
             }
         }
-        out.sort_unstable();
+        if out.len() * 16 > rules.len() {
+            // Many: read them back in order from the marks rather than sort.
+            out.clear();
+            out.extend((0..rules.len()).filter(|&o| seen.hits[o] == stamp));
+        } else {
+            out.sort_unstable();
+        }
         out
     }
 }
@@ -413,7 +429,7 @@ struct Shared<'r, 'a> {
     others: [Others; 2],
     /// Per rule and mode, per constrained signal and scope: the latest-decided atom of its
     /// query box's set and its first rule (`(d, s, atom, first)`).
-    best: Vec<[Vec<(u8, u8, u32, u32)>; 2]>,
+    best: Vec<[[(u32, u32); DIMS * SCOPES]; 2]>,
 }
 
 impl<'r, 'a> Shared<'r, 'a> {
@@ -499,17 +515,15 @@ impl<'r, 'a> Shared<'r, 'a> {
             .iter()
             .map(|rule| {
                 [POSSIBLY, SURELY].map(|mode| {
+                    let mut out = [(u32::MAX, 0); DIMS * SCOPES];
                     let Some(cell) = rule.query(mode) else {
-                        return Vec::new();
+                        return out;
                     };
-                    let mut out = Vec::new();
                     for d in constrained(cell) {
                         let ranges = cell.dims[d].ranges(universe[d]);
                         for s in scopes(cell) {
-                            if let Some((atom, first)) =
-                                space.firsts[mode][d][s].best_set(&ranges)
-                            {
-                                out.push((d as u8, s as u8, atom, first));
+                            if let Some(best) = space.firsts[mode][d][s].best_set(&ranges) {
+                                out[d * SCOPES + s] = best;
                             }
                         }
                     }
@@ -522,10 +536,8 @@ impl<'r, 'a> Shared<'r, 'a> {
 
     /// The latest-decided atom of rule `r`'s query set on `d` in scope `s` (`None`: empty).
     fn rule_best(&self, mode: usize, r: usize, d: usize, s: usize) -> Option<(u32, u32)> {
-        self.best[r][mode]
-            .iter()
-            .find(|e| e.0 as usize == d && e.1 as usize == s)
-            .map(|e| (e.2, e.3))
+        let best = self.best[r][mode][d * SCOPES + s];
+        (best.0 != u32::MAX).then_some(best)
     }
 
     /// The first rule (position in `others`) before `k` holding `point`.
@@ -898,9 +910,20 @@ pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
     });
     let domain = Domain::new(active.iter().copied());
     let universe = domain.universe;
+    let mut classes: Vec<&Action> = Vec::new();
     let rules: Vec<Rule<'_>> = active
         .iter()
-        .map(|&acl| Rule::new(acl, domain.rule_cells(acl)))
+        .map(|&acl| {
+            let action = acl.spec.rule.action();
+            let class = match classes.iter().position(|&a| a == action) {
+                Some(c) => c,
+                None => {
+                    classes.push(action);
+                    classes.len() - 1
+                }
+            };
+            Rule::new(acl, domain.rule_cells(acl), class as u32)
+        })
         .collect();
     let shared = Shared::new(&rules, universe);
     let points = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
@@ -1056,7 +1079,7 @@ fn analyze_rule(
             let mut unknown_conflicts = false;
             for &e in candidates.iter().take_while(|&&e| e < i) {
                 let earlier = &rules[e];
-                if !earlier.terminal() || earlier.action() == rule.action() || !decides_some[e] {
+                if !earlier.terminal() || earlier.class == rule.class || !decides_some[e] {
                     continue;
                 }
                 let proven = space.open(SURELY, e, i, e).0;
@@ -1074,7 +1097,7 @@ fn analyze_rule(
 
         // Redundancy (a log rule that is recorded is never redundant).
         if rule.terminal() && shadowed == Known::No {
-            let bad = |x: usize| !rules[x].terminal() || rules[x].action() != rule.action();
+            let bad = |x: usize| !rules[x].terminal() || rules[x].class != rule.class;
             // A request it surely decides that, once it is gone, a later rule surely decides
             // otherwise (or records), or that no later rule possibly matches: not redundant.
             let refuted_by_point = witness.is_some_and(|p| {
@@ -1230,15 +1253,18 @@ fn intersect(a: &Cell, b: &Cell, universe: &[u32; DIMS]) -> Option<Cell> {
 }
 
 fn conflict(earlier: &Rule<'_>, rule: &Rule<'_>) -> Finding {
+    let (theirs, mine) = (earlier.action().name(), rule.action().name());
+    let mut detail = String::with_capacity(earlier.id.len() + theirs.len() + mine.len() + 72);
+    detail.push_str(&earlier.id);
+    detail.push_str(" (");
+    detail.push_str(theirs);
+    detail.push_str(") decides requests this rule (");
+    detail.push_str(mine);
+    detail.push_str(") also matches: their order decides");
     Finding {
         kind: FindingKind::Conflict,
         rule_id: rule.id(),
         by: vec![earlier.id()],
-        detail: format!(
-            "{} ({}) decides requests this rule ({}) also matches: their order decides",
-            earlier.id(),
-            earlier.action().name(),
-            rule.action().name()
-        ),
+        detail,
     }
 }
