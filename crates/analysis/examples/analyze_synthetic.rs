@@ -22,11 +22,7 @@ fn main() {
         .rule_set(&config)
         .expect("the synthetic rule set validates");
     let start = Instant::now();
-    let analysis = if std::env::var_os("LEGACY").is_some() {
-        netacl_analysis::analyze_legacy(&set)
-    } else {
-        netacl_analysis::analyze(&set)
-    };
+    let analysis = netacl_analysis::analyze(&set);
     let elapsed = start.elapsed();
     let count = |kind: &str| {
         analysis
@@ -43,7 +39,4 @@ fn main() {
         analysis.undecided.len(),
         elapsed.as_secs_f64() * 1000.0
     );
-    if let Some(path) = std::env::var_os("DUMP") {
-        std::fs::write(path, serde_json::to_string_pretty(&analysis.to_json()).unwrap()).unwrap();
-    }
 }

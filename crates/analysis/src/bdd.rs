@@ -37,10 +37,11 @@ struct Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 enum Op {
-    And = 1,
     AndNot = 2,
+    #[cfg(test)]
+    And = 1,
+    #[cfg(test)]
     Meets = 3,
-    Or = 4,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -83,10 +84,6 @@ impl Manager {
     /// How many nodes exist (terminals included).
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
-    }
-
-    fn var(&self, f: Bdd) -> u32 {
-        self.nodes[f as usize].var
     }
 
     /// The node `if var then hi else lo`, reduced and shared.
@@ -150,12 +147,21 @@ impl Manager {
     fn split(&self, f: Bdd, g: Bdd) -> (u32, (Bdd, Bdd), (Bdd, Bdd)) {
         let (nf, ng) = (self.nodes[f as usize], self.nodes[g as usize]);
         let var = nf.var.min(ng.var);
-        let cf = if nf.var == var { (nf.lo, nf.hi) } else { (f, f) };
-        let cg = if ng.var == var { (ng.lo, ng.hi) } else { (g, g) };
+        let cf = if nf.var == var {
+            (nf.lo, nf.hi)
+        } else {
+            (f, f)
+        };
+        let cg = if ng.var == var {
+            (ng.lo, ng.hi)
+        } else {
+            (g, g)
+        };
         (var, cf, cg)
     }
 
     /// `f ∧ g`.
+    #[cfg(test)]
     pub(crate) fn and(&mut self, f: Bdd, g: Bdd) -> Bdd {
         if f == FALSE || g == FALSE {
             return FALSE;
@@ -176,30 +182,6 @@ impl Manager {
         let hi = self.and(f1, g1);
         let r = self.node(var, lo, hi);
         self.remember(slot, Op::And, f, g, r);
-        r
-    }
-
-    /// `f ∨ g`.
-    pub(crate) fn or(&mut self, f: Bdd, g: Bdd) -> Bdd {
-        if f == TRUE || g == TRUE {
-            return TRUE;
-        }
-        if f == FALSE || f == g {
-            return g;
-        }
-        if g == FALSE {
-            return f;
-        }
-        let (f, g) = if f < g { (f, g) } else { (g, f) };
-        let (slot, hit) = self.cached(Op::Or, f, g);
-        if let Some(r) = hit {
-            return r;
-        }
-        let (var, (f0, f1), (g0, g1)) = self.split(f, g);
-        let lo = self.or(f0, g0);
-        let hi = self.or(f1, g1);
-        let r = self.node(var, lo, hi);
-        self.remember(slot, Op::Or, f, g, r);
         r
     }
 
@@ -224,6 +206,7 @@ impl Manager {
     }
 
     /// Whether `f ∧ g` has a point (without building it).
+    #[cfg(test)]
     pub(crate) fn meets(&mut self, f: Bdd, g: Bdd) -> bool {
         if f == FALSE || g == FALSE {
             return false;
@@ -243,6 +226,7 @@ impl Manager {
     }
 
     /// Whether the point (`bit(var)` answers each variable) is in `f`.
+    #[cfg(test)]
     pub(crate) fn contains(&self, mut f: Bdd, bit: impl Fn(u32) -> bool) -> bool {
         while f > TRUE {
             let n = self.nodes[f as usize];
@@ -254,12 +238,25 @@ impl Manager {
     /// The values `x` of a `bits`-bit unsigned number (variables `first..first + bits`, most
     /// significant first) with `x` in one of `ranges` (sorted, disjoint, half-open), followed by
     /// `then` (the set is `{x in ranges} ∧ then`, `then` on later variables).
-    pub(crate) fn ranges(&mut self, first: u32, bits: u32, ranges: &[(u64, u64)], then: Bdd) -> Bdd {
+    pub(crate) fn ranges(
+        &mut self,
+        first: u32,
+        bits: u32,
+        ranges: &[(u64, u64)],
+        then: Bdd,
+    ) -> Bdd {
         self.ranges_in(first, bits, 0, ranges, then)
     }
 
     /// `ranges` clipped to the block `[base, base + 2^bits)` of the variables from `var` on.
-    fn ranges_in(&mut self, var: u32, bits: u32, base: u64, ranges: &[(u64, u64)], then: Bdd) -> Bdd {
+    fn ranges_in(
+        &mut self,
+        var: u32,
+        bits: u32,
+        base: u64,
+        ranges: &[(u64, u64)],
+        then: Bdd,
+    ) -> Bdd {
         let end = base + (1u64 << bits);
         // Only the ranges that meet the block.
         let from = ranges.partition_point(|r| r.1 <= base);
@@ -277,40 +274,10 @@ impl Manager {
         }
     }
 
-    /// How many nodes `f` has (terminals included).
-    pub(crate) fn size(&self, f: Bdd) -> usize {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![f];
-        while let Some(x) = stack.pop() {
-            if seen.insert(x) && x > TRUE {
-                let n = self.nodes[x as usize];
-                stack.push(n.lo);
-                stack.push(n.hi);
-            }
-        }
-        seen.len()
-    }
-
-    /// How many nodes of `f` sit on each variable.
-    pub(crate) fn profile(&self, f: Bdd, vars: usize) -> Vec<usize> {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![f];
-        let mut out = vec![0; vars];
-        while let Some(x) = stack.pop() {
-            if seen.insert(x) && x > TRUE {
-                let n = self.nodes[x as usize];
-                out[n.var as usize] += 1;
-                stack.push(n.lo);
-                stack.push(n.hi);
-            }
-        }
-        out
-    }
-
     /// The variable of a non-terminal node (for tests).
     #[cfg(test)]
     fn top(&self, f: Bdd) -> u32 {
-        self.var(f)
+        self.nodes[f as usize].var
     }
 }
 
@@ -369,6 +336,7 @@ mod tests {
             );
             assert_eq!(again, fg);
         }
-        assert!(m.top(m.ranges(0, 4, &[(3, 9)], TRUE)) == 0);
+        let f = m.ranges(0, 4, &[(3, 9)], TRUE);
+        assert_eq!(m.top(f), 0);
     }
 }

@@ -92,6 +92,7 @@ mod analyze;
 mod bdd;
 mod cells;
 mod domain;
+#[cfg(test)]
 mod legacy;
 mod preview;
 mod witness;
@@ -221,10 +222,4 @@ impl Analysis {
 /// Analyses the active rules of `rules`: see the crate documentation.
 pub fn analyze(rules: &RuleSet) -> Analysis {
     analyze::analyze(rules)
-}
-
-/// The previous analysis (boxes and sweeps), for comparison while the diagrams replace it.
-#[doc(hidden)]
-pub fn analyze_legacy(rules: &RuleSet) -> Analysis {
-    legacy::analyze(rules)
 }

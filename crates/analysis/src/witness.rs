@@ -37,6 +37,7 @@ pub(crate) fn contains(cell: &Cell, point: &Point) -> bool {
         .all(|(set, &atom)| set_contains(set, atom))
 }
 
+#[cfg(test)]
 /// The atom of least coverage in any range of one dimension: a sparse table of argmins.
 struct RangeMin {
     cover: Vec<u32>,
@@ -44,6 +45,7 @@ struct RangeMin {
     levels: Vec<Vec<u32>>,
 }
 
+#[cfg(test)]
 impl RangeMin {
     fn new(cover: Vec<u32>) -> Self {
         let n = cover.len();
@@ -90,7 +92,9 @@ impl RangeMin {
 
 /// Chooses points and finds the rules that contain them.
 pub(crate) struct Witnesses {
+    #[cfg(test)]
     universe: [u32; DIMS],
+    #[cfg(test)]
     ranges: Vec<RangeMin>,
     /// `postings[d][atom]`: the rules filed under dimension `d` whose set holds `atom`.
     postings: Vec<Vec<Vec<u32>>>,
@@ -108,24 +112,13 @@ impl Witnesses {
         boxes: impl Iterator<Item = Option<&'a Cell>> + Clone,
         universe: &[u32; DIMS],
     ) -> Self {
-        // Coverage by difference arrays: how many rules constrain a dimension to a set holding
-        // the atom (an unconstrained dimension counts for no atom: it tells none apart).
-        let mut diff: Vec<Vec<i64>> = universe.iter().map(|&u| vec![0; u as usize + 1]).collect();
         let mut postings: Vec<Vec<Vec<u32>>> = universe
             .iter()
             .map(|&u| vec![Vec::new(); u as usize])
             .collect();
         let mut unfiled = Vec::new();
-        for (ordinal, cell) in boxes.enumerate() {
+        for (ordinal, cell) in boxes.clone().enumerate() {
             let Some(cell) = cell else { continue };
-            for (d, set) in cell.dims.iter().enumerate() {
-                if let AtomSet::Ranges(r) = set {
-                    for &(lo, hi) in r.iter() {
-                        diff[d][lo as usize] += 1;
-                        diff[d][hi as usize] -= 1;
-                    }
-                }
-            }
             let anchor = (0..DIMS)
                 .filter(|&d| d != SCOPE && cell.dims[d] != AtomSet::Full)
                 .min_by_key(|&d| cell.dims[d].atoms(universe[d]));
@@ -140,8 +133,35 @@ impl Witnesses {
                 _ => unfiled.push(ordinal as u32),
             }
         }
-        let ranges = diff
-            .into_iter()
+        Witnesses {
+            #[cfg(test)]
+            universe: *universe,
+            #[cfg(test)]
+            ranges: Self::coverage(boxes, universe),
+            postings,
+            unfiled,
+        }
+    }
+
+    /// Coverage by difference arrays: how many rules constrain a dimension to a set holding
+    /// the atom (an unconstrained dimension counts for no atom: it tells none apart).
+    #[cfg(test)]
+    fn coverage<'a>(
+        boxes: impl Iterator<Item = Option<&'a Cell>>,
+        universe: &[u32; DIMS],
+    ) -> Vec<RangeMin> {
+        let mut diff: Vec<Vec<i64>> = universe.iter().map(|&u| vec![0; u as usize + 1]).collect();
+        for cell in boxes.flatten() {
+            for (d, set) in cell.dims.iter().enumerate() {
+                if let AtomSet::Ranges(r) = set {
+                    for &(lo, hi) in r.iter() {
+                        diff[d][lo as usize] += 1;
+                        diff[d][hi as usize] -= 1;
+                    }
+                }
+            }
+        }
+        diff.into_iter()
             .map(|diff| {
                 let mut running = 0i64;
                 let cover: Vec<u32> = diff[..diff.len() - 1]
@@ -153,16 +173,11 @@ impl Witnesses {
                     .collect();
                 RangeMin::new(cover)
             })
-            .collect();
-        Witnesses {
-            universe: *universe,
-            ranges,
-            postings,
-            unfiled,
-        }
+            .collect()
     }
 
     /// The least-covered atom of `a ∩ b` in dimension `d`; `None` when they are disjoint.
+    #[cfg(test)]
     fn pick(&self, d: usize, a: &AtomSet, b: &AtomSet) -> Option<u32> {
         let table = &self.ranges[d];
         let u = self.universe[d];
@@ -198,6 +213,7 @@ impl Witnesses {
     /// point moves out of it (in the first dimension where that box constrains and leaves
     /// some of the allowed atoms), at most `tries` times. `None` when the boxes are disjoint or
     /// no accepted point was found.
+    #[cfg(test)]
     pub(crate) fn search<'c>(
         &self,
         a: &Cell,
