@@ -50,14 +50,26 @@ struct Rule<'a> {
     /// The signals its `over` box constrains (bit `d`), and its scope atoms (bit `s`).
     over_signals: u16,
     over_scopes: u8,
+    /// For each signal of at most 64 atoms, the atoms of its `over` box as bits.
+    small: [u64; DIMS],
 }
 
 impl<'a> Rule<'a> {
-    fn new(acl: &'a NetworkAcl, cells: RuleCells, class: u32) -> Self {
+    fn new(acl: &'a NetworkAcl, cells: RuleCells, class: u32, universe: &[u32; DIMS]) -> Self {
         let (mut over_signals, mut over_scopes) = (0, 0);
+        let mut small = [u64::MAX; DIMS];
         if let Some(cell) = &cells.over {
             over_signals = constrained(cell).fold(0u16, |m, d| m | 1 << d);
             over_scopes = scopes(cell).fold(0u8, |m, s| m | 1 << s);
+            for d in constrained(cell) {
+                if universe[d] <= 64 {
+                    small[d] = cell.dims[d]
+                        .ranges(universe[d])
+                        .iter()
+                        .flat_map(|&(lo, hi)| lo..hi)
+                        .fold(0, |m, a| m | 1 << a);
+                }
+            }
         }
         Rule {
             acl,
@@ -67,6 +79,7 @@ impl<'a> Rule<'a> {
             terminal: acl.spec.rule.action().is_terminal(),
             over_signals,
             over_scopes,
+            small,
         }
     }
 
@@ -82,7 +95,7 @@ impl<'a> Rule<'a> {
         while common != 0 {
             let d = common.trailing_zeros() as usize;
             common &= common - 1;
-            if !a.dims[d].intersects(&b.dims[d]) {
+            if self.small[d] & other.small[d] == 0 || !a.dims[d].intersects(&b.dims[d]) {
                 return false;
             }
         }
@@ -291,6 +304,27 @@ impl Index {
         rules: &[Rule<'_>],
         universe: &[u32; DIMS],
     ) -> Vec<usize> {
+        // When the lists to visit hold about every rule, a plain scan is cheaper.
+        let mut visits = self.global.len();
+        for d in (0..DIMS).filter(|&d| d != SCOPE) {
+            let set = &cell.dims[d];
+            if *set != AtomSet::Full && set.atoms(universe[d]) <= SMALL {
+                visits += self.wide[d].len();
+                for (lo, hi) in set.ranges(universe[d]) {
+                    visits += (lo..hi)
+                        .map(|a| self.postings[d][a as usize].len())
+                        .sum::<usize>();
+                }
+            } else {
+                visits += self.anchored[d].len();
+            }
+        }
+        if visits >= rules.len() {
+            let me_rule = &rules[me];
+            return (0..rules.len())
+                .filter(|&o| o != me && rules[o].meets(me_rule))
+                .collect();
+        }
         seen.stamp += 1;
         let stamp = seen.stamp;
         let mut out = Vec::new();
@@ -913,7 +947,7 @@ fn analyze_with(rules: &RuleSet, points: bool) -> Analysis {
                     classes.len() - 1
                 }
             };
-            Rule::new(acl, domain.rule_cells(acl), class as u32)
+            Rule::new(acl, domain.rule_cells(acl), class as u32, &universe)
         })
         .collect();
     let mut shared = Shared::new(&rules, universe);
@@ -932,7 +966,10 @@ fn analyze_with(rules: &RuleSet, points: bool) -> Analysis {
     let outputs: Vec<RuleOutput> = parallel(rules.len(), threads, &shared, |space, seen, i| {
         analyze_rule(space, &index, seen, &points, &decides_some, i)
     });
-    let mut analysis = Analysis::default();
+    let mut analysis = Analysis {
+        findings: Vec::with_capacity(outputs.iter().map(|o| o.findings.len()).sum()),
+        undecided: Vec::new(),
+    };
     for out in outputs {
         analysis.findings.extend(out.findings);
         analysis.undecided.extend(out.undecided);
@@ -1044,10 +1081,23 @@ fn analyze_rule(
         let shadowed = known(!possibly, surely);
         match shadowed {
             Known::Yes => {
+                // The rules before the first prefix of the rule set that decides all it
+                // matches are the only ones that can decide some of it: find that prefix by
+                // halving (each question asks whether the rules before `k` leave some).
+                let (mut lo, mut hi) = (0, i);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if space.open(POSSIBLY, i, i, mid).0 {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
                 let by: Vec<String> = candidates
                     .iter()
                     .copied()
-                    .filter(|&e| e < i && rules[e].terminal() && decides_some[e])
+                    .take_while(|&e| e < lo)
+                    .filter(|&e| rules[e].terminal() && decides_some[e])
                     .filter(|&e| space.open(POSSIBLY, e, i, e).0)
                     .map(|e| rules[e].id())
                     .collect();
