@@ -980,7 +980,7 @@ fn analyze_with(rules: &RuleSet, points: bool) -> Analysis {
 /// At most this many threads share an analysis.
 const MAX_THREADS: usize = 8;
 /// A thread of its own for every this many rules.
-const RULES_PER_THREAD: usize = 200;
+const RULES_PER_THREAD: usize = 500;
 /// Rules a thread takes at a time.
 const CHUNK: usize = 16;
 

@@ -1,3 +1,7 @@
+//! The previous analysis (boxes swept against boxes, with points first), kept as the oracle
+//! of the differential tests (`analyze.rs`): its answers are exact but it takes minutes past
+//! 500 rules and gives up on some rules (a work bound). What follows is its own description.
+//!
 //! The analysis: each rule's region swept against the rules that can meet it.
 
 use netacl_model::{Action, NetworkAcl, RuleSet};

@@ -1,16 +1,11 @@
-//! Concrete requests (points: one atom per dimension) that settle a question at once.
+//! Concrete requests (points: one atom per dimension) and the index that finds the rules that
+//! can contain one.
 //!
-//! Sweeping a rule's box against every rule that meets it is exact but costly: the region
-//! splits with every earlier rule that constrains another signal. Most questions, though, are
-//! settled by one well-chosen request: a request the rule matches that no earlier terminal rule
-//! matches proves the rule is not shadowed; if no later rule decides that request the same way,
-//! the rule is not redundant; a request two rules both match that no terminal rule before the
-//! earlier one matches proves their conflict. A point is chosen atom by atom, in each dimension
-//! the atom of the allowed set that the fewest rules name (a range-minimum table over the atoms'
-//! coverage), and tested against the rules that can contain it (an index of each rule under the
-//! atoms of its narrowest dimension). A point only ever *settles* a question in one direction;
-//! when it does not, the analysis falls back to the exact sweep, so the answers are those of the
-//! sweep (see the tests comparing both).
+//! The analysis (`analyze.rs`) tests its points against the rules that can contain them: each
+//! rule is filed under the atoms of its narrowest dimension ([`Witnesses::any_candidate`]).
+//! The point search below (the atom the fewest rules name in each dimension, a range-minimum
+//! table over the atoms' coverage) is the previous analysis's (`legacy.rs`, kept as the test
+//! oracle), hence only in tests.
 
 use crate::cells::{AtomSet, Cell, DIMS};
 use crate::domain::SCOPE;
