@@ -441,8 +441,9 @@ struct Shared<'r, 'a> {
     /// `firsts[mode][d][s]`.
     firsts: [Vec<Vec<Firsts>>; 2],
     others: [Others; 2],
-    /// Per rule and mode, per constrained signal and scope: the latest-decided atom of its
-    /// query box's set and its first rule (`(d, s, atom, first)`).
+    /// Per rule and mode, per signal `d` and scope `s` (at `d * SCOPES + s`): the
+    /// latest-decided atom of its query box's set there and its first rule (atom `u32::MAX`:
+    /// not constrained, or empty).
     best: Vec<[[(u32, u32); DIMS * SCOPES]; 2]>,
 }
 
