@@ -52,6 +52,8 @@ struct Rule<'a> {
     over_scopes: u8,
     /// For each signal of at most 64 atoms, the atoms of its `over` box as bits.
     small: [u64; DIMS],
+    /// The signals its query box constrains in each mode (bit `d`).
+    signals: [u16; 2],
 }
 
 impl<'a> Rule<'a> {
@@ -71,6 +73,14 @@ impl<'a> Rule<'a> {
                 }
             }
         }
+        let signals = [POSSIBLY, SURELY].map(|mode| {
+            let cell = if mode == POSSIBLY {
+                cells.over.as_ref()
+            } else {
+                cells.under.as_ref()
+            };
+            cell.map_or(0, |c| constrained(c).fold(0u16, |m, d| m | 1 << d))
+        });
         Rule {
             acl,
             cells,
@@ -80,6 +90,7 @@ impl<'a> Rule<'a> {
             over_signals,
             over_scopes,
             small,
+            signals,
         }
     }
 
@@ -295,7 +306,8 @@ impl Index {
         index
     }
 
-    /// The ordinals (sorted, without `me`) of the rules whose `over` box meets `cell`.
+    /// The ordinals (sorted, below `limit`, without `me`) of the rules whose `over` box meets
+    /// `cell`.
     fn query(
         &self,
         seen: &mut Seen,
@@ -303,6 +315,7 @@ impl Index {
         cell: &Cell,
         rules: &[Rule<'_>],
         universe: &[u32; DIMS],
+        limit: usize,
     ) -> Vec<usize> {
         // When the lists to visit hold about every rule, a plain scan is cheaper.
         let mut visits = self.global.len();
@@ -319,9 +332,9 @@ impl Index {
                 visits += self.anchored[d].len();
             }
         }
-        if visits >= rules.len() {
+        if visits >= limit {
             let me_rule = &rules[me];
-            return (0..rules.len())
+            return (0..limit)
                 .filter(|&o| o != me && rules[o].meets(me_rule))
                 .collect();
         }
@@ -330,7 +343,7 @@ impl Index {
         let mut out = Vec::new();
         let mut visit = |ordinal: u32, seen: &mut Seen| {
             let o = ordinal as usize;
-            if o == me || seen.marks[o] == stamp {
+            if o == me || o >= limit || seen.marks[o] == stamp {
                 return;
             }
             seen.marks[o] = stamp;
@@ -364,7 +377,7 @@ impl Index {
         if out.len() * 16 > rules.len() {
             // Many: read them back in order from the marks rather than sort.
             out.clear();
-            out.extend((0..rules.len()).filter(|&o| seen.hits[o] == stamp));
+            out.extend((0..limit).filter(|&o| seen.hits[o] == stamp));
         } else {
             out.sort_unstable();
         }
@@ -445,6 +458,9 @@ struct Shared<'r, 'a> {
     /// latest-decided atom of its query box's set there and its first rule (atom `u32::MAX`:
     /// not constrained, or empty).
     best: Vec<[[(u32, u32); DIMS * SCOPES]; 2]>,
+    /// Per mode and scope: the point of every signal's latest-decided atom, and the least
+    /// of their first rules.
+    base: [[(Point, u32); SCOPES]; 2],
 }
 
 impl<'r, 'a> Shared<'r, 'a> {
@@ -526,7 +542,23 @@ impl<'r, 'a> Shared<'r, 'a> {
             firsts,
             others,
             best: Vec::new(),
+            base: [[([0; DIMS], NEVER); SCOPES]; 2],
         };
+        for mode in [POSSIBLY, SURELY] {
+            for s in 0..SCOPES {
+                let (point, least) = &mut space.base[mode][s];
+                point[SCOPE] = s as u32;
+                for d in (0..DIMS).filter(|&d| d != SCOPE) {
+                    match space.firsts[mode][d][s].whole {
+                        Some((atom, first)) => {
+                            point[d] = atom;
+                            *least = (*least).min(first);
+                        }
+                        None => *least = 0,
+                    }
+                }
+            }
+        }
         space.best = rules
             .iter()
             .map(|rule| {
@@ -663,22 +695,34 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
             return (false, None);
         };
         let k32 = k as u32;
-        let scope_set = match ca.dims[SCOPE].intersect(&cb.dims[SCOPE], SCOPES as u32) {
-            Some(s) => s,
-            None => return (false, None),
+        let scope_bits = sh.rules[a].over_scopes & sh.rules[b].over_scopes;
+        let signals_b = if standard {
+            sh.rules[b].signals[mode]
+        } else {
+            sh.rules[b].signals[POSSIBLY]
         };
-        let scope_atoms: Vec<usize> = scope_set
-            .ranges(SCOPES as u32)
-            .into_iter()
-            .flat_map(|(lo, hi)| lo as usize..hi as usize)
-            .collect();
+        let signals = if a == b {
+            sh.rules[a].signals[mode]
+        } else {
+            sh.rules[a].signals[mode] | signals_b
+        };
         let full = AtomSet::Full;
-        'scope: for s in scope_atoms {
-            // The common box's latest-decided atom on each signal.
-            let mut point: Point = [0; DIMS];
-            point[SCOPE] = s as u32;
+        'scope: for s in (0..SCOPES).filter(|&s| scope_bits & 1 << s != 0) {
+            // The common box's latest-decided atom on each signal: on the signals neither box
+            // constrains, the dimension's own.
+            let (mut point, least) = sh.base[mode][s];
+            if least < k32 {
+                for d in (0..DIMS).filter(|&d| d != SCOPE && signals & 1 << d == 0) {
+                    if sh.firsts[mode][d][s].whole.is_none_or(|(_, f)| f < k32) {
+                        continue 'scope;
+                    }
+                }
+            }
             let mut both: [Option<AtomSet>; DIMS] = Default::default();
-            for d in (0..DIMS).filter(|&d| d != SCOPE) {
+            let mut rest = signals;
+            while rest != 0 {
+                let d = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
                 let u = sh.universe[d];
                 let (sa, sb) = (&ca.dims[d], if a == b { &full } else { &cb.dims[d] });
                 let best = match (sa, sb) {
@@ -1056,9 +1100,18 @@ fn analyze_rule(
             });
             return out;
         };
-        let candidates = index.query(seen, i, over_cell, rules, &sh.universe);
+        // The earlier rules that meet it (all the questions but redundancy read only these);
+        // every rule that meets it when needed.
+        let candidates = index.query(seen, i, over_cell, rules, &sh.universe, i);
+        let mut all: Option<Vec<usize>> = None;
+        let mut all_candidates = |seen: &mut Seen| -> Vec<usize> {
+            all.get_or_insert_with(|| {
+                index.query(seen, i, over_cell, rules, &sh.universe, rules.len())
+            })
+            .clone()
+        };
         let mut reasons: Vec<String> = Vec::new();
-        let inexact_reason = || -> String {
+        let inexact_reason = |candidates: &[usize]| -> String {
             if let Some(reason) = &rule.cells.inexact {
                 return reason.clone();
             }
@@ -1118,12 +1171,15 @@ fn analyze_rule(
                     by,
                 });
             }
-            Known::Unknown => reasons.push(format!("whether it is shadowed: {}", inexact_reason())),
+            Known::Unknown => reasons.push(format!(
+                "whether it is shadowed: {}",
+                inexact_reason(&all_candidates(seen))
+            )),
             Known::No => {}
         }
         if rule.terminal() {
             let mut unknown_conflicts = false;
-            for &e in candidates.iter().take_while(|&&e| e < i) {
+            for &e in &candidates {
                 let earlier = &rules[e];
                 if !earlier.terminal() || earlier.class == rule.class || !decides_some[e] {
                     continue;
@@ -1137,7 +1193,10 @@ fn analyze_rule(
                 }
             }
             if unknown_conflicts {
-                reasons.push(format!("whether it conflicts: {}", inexact_reason()));
+                reasons.push(format!(
+                    "whether it conflicts: {}",
+                    inexact_reason(&all_candidates(seen))
+                ));
             }
         }
 
@@ -1182,6 +1241,7 @@ fn analyze_rule(
                         .is_some()
                 });
             if !refuted_by_point {
+                let candidates = all_candidates(seen);
                 let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
                 let exact = rule.cells.inexact.is_none()
                     && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
@@ -1199,7 +1259,10 @@ fn analyze_rule(
                         by,
                     });
                 } else if !exact && !redundancy_refuted(space, i, &later, bad) {
-                    reasons.push(format!("whether it is redundant: {}", inexact_reason()));
+                    reasons.push(format!(
+                        "whether it is redundant: {}",
+                        inexact_reason(&candidates)
+                    ));
                 }
             }
         }
