@@ -50,7 +50,8 @@ struct Rule<'a> {
     /// The signals its `over` box constrains (bit `d`), and its scope atoms (bit `s`).
     over_signals: u16,
     over_scopes: u8,
-    /// For each signal of at most 64 atoms, the atoms of its `over` box as bits.
+    /// Per signal, the bits of its `over` box's atoms ([`set_signature`]): boxes whose bits do
+    /// not meet share no atom.
     small: [u64; DIMS],
     /// The signals its query box constrains in each mode (bit `d`).
     signals: [u16; 2],
@@ -64,13 +65,7 @@ impl<'a> Rule<'a> {
             over_signals = constrained(cell).fold(0u16, |m, d| m | 1 << d);
             over_scopes = scopes(cell).fold(0u8, |m, s| m | 1 << s);
             for d in constrained(cell) {
-                if universe[d] <= 64 {
-                    small[d] = cell.dims[d]
-                        .ranges(universe[d])
-                        .iter()
-                        .flat_map(|&(lo, hi)| lo..hi)
-                        .fold(0, |m, a| m | 1 << a);
-                }
+                small[d] = set_signature(&cell.dims[d], universe[d]);
             }
         }
         let signals = [POSSIBLY, SURELY].map(|mode| {
@@ -136,6 +131,11 @@ impl Rule<'_> {
     fn decides(&self, mode: usize) -> Option<&Cell> {
         self.query(1 - mode)
     }
+}
+
+/// The bit of an atom in a signature of a set of atoms.
+fn signature_bit(atom: u32) -> u32 {
+    (u64::from(atom).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as u32
 }
 
 /// The signals (not the scope) a box constrains.
@@ -435,6 +435,60 @@ struct Others {
     rules: Vec<(u32, Cell)>,
     /// Their boxes, filed for point look-ups (positions in `rules`).
     witnesses: Witnesses,
+    /// Their boxes' signatures, to pass over those that surely miss a box quickly.
+    signatures: Vec<Signature>,
+}
+
+/// A box in a few words: its scope atoms and, per signal, its atoms as bits (signals of at
+/// most 64 atoms) or a signature of them (at most 256 atoms; all ones otherwise). Boxes whose
+/// signatures do not meet do not meet.
+#[derive(Debug, Clone, Copy)]
+struct Signature {
+    scopes: u8,
+    signals: [u64; DIMS],
+}
+
+impl Signature {
+    fn of(cell: &Cell, universe: &[u32; DIMS]) -> Self {
+        let mut signals = [u64::MAX; DIMS];
+        for d in constrained(cell) {
+            signals[d] = set_signature(&cell.dims[d], universe[d]);
+        }
+        Signature {
+            scopes: scopes(cell).fold(0u8, |m, s| m | 1 << s),
+            signals,
+        }
+    }
+
+    fn may_meet(&self, other: &Signature) -> bool {
+        self.scopes & other.scopes != 0
+            && self
+                .signals
+                .iter()
+                .zip(&other.signals)
+                .all(|(a, b)| a & b != 0)
+    }
+}
+
+/// The bits of a set of atoms of a signal of `universe` atoms (see [`Signature`]).
+fn set_signature(set: &AtomSet, universe: u32) -> u64 {
+    if *set == AtomSet::Full {
+        return u64::MAX;
+    }
+    let ranges = set.ranges(universe);
+    if universe <= 64 {
+        ranges
+            .iter()
+            .flat_map(|&(lo, hi)| lo..hi)
+            .fold(0, |m, a| m | 1 << a)
+    } else if set.atoms(universe) <= 256 {
+        ranges
+            .iter()
+            .flat_map(|&(lo, hi)| lo..hi)
+            .fold(0, |m, a| m | 1 << signature_bit(a))
+    } else {
+        u64::MAX
+    }
 }
 
 /// How many times a point moves out of a rule in its way before the diagram is built.
@@ -530,6 +584,10 @@ impl<'r, 'a> Shared<'r, 'a> {
                 .collect();
             let witnesses = Witnesses::new(list.iter().map(|(_, c)| Some(c)), &universe);
             Others {
+                signatures: list
+                    .iter()
+                    .map(|(_, c)| Signature::of(c, &universe))
+                    .collect(),
                 rules: list,
                 witnesses,
             }
@@ -795,12 +853,14 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
         }
         let s = scopes(cell).next().unwrap_or(0);
         let universe = sh.universe;
-        let mut relevant: Vec<usize> = sh.others[mode]
+        let signature = Signature::of(cell, &universe);
+        let others = &sh.others[mode];
+        let mut relevant: Vec<usize> = others
             .rules
             .iter()
             .enumerate()
             .take_while(|(_, (ordinal, _))| *ordinal < k)
-            .filter(|(_, (_, c))| c.intersects(cell))
+            .filter(|&(o, (_, c))| others.signatures[o].may_meet(&signature) && c.intersects(cell))
             .map(|(o, _)| o)
             .collect();
         // A rule that holds the box in every signal but one takes a slice of that signal:
