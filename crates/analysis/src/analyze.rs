@@ -6,10 +6,11 @@
 //!   recorded (`Firsts`). A box minus every earlier one-signal rule is again a box (each
 //!   signal's atoms whose first rule comes later), and whether it is empty is a range-maximum
 //!   query per signal.
-//! - The other rules (two signals or more, or none) are few: a request of that box that none
+//! - The other rules (two signals or more, or none) are fewer: a request of that box that none
 //!   of them holds is looked for (a *point*: in each signal the atom decided latest, moved out
-//!   of the rule in the way, a few times); when none is found, the box is built as a decision
-//!   diagram over the signals those rules constrain and they are subtracted from it (exact).
+//!   of the rule in the way, a few times); when none is found, the box is cut by those that
+//!   differ from it in one signal, built as a decision diagram over what the others tell
+//!   apart, and they are subtracted from it (exact).
 //!
 //! Each rule and pair of rules is asked this once or twice, so the work grows with the number
 //! of pairs of rules that meet (the conflicts are most of them), not with the size of the
@@ -502,6 +503,9 @@ struct Shared<'r, 'a> {
     /// Whether points are looked for before diagrams are built (always, but in a test that
     /// checks the diagrams alone give the same answers).
     points: bool,
+    /// The most nodes one question's diagram may make ([`MAX_DIAGRAM_NODES`]; less in a
+    /// test).
+    budget: usize,
     rules: &'r [Rule<'a>],
     universe: [u32; DIMS],
     layout: Layout,
@@ -594,6 +598,7 @@ impl<'r, 'a> Shared<'r, 'a> {
         });
         let mut space = Shared {
             points: true,
+            budget: MAX_DIAGRAM_NODES,
             rules,
             universe,
             layout: Layout::new(&universe),
@@ -717,6 +722,8 @@ struct Space<'s, 'r, 'a> {
     m: Manager,
     /// The other rules' boxes as diagrams (per mode), built when first needed.
     diagrams: [Vec<Option<Bdd>>; 2],
+    /// Whether a diagram outgrew its budget since the last [`Space::answer`].
+    gave_up: bool,
 }
 
 impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
@@ -725,7 +732,14 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
             shared,
             m: Manager::new(),
             diagrams: [POSSIBLY, SURELY].map(|mode| vec![None; shared.others[mode].rules.len()]),
+            gave_up: false,
         }
+    }
+
+    /// The answer of the question just asked: `None` when a diagram it needed outgrew the
+    /// budget (the question is left open, never guessed).
+    fn answer(&mut self, open: bool) -> Option<bool> {
+        (!std::mem::take(&mut self.gave_up)).then_some(open)
     }
 
     /// Whether the common box of rules `a` and `b` (`b` = `a`: its own box), in `mode`, holds
@@ -839,9 +853,11 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
         (false, None)
     }
 
-    /// The requests of `cell` (one scope) that no terminal rule before `k` decides, as a
-    /// diagram, and whether there are any. Only the signals the other rules constrain are
-    /// spelled out unless `whole`.
+    /// The requests of `cell` (one scope) that no terminal rule before `k` decides and none of
+    /// the boxes `minus` holds, as a diagram, and whether there are any. The other rules that
+    /// differ from the box in one signal cut it first; on each signal, one atom (decided
+    /// latest) stands for each run of atoms that the remaining rules and `minus` do not tell
+    /// apart, and the signals none of them constrains are not spelled out at all.
     fn diagram(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> (Bdd, bool) {
         let sh = self.shared;
         if self.m.len() > MAX_NODES {
@@ -851,6 +867,7 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
                 diagrams.iter_mut().for_each(|d| *d = None);
             }
         }
+        self.m.limit(sh.budget);
         let s = scopes(cell).next().unwrap_or(0);
         let universe = sh.universe;
         let signature = Signature::of(cell, &universe);
@@ -954,7 +971,9 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
                 Some(b) => b,
                 None => {
                     let b = sh.layout.cell(&mut self.m, &sh.others[mode].rules[o].1);
-                    self.diagrams[mode][o] = Some(b);
+                    if !self.m.exhausted() {
+                        self.diagrams[mode][o] = Some(b);
+                    }
                     b
                 }
             };
@@ -966,6 +985,10 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
             }
             let other = sh.layout.cell(&mut self.m, cut);
             region = self.m.and_not(region, other);
+        }
+        if self.m.exhausted() {
+            self.gave_up = true;
+            return (FALSE, false);
         }
         (region, region != FALSE)
     }
@@ -1007,6 +1030,16 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
     }
 }
 
+/// The most nodes the diagram of one question may make: past them the question is left open
+/// (the rule goes to `undecided`, "too many cases"). It bounds the time and memory one
+/// question may take (a diagram can grow exponentially with the rules that cut the box); the
+/// diagrams of the synthetic tenant stay under a thousand nodes.
+const MAX_DIAGRAM_NODES: usize = 1 << 20;
+
+/// Why a question is left open when a diagram outgrew [`MAX_DIAGRAM_NODES`].
+const TOO_COMPLEX: &str =
+    "too many cases to analyse exactly (a decision diagram of over 1,048,576 nodes)";
+
 /// Diagrams are dropped (and the manager started afresh) past this many nodes.
 const MAX_NODES: usize = 1 << 21;
 
@@ -1018,21 +1051,14 @@ enum Known {
     Unknown,
 }
 
-fn known(proven: bool, refuted: bool) -> Known {
-    match (proven, refuted) {
-        (true, _) => Known::Yes,
-        (false, true) => Known::No,
-        (false, false) => Known::Unknown,
-    }
-}
-
 /// Analyses the active rules of `rules` (see the crate documentation).
 pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
-    analyze_with(rules, true)
+    analyze_with(rules, true, MAX_DIAGRAM_NODES)
 }
 
-/// [`analyze`], with or without points (the answers are the same; tested).
-fn analyze_with(rules: &RuleSet, points: bool) -> Analysis {
+/// [`analyze`], with or without points (the answers are the same; tested), with a budget of
+/// nodes for each question's diagram.
+fn analyze_with(rules: &RuleSet, points: bool, budget: usize) -> Analysis {
     let mut active: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
     active.sort_by(|a, b| {
         (a.spec.priority, a.id.as_str().as_bytes())
@@ -1057,6 +1083,7 @@ fn analyze_with(rules: &RuleSet, points: bool) -> Analysis {
         .collect();
     let mut shared = Shared::new(&rules, universe);
     shared.points = points;
+    shared.budget = budget;
     let points = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
     let index = Index::new(&rules, &universe);
     let threads = std::thread::available_parallelism()
@@ -1065,8 +1092,9 @@ fn analyze_with(rules: &RuleSet, points: bool) -> Analysis {
         .min(rules.len() / RULES_PER_THREAD + 1);
     // First whether each rule possibly decides some request (`false`: surely none), which
     // the questions about the later rules read; then every rule's questions.
-    let decides_some: Vec<bool> = parallel(rules.len(), threads, &shared, |space, _, i| {
-        space.open(POSSIBLY, i, i, i).0
+    let decides_some: Vec<Option<bool>> = parallel(rules.len(), threads, &shared, |space, _, i| {
+        let open = space.open(POSSIBLY, i, i, i).0;
+        space.answer(open)
     });
     let outputs: Vec<RuleOutput> = parallel(rules.len(), threads, &shared, |space, seen, i| {
         analyze_rule(space, &index, seen, &points, &decides_some, i)
@@ -1143,7 +1171,7 @@ fn analyze_rule(
     index: &Index,
     seen: &mut Seen,
     points: &Witnesses,
-    decides_some: &[bool],
+    decides_some: &[Option<bool>],
     i: usize,
 ) -> RuleOutput {
     let sh = space.shared;
@@ -1186,35 +1214,53 @@ fn analyze_rule(
                 })
                 .unwrap_or_default()
         };
+        // Whether it possibly decides some request (`None`: left open), and surely does.
         let possibly = decides_some[i];
-        let (surely, witness) = if possibly {
-            space.open(SURELY, i, i, i)
+        let (surely, witness) = if possibly == Some(true) {
+            let (open, point) = space.open(SURELY, i, i, i);
+            (space.answer(open), point)
         } else {
-            (false, None)
+            (Some(false), None)
         };
-        let shadowed = known(!possibly, surely);
+        let shadowed = match (possibly, surely) {
+            (Some(false), _) => Known::Yes,
+            (Some(true), Some(true)) => Known::No,
+            _ => Known::Unknown,
+        };
         match shadowed {
             Known::Yes => {
                 // The rules before the first prefix of the rule set that decides all it
                 // matches are the only ones that can decide some of it: find that prefix by
-                // halving (each question asks whether the rules before `k` leave some).
+                // halving (each question asks whether the rules before `k` leave some; one
+                // left open counts as "some", which only widens the search).
                 let (mut lo, mut hi) = (0, i);
                 while lo < hi {
                     let mid = (lo + hi) / 2;
-                    if space.open(POSSIBLY, i, i, mid).0 {
+                    let open = space.open(POSSIBLY, i, i, mid).0;
+                    if space.answer(open).unwrap_or(true) {
                         lo = mid + 1;
                     } else {
                         hi = mid;
                     }
                 }
-                let by: Vec<String> = candidates
-                    .iter()
-                    .copied()
-                    .take_while(|&e| e < lo)
-                    .filter(|&e| rules[e].terminal() && decides_some[e])
-                    .filter(|&e| space.open(POSSIBLY, e, i, e).0)
-                    .map(|e| rules[e].id())
-                    .collect();
+                let mut by_open = false;
+                let mut by: Vec<String> = Vec::new();
+                for &e in candidates.iter().take_while(|&&e| e < lo) {
+                    if !rules[e].terminal() || decides_some[e] == Some(false) {
+                        continue;
+                    }
+                    let open = space.open(POSSIBLY, e, i, e).0;
+                    match space.answer(open) {
+                        Some(true) => by.push(rules[e].id()),
+                        Some(false) => {}
+                        None => by_open = true,
+                    }
+                }
+                if by_open {
+                    reasons.push(format!(
+                        "which earlier rules decide the requests it matches: {TOO_COMPLEX}"
+                    ));
+                }
                 let verb = if rule.terminal() {
                     "never decides"
                 } else {
@@ -1231,6 +1277,9 @@ fn analyze_rule(
                     by,
                 });
             }
+            Known::Unknown if possibly.is_none() || surely.is_none() => {
+                reasons.push(format!("whether it is shadowed: {TOO_COMPLEX}"))
+            }
             Known::Unknown => reasons.push(format!(
                 "whether it is shadowed: {}",
                 inexact_reason(&all_candidates(seen))
@@ -1238,18 +1287,28 @@ fn analyze_rule(
             Known::No => {}
         }
         if rule.terminal() {
-            let mut unknown_conflicts = false;
+            let (mut unknown_conflicts, mut open_conflicts) = (false, false);
             for &e in &candidates {
                 let earlier = &rules[e];
-                if !earlier.terminal() || earlier.class == rule.class || !decides_some[e] {
+                if !earlier.terminal()
+                    || earlier.class == rule.class
+                    || decides_some[e] == Some(false)
+                {
                     continue;
                 }
-                let proven = space.open(SURELY, e, i, e).0;
-                let refuted = !proven && !space.open(POSSIBLY, e, i, e).0;
-                match known(proven, refuted) {
-                    Known::Yes => out.findings.push(conflict(earlier, rule)),
-                    Known::Unknown => unknown_conflicts = true,
-                    Known::No => {}
+                let open = space.open(SURELY, e, i, e).0;
+                let proven = space.answer(open);
+                let refuted = if proven == Some(true) {
+                    Some(false)
+                } else {
+                    let open = space.open(POSSIBLY, e, i, e).0;
+                    space.answer(open).map(|open| !open)
+                };
+                match (proven, refuted) {
+                    (Some(true), _) => out.findings.push(conflict(earlier, rule)),
+                    (_, Some(true)) => {}
+                    (Some(false), Some(false)) => unknown_conflicts = true,
+                    _ => open_conflicts = true,
                 }
             }
             if unknown_conflicts {
@@ -1257,6 +1316,9 @@ fn analyze_rule(
                     "whether it conflicts: {}",
                     inexact_reason(&all_candidates(seen))
                 ));
+            }
+            if open_conflicts {
+                reasons.push(format!("whether it conflicts: {TOO_COMPLEX}"));
             }
         }
 
@@ -1305,8 +1367,8 @@ fn analyze_rule(
                 let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
                 let exact = rule.cells.inexact.is_none()
                     && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
-                let proof = redundancy_proof(space, i, &later, bad);
-                if let Some(takers) = &proof {
+                let proof = redundancy_proof(space, i, &later, &bad);
+                if let Ok(Some(takers)) = &proof {
                     let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
                     out.findings.push(Finding {
                         kind: FindingKind::Redundant,
@@ -1318,11 +1380,22 @@ fn analyze_rule(
                         ),
                         by,
                     });
-                } else if !exact && !redundancy_refuted(space, i, &later, bad) {
-                    reasons.push(format!(
-                        "whether it is redundant: {}",
-                        inexact_reason(&candidates)
-                    ));
+                } else {
+                    let refuted = match proof {
+                        Err(GaveUp) => Err(GaveUp),
+                        Ok(_) if exact => Ok(true),
+                        Ok(_) => redundancy_refuted(space, i, &later, &bad),
+                    };
+                    match refuted {
+                        Ok(true) => {}
+                        Ok(false) => reasons.push(format!(
+                            "whether it is redundant: {}",
+                            inexact_reason(&candidates)
+                        )),
+                        Err(GaveUp) => {
+                            reasons.push(format!("whether it is redundant: {TOO_COMPLEX}"))
+                        }
+                    }
                 }
             }
         }
@@ -1343,9 +1416,11 @@ fn redundancy_proof(
     i: usize,
     later: &[usize],
     bad: impl Fn(usize) -> bool,
-) -> Option<Vec<usize>> {
+) -> Result<Option<Vec<usize>>, GaveUp> {
     let rules = space.shared.rules;
-    let over = rules[i].cells.over.as_ref()?;
+    let Some(over) = rules[i].cells.over.as_ref() else {
+        return Ok(None);
+    };
     let mut takers: Vec<usize> = Vec::new();
     let mut taken: Vec<&Cell> = Vec::new();
     for &x in later {
@@ -1358,22 +1433,23 @@ fn redundancy_proof(
             intersect(over, theirs, &space.shared.universe)
                 .is_some_and(|common| space.region_open(POSSIBLY, &common, i as u32, &taken))
         };
-        if meets {
+        if space.answer(meets).ok_or(GaveUp)? {
             if bad(x) {
-                return None;
+                return Ok(None);
             }
             takers.push(x);
             if let Some(under) = rules[x].cells.under.as_ref() {
                 taken.push(under);
             }
-            if !space.region_open(POSSIBLY, over, i as u32, &taken) {
+            let left = space.region_open(POSSIBLY, over, i as u32, &taken);
+            if !space.answer(left).ok_or(GaveUp)? {
                 // Taken whole: no later rule meets what is left.
-                return Some(takers);
+                return Ok(Some(takers));
             }
         }
     }
     // It decides some request (so something is left when nothing took it).
-    None
+    Ok(None)
 }
 
 /// Whether rule `i` surely decides a request that, once it is gone, a later rule surely
@@ -1383,10 +1459,10 @@ fn redundancy_refuted(
     i: usize,
     later: &[usize],
     bad: impl Fn(usize) -> bool,
-) -> bool {
+) -> Result<bool, GaveUp> {
     let rules = space.shared.rules;
     let Some(under) = rules[i].cells.under.as_ref() else {
-        return false;
+        return Ok(false);
     };
     let mut taken: Vec<&Cell> = Vec::new();
     for &x in later {
@@ -1397,8 +1473,9 @@ fn redundancy_refuted(
                 .as_ref()
                 .and_then(|theirs| intersect(under, theirs, &space.shared.universe))
             {
-                if space.region_open(SURELY, &common, i as u32, &taken) {
-                    return true;
+                let meets = space.region_open(SURELY, &common, i as u32, &taken);
+                if space.answer(meets).ok_or(GaveUp)? {
+                    return Ok(true);
                 }
             }
         }
@@ -1408,8 +1485,13 @@ fn redundancy_refuted(
             }
         }
     }
-    space.region_open(SURELY, under, i as u32, &taken)
+    let left = space.region_open(SURELY, under, i as u32, &taken);
+    space.answer(left).ok_or(GaveUp)
 }
+
+/// A question left open: a diagram it needed outgrew [`MAX_DIAGRAM_NODES`].
+#[derive(Debug, Clone, Copy)]
+struct GaveUp;
 
 /// The common box of two boxes; `None` when they are disjoint.
 fn intersect(a: &Cell, b: &Cell, universe: &[u32; DIMS]) -> Option<Cell> {
@@ -1511,10 +1593,51 @@ mod tests {
         for (rules, seed) in [(80, 7), (200, 8), (500, 9)] {
             let set = tenant(rules, seed);
             assert_eq!(
-                analyze_with(&set, false),
-                analyze_with(&set, true),
+                analyze_with(&set, false, MAX_DIAGRAM_NODES),
+                analyze_with(&set, true, MAX_DIAGRAM_NODES),
                 "{rules} rules, seed {seed}"
             );
+        }
+    }
+
+    /// A question whose diagram outgrows the budget is left open, never guessed: with a
+    /// budget of a few nodes (and no points, so that every question needs a diagram) some
+    /// rules go to `undecided` ("too many cases"), and every finding still reported is one
+    /// the full analysis reports (a shadowed rule's `by` may miss the rules left open).
+    #[test]
+    fn a_question_past_the_budget_is_left_open() {
+        for (rules, seed) in [(150, 11), (300, 12)] {
+            let set = tenant(rules, seed);
+            let full = analyze(&set);
+            let starved = analyze_with(&set, false, 40);
+            let too_complex = starved
+                .undecided
+                .iter()
+                .filter(|u| u.reason.contains("too many cases"))
+                .count();
+            assert!(too_complex > 0, "{rules} rules, seed {seed}");
+            for f in &starved.findings {
+                assert!(
+                    full.findings.iter().any(|g| g.kind == f.kind
+                        && g.rule_id == f.rule_id
+                        && f.by.iter().all(|b| g.by.contains(b))),
+                    "{f:?} ({rules} rules, seed {seed})"
+                );
+                if f.kind != FindingKind::Shadowed {
+                    assert!(full.findings.contains(f), "{f:?}");
+                }
+            }
+            // What the starved analysis does not report is left open for that rule.
+            let open: BTreeSet<&str> = starved
+                .undecided
+                .iter()
+                .map(|u| u.rule_id.as_str())
+                .collect();
+            for g in &full.findings {
+                if !starved.findings.contains(g) {
+                    assert!(open.contains(g.rule_id.as_str()), "{g:?}");
+                }
+            }
         }
     }
 }

@@ -58,6 +58,9 @@ struct CacheEntry {
 
 /// The nodes, their unique table and the operation cache.
 pub(crate) struct Manager {
+    /// Past this many nodes, operations stop and answer nonsense (see [`Manager::limit`]).
+    budget: usize,
+    exhausted: bool,
     nodes: Vec<Node>,
     /// Open addressing: node indexes (0 = empty slot), hashed by `(var, lo, hi)`.
     unique: Vec<u32>,
@@ -79,6 +82,8 @@ impl Manager {
             hi: 0,
         };
         Manager {
+            budget: usize::MAX,
+            exhausted: false,
             nodes: vec![terminal, terminal],
             unique: vec![0; 1 << 10],
             cache: vec![CacheEntry::default(); 1 << 10],
@@ -90,10 +95,31 @@ impl Manager {
         self.nodes.len()
     }
 
+    /// Lets the manager make at most `extra` more nodes: past them every operation answers
+    /// `FALSE`, whatever the truth, until the next `limit`; [`Manager::exhausted`] says so.
+    /// Nothing computed past the budget is remembered.
+    pub(crate) fn limit(&mut self, extra: usize) {
+        self.budget = self.nodes.len().saturating_add(extra);
+        self.exhausted = false;
+    }
+
+    /// Whether the budget ran out since the last [`Manager::limit`] (the results since are
+    /// meaningless).
+    pub(crate) fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
     /// The node `if var then hi else lo`, reduced and shared.
     pub(crate) fn node(&mut self, var: u32, lo: Bdd, hi: Bdd) -> Bdd {
+        if self.exhausted {
+            return FALSE;
+        }
         if lo == hi {
             return lo;
+        }
+        if self.nodes.len() >= self.budget {
+            self.exhausted = true;
+            return FALSE;
         }
         let mask = self.unique.len() - 1;
         let mut slot = hash3(var, lo, hi) as usize & mask;
@@ -143,6 +169,9 @@ impl Manager {
     }
 
     fn remember(&mut self, slot: usize, op: Op, f: Bdd, g: Bdd, result: Bdd) {
+        if self.exhausted {
+            return;
+        }
         self.cache[slot] = CacheEntry {
             op: op as u32,
             f,
@@ -195,7 +224,7 @@ impl Manager {
 
     /// `f ∧ ¬g`.
     pub(crate) fn and_not(&mut self, f: Bdd, g: Bdd) -> Bdd {
-        if f == FALSE || g == TRUE || f == g {
+        if self.exhausted || f == FALSE || g == TRUE || f == g {
             return FALSE;
         }
         if g == FALSE {
