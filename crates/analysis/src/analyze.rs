@@ -1367,7 +1367,7 @@ fn analyze_rule(
                 let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
                 let exact = rule.cells.inexact.is_none()
                     && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
-                let proof = redundancy_proof(space, i, &later, &bad);
+                let proof = redundancy_proof(space, i, &later, bad);
                 if let Ok(Some(takers)) = &proof {
                     let by: Vec<String> = takers.iter().map(|&x| rules[x].id()).collect();
                     out.findings.push(Finding {
@@ -1384,7 +1384,7 @@ fn analyze_rule(
                     let refuted = match proof {
                         Err(GaveUp) => Err(GaveUp),
                         Ok(_) if exact => Ok(true),
-                        Ok(_) => redundancy_refuted(space, i, &later, &bad),
+                        Ok(_) => redundancy_refuted(space, i, &later, bad),
                     };
                     match refuted {
                         Ok(true) => {}
