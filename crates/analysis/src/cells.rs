@@ -65,7 +65,7 @@ impl AtomSet {
         }
     }
 
-    fn intersects(&self, other: &AtomSet) -> bool {
+    pub(crate) fn intersects(&self, other: &AtomSet) -> bool {
         let (a, b) = match (self, other) {
             (AtomSet::Full, _) | (_, AtomSet::Full) => return true,
             (AtomSet::Ranges(a), AtomSet::Ranges(b)) => (a, b),
@@ -201,6 +201,7 @@ impl Cell {
     }
 
     /// `self \ other` as disjoint boxes, pushed to `out`.
+    #[cfg(test)]
     pub(crate) fn minus_into(&self, other: &Cell, universe: &[u32; DIMS], out: &mut Vec<Cell>) {
         if !self.intersects(other) {
             out.push(self.clone());
@@ -225,6 +226,7 @@ impl Cell {
     }
 }
 
+#[cfg(test)]
 /// A union of pairwise disjoint boxes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Region {
@@ -233,17 +235,21 @@ pub(crate) struct Region {
     work: u64,
 }
 
+#[cfg(test)]
 /// The region grew past the analysis's budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TooComplex;
 
+#[cfg(test)]
 /// The most boxes a region may hold before the analysis gives up on a rule.
 pub(crate) const MAX_CELLS: usize = 4096;
 
+#[cfg(test)]
 /// The most boxes one region may visit (over every test and subtraction of a sweep) before the
 /// analysis gives up on a rule: it bounds the time a rule can take.
 pub(crate) const MAX_WORK: u64 = 200_000;
 
+#[cfg(test)]
 impl Region {
     pub(crate) fn of(cell: Option<Cell>) -> Self {
         Region {

@@ -43,7 +43,7 @@
 //!   match a common request that the earlier one decides: the order is what decides. `rule_id`
 //!   is the later rule, `by` the earlier one; one finding per pair.
 //!
-//! # How: atoms and boxes
+//! # How: atoms, boxes, and what earlier rules leave
 //!
 //! Every signal is a dimension, independent of the others (a request may carry a subdivision
 //! without a country, an address without an ASN). Each dimension is cut into the *atoms* the
@@ -51,22 +51,37 @@
 //! sets; the elementary intervals of the rules' networks (IPv4, IPv6 without the IPv4-mapped
 //! block, which requests never carry) and "missing" for addresses; the three request scopes.
 //! A rule is then a box (one atom set per dimension: a `match` list is the atoms it lists, a
-//! `not_match` list their complement, "missing" included, as the semantics say), and a set of
-//! requests a union of disjoint boxes. For each rule, the rules whose boxes can meet it are
-//! found through an index (each rule filed under its narrowest dimension), and its box is swept
-//! against them in order: subtracting the earlier terminal rules leaves what it decides (empty:
-//! shadowed); sweeping that against the later rules shows whether each request falls to a rule
-//! deciding the same way (redundant). Work grows with the rules that actually overlap, not with
-//! the square of the rule set.
+//! `not_match` list their complement, "missing" included, as the semantics say).
 //!
-//! Before any sweep, *points* (concrete requests, one atom per signal, the atoms the fewest
-//! rules name) try to settle each question at once: a request the rule surely matches that no
-//! earlier terminal rule possibly matches shows it is not shadowed (and, when the first later
-//! rule matching it surely decides otherwise, or none matches, that it is not redundant); a
-//! request both rules surely match that no terminal rule before the earlier one possibly
-//! matches proves a conflict. A point settles a question in one direction only; a rule with a
-//! question no point settles is swept as above (a conflict alone: over the two rules' common
-//! box), so the answers are the sweep's.
+//! Every question is one kind: *does this box hold a request that no terminal rule before
+//! rule `k` decides?* Shadowed: rule `i`'s box, `k = i`. Conflict and the `by` of a shadowed
+//! rule: the common box of rules `e` and `i`, `k = e` (a request there that no rule before
+//! `e` decides is one `e` decides and `i` matches). Redundant: rule `i`'s box against the
+//! later rules in order, with the boxes of the later rules that decide the same way taken out.
+//! The earlier rules are split in two:
+//!
+//! - A rule that constrains **one signal** (besides the scope), as most do, decides whole
+//!   slices: for each signal, scope and atom the analysis records the first such rule holding
+//!   the atom. What such rules before `k` leave of a box is again a box (in each signal, the
+//!   atoms whose first rule is `k` or later), and whether it is empty is one range-maximum
+//!   query per signal. This is what keeps the analysis near linear in the rules plus a small
+//!   cost per pair of rules that meet: the undecided region of thousands of independent
+//!   one-signal rules is never built.
+//! - The **other rules** (two signals or more: an ASN with a hostname, a list with a
+//!   `not_match`) are looked at only when that box is not empty: first a *point* (in each
+//!   signal the atom decided latest, moved out of the rule in the way, up to 8 times) that no
+//!   such rule holds answers "yes" at once; else the box is cut by every such rule that differs
+//!   from it in one signal only, and what is left is built as a reduced ordered binary decision
+//!   diagram (each signal's atoms in binary, one representative atom for each run of atoms the
+//!   remaining rules do not tell apart) from which those rules are subtracted: the exact
+//!   answer. The diagrams are small (a box and the few rules that cut it), hand-written
+//!   (`bdd.rs`: a shared unique table and an operation cache; why not a crate: see there), and
+//!   dropped after each question.
+//!
+//! Each question is asked once per rule or per pair of rules that meet (found through an
+//! index on each rule's narrowest signal, or a plain scan when the index would visit every
+//! rule); the rules' questions run on every core (chunks of rules, one diagram manager per
+//! thread), and the findings come out in evaluation order.
 //!
 //! # Sound, and complete where the signals are sets
 //!
@@ -77,9 +92,10 @@
 //! it surely matches inside a box it may match): a user-agent pattern with a `*` (it matches some
 //! of the user agents no rule names), a managed list (`auth0_managed`: its content is not
 //! modelled). Each question is then asked twice, once to prove and once to refute; a question
-//! neither settles puts the rule in `undecided` with the reason, never a guess. So does a rule
-//! whose region would need more than 4,096 boxes, or
-//! whose sweep would visit more than 200,000 (the bound on the time one rule may take).
+//! neither settles puts the rule in `undecided` with the reason, never a guess. So does a
+//! question whose decision diagram would pass 1,048,576 nodes (the bound on one question's
+//! time and memory; "too many cases to analyse exactly"): the diagrams of the synthetic
+//! tenants stay far below it.
 //!
 //! # Impact preview
 //!
@@ -89,8 +105,11 @@
 #![deny(missing_docs)]
 
 mod analyze;
+mod bdd;
 mod cells;
 mod domain;
+#[cfg(test)]
+mod legacy;
 mod preview;
 mod witness;
 

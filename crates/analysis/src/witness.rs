@@ -1,16 +1,11 @@
-//! Concrete requests (points: one atom per dimension) that settle a question at once.
+//! Concrete requests (points: one atom per dimension) and the index that finds the rules that
+//! can contain one.
 //!
-//! Sweeping a rule's box against every rule that meets it is exact but costly: the region
-//! splits with every earlier rule that constrains another signal. Most questions, though, are
-//! settled by one well-chosen request: a request the rule matches that no earlier terminal rule
-//! matches proves the rule is not shadowed; if no later rule decides that request the same way,
-//! the rule is not redundant; a request two rules both match that no terminal rule before the
-//! earlier one matches proves their conflict. A point is chosen atom by atom, in each dimension
-//! the atom of the allowed set that the fewest rules name (a range-minimum table over the atoms'
-//! coverage), and tested against the rules that can contain it (an index of each rule under the
-//! atoms of its narrowest dimension). A point only ever *settles* a question in one direction;
-//! when it does not, the analysis falls back to the exact sweep, so the answers are those of the
-//! sweep (see the tests comparing both).
+//! The analysis (`analyze.rs`) tests its points against the rules that can contain them: each
+//! rule is filed under the atoms of its narrowest dimension ([`Witnesses::any_candidate`]).
+//! The point search below (the atom the fewest rules name in each dimension, a range-minimum
+//! table over the atoms' coverage) is the previous analysis's (`legacy.rs`, kept as the test
+//! oracle), hence only in tests.
 
 use crate::cells::{AtomSet, Cell, DIMS};
 use crate::domain::SCOPE;
@@ -37,6 +32,7 @@ pub(crate) fn contains(cell: &Cell, point: &Point) -> bool {
         .all(|(set, &atom)| set_contains(set, atom))
 }
 
+#[cfg(test)]
 /// The atom of least coverage in any range of one dimension: a sparse table of argmins.
 struct RangeMin {
     cover: Vec<u32>,
@@ -44,6 +40,7 @@ struct RangeMin {
     levels: Vec<Vec<u32>>,
 }
 
+#[cfg(test)]
 impl RangeMin {
     fn new(cover: Vec<u32>) -> Self {
         let n = cover.len();
@@ -90,7 +87,9 @@ impl RangeMin {
 
 /// Chooses points and finds the rules that contain them.
 pub(crate) struct Witnesses {
+    #[cfg(test)]
     universe: [u32; DIMS],
+    #[cfg(test)]
     ranges: Vec<RangeMin>,
     /// `postings[d][atom]`: the rules filed under dimension `d` whose set holds `atom`.
     postings: Vec<Vec<Vec<u32>>>,
@@ -108,24 +107,13 @@ impl Witnesses {
         boxes: impl Iterator<Item = Option<&'a Cell>> + Clone,
         universe: &[u32; DIMS],
     ) -> Self {
-        // Coverage by difference arrays: how many rules constrain a dimension to a set holding
-        // the atom (an unconstrained dimension counts for no atom: it tells none apart).
-        let mut diff: Vec<Vec<i64>> = universe.iter().map(|&u| vec![0; u as usize + 1]).collect();
         let mut postings: Vec<Vec<Vec<u32>>> = universe
             .iter()
             .map(|&u| vec![Vec::new(); u as usize])
             .collect();
         let mut unfiled = Vec::new();
-        for (ordinal, cell) in boxes.enumerate() {
+        for (ordinal, cell) in boxes.clone().enumerate() {
             let Some(cell) = cell else { continue };
-            for (d, set) in cell.dims.iter().enumerate() {
-                if let AtomSet::Ranges(r) = set {
-                    for &(lo, hi) in r.iter() {
-                        diff[d][lo as usize] += 1;
-                        diff[d][hi as usize] -= 1;
-                    }
-                }
-            }
             let anchor = (0..DIMS)
                 .filter(|&d| d != SCOPE && cell.dims[d] != AtomSet::Full)
                 .min_by_key(|&d| cell.dims[d].atoms(universe[d]));
@@ -140,8 +128,35 @@ impl Witnesses {
                 _ => unfiled.push(ordinal as u32),
             }
         }
-        let ranges = diff
-            .into_iter()
+        Witnesses {
+            #[cfg(test)]
+            universe: *universe,
+            #[cfg(test)]
+            ranges: Self::coverage(boxes, universe),
+            postings,
+            unfiled,
+        }
+    }
+
+    /// Coverage by difference arrays: how many rules constrain a dimension to a set holding
+    /// the atom (an unconstrained dimension counts for no atom: it tells none apart).
+    #[cfg(test)]
+    fn coverage<'a>(
+        boxes: impl Iterator<Item = Option<&'a Cell>>,
+        universe: &[u32; DIMS],
+    ) -> Vec<RangeMin> {
+        let mut diff: Vec<Vec<i64>> = universe.iter().map(|&u| vec![0; u as usize + 1]).collect();
+        for cell in boxes.flatten() {
+            for (d, set) in cell.dims.iter().enumerate() {
+                if let AtomSet::Ranges(r) = set {
+                    for &(lo, hi) in r.iter() {
+                        diff[d][lo as usize] += 1;
+                        diff[d][hi as usize] -= 1;
+                    }
+                }
+            }
+        }
+        diff.into_iter()
             .map(|diff| {
                 let mut running = 0i64;
                 let cover: Vec<u32> = diff[..diff.len() - 1]
@@ -153,16 +168,11 @@ impl Witnesses {
                     .collect();
                 RangeMin::new(cover)
             })
-            .collect();
-        Witnesses {
-            universe: *universe,
-            ranges,
-            postings,
-            unfiled,
-        }
+            .collect()
     }
 
     /// The least-covered atom of `a ∩ b` in dimension `d`; `None` when they are disjoint.
+    #[cfg(test)]
     fn pick(&self, d: usize, a: &AtomSet, b: &AtomSet) -> Option<u32> {
         let table = &self.ranges[d];
         let u = self.universe[d];
@@ -198,6 +208,7 @@ impl Witnesses {
     /// point moves out of it (in the first dimension where that box constrains and leaves
     /// some of the allowed atoms), at most `tries` times. `None` when the boxes are disjoint or
     /// no accepted point was found.
+    #[cfg(test)]
     pub(crate) fn search<'c>(
         &self,
         a: &Cell,

@@ -273,7 +273,7 @@ async fn an_invalid_proposed_rule_is_the_create_message_with_the_path_prefixed()
 #[tokio::test]
 async fn a_rule_set_too_large_to_analyse_in_the_api_is_refused() {
     let api = api().await;
-    let acls: Vec<Value> = (0..251u64)
+    let acls: Vec<Value> = (0..1_001u64)
         .map(|i| {
             acl(
                 i % 100 + 1,
@@ -282,12 +282,12 @@ async fn a_rule_set_too_large_to_analyse_in_the_api_is_refused() {
             )
         })
         .collect();
-    // 250 rules (the bound) are analysed; 251 are refused.
+    // 1,000 rules (the bound) are analysed; 1,001 are refused.
     let answer = api
         .send(
             Method::POST,
             ANALYZE,
-            Some(json!({ "network_acls": acls[..250] })),
+            Some(json!({ "network_acls": acls[..1_000] })),
         )
         .await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
@@ -302,7 +302,7 @@ async fn a_rule_set_too_large_to_analyse_in_the_api_is_refused() {
         answer.body
     );
     assert_eq!(
-        answer.body["message"], "The analysis takes at most 250 rules; this rule set has 251.",
+        answer.body["message"], "The analysis takes at most 1000 rules; this rule set has 1001.",
         "{}",
         answer.body
     );
