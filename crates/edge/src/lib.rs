@@ -147,6 +147,7 @@ mod sample;
 mod sni;
 mod source;
 mod summaries;
+mod tenant_counts;
 mod tenant_source;
 mod tenants;
 
@@ -175,6 +176,7 @@ pub use source::{
     RemoteRules, SourceError, MAX_RULES_BYTES,
 };
 pub use summaries::MAX_POSTED_SAMPLE;
+pub use tenant_counts::{TenantRuleCounts, TenantSummaries, TenantSummarySink};
 pub use tenant_source::{spawn_tenant_source, RemoteTenants};
 pub use tenants::{
     tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,
