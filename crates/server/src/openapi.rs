@@ -434,6 +434,12 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
              out; one this tenant's list did not hand out (forged, altered, another tenant's) is \
              refused."
         )]),
+        "netacl_preview" => json!([refusal(
+            "^No edge has a traffic sample for this tenant yet ",
+            "Without requests the edges' traffic samples are replayed: while no edge holds one for \
+             the tenant (none reported yet, or an edge's last sample was empty) the preview is a \
+             400 no_traffic_sample rather than a 200 over nothing.",
+        )]),
         "netacl_watch" => json!([refusal(
             "^Query validation error: 'Expected an X25519 public key in base64url \\(43 \
              characters\\)' on property keys\\.$",
