@@ -406,7 +406,8 @@ pub struct TenantSummaries {
     pub summaries: Vec<AclSummary>,
 }
 
-/// Where a multi-tenant edge hands each interval's reports (see [`spawn_tenant_summaries`]):
+/// Where a multi-tenant edge hands each interval's reports
+/// ([`EdgeConfig::tenant_summary_sink`](crate::EdgeConfig::tenant_summary_sink)):
 /// the admin service in the same process, or the reporter to the platform the edge follows.
 /// Called once per interval from the summary task with every tenant that has something to
 /// report; it must not block (hand the batch to a task).
