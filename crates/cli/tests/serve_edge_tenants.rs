@@ -139,6 +139,7 @@ fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
         .parse()
         .expect("edge address");
     let edge_listen = edge.to_string();
+    let metrics = format!("127.0.0.1:{}", free_port());
     let server = Server::start(
         data.path(),
         "127.0.0.1:0",
@@ -149,7 +150,7 @@ fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
             "--edge-listen",
             edge_listen.as_str(),
             "--edge-metrics-listen",
-            "off",
+            metrics.as_str(),
             "--edge-tenants",
             "--edge-summary-interval",
             "1s",
@@ -181,6 +182,17 @@ fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
         assert_eq!(answer.status, 201, "{}", answer.text);
         rules.push(answer.json()["id"].as_str().expect("id").to_owned());
     }
+    // A rule in the default tenant too (it matches none of the requests below).
+    let default = server.token_at_host("default.test");
+    let answer = at_host(
+        server.addr,
+        "default.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&default),
+        Some(&cluster_support::block_rule(1, "192.0.2.0/24")),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
     // 3 requests blocked in alpha, 2 in beta, one host of no tenant.
     for (host, n) in [("alpha.test", 3), ("beta.test", 2)] {
         for _ in 0..n {
@@ -218,7 +230,6 @@ fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
     );
     assert_eq!(summary_totals(server.addr, "beta.test", &beta).0, want_beta);
     // The default tenant's log has none of them.
-    let default = server.token_at_host("default.test");
     assert!(summary_totals(server.addr, "default.test", &default)
         .0
         .is_empty());
@@ -237,6 +248,17 @@ fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
         counts.json()["network_acls"][0]["rule_id"],
         rules[1].as_str()
     );
+
+    // Prometheus stays bounded: the verdicts of every tenant, no per-rule (or per-tenant)
+    // series.
+    let metrics: SocketAddr = metrics.parse().expect("metrics address");
+    let text = at_host(metrics, "localhost", "GET", "/metrics", None, None).text;
+    assert!(
+        text.contains("netacl_edge_requests_total{verdict=\"block\"} 5\n"),
+        "{text}"
+    );
+    assert!(!text.contains("rule_id="), "{text}");
+    assert!(!text.contains("tenant=\"alpha\""), "{text}");
 
     // The preview of each tenant replays its own requests: the one that passed and those
     // blocked (4 in alpha, 3 in beta), each changed by deleting the tenant's rule.

@@ -404,7 +404,13 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
 
     match &config.rules {
         RulesSource::Engine => {
-            if let Some(mut updates) = config.rule_updates.clone() {
+            // Multi-tenant mode decides with the tenants' engines: the enforcer's own engine,
+            // its connection rules and its per-rule table (Prometheus series) stay unused.
+            let updates = config
+                .rule_updates
+                .clone()
+                .filter(|_| config.tenants.is_none());
+            if let Some(mut updates) = updates {
                 let enforcer = enforcer.clone();
                 tasks.spawn(async move {
                     loop {
