@@ -387,6 +387,12 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
             "^The analysis takes at most [0-9]+ rules; this rule set has [0-9]+\\.$",
             "The analysis inside the API is bounded in rules (README, Rule analysis).",
         )]),
+        "netacl_preview" => json!([refusal(
+            "^No edge has a traffic sample for this tenant yet ",
+            "Without requests the preview replays the edges' traffic samples; while no edge \
+             has posted one (no edge, no traffic yet, a server just restarted) it is refused \
+             rather than answered over nothing (README, Rule analysis and impact preview).",
+        )]),
         "netacl_edge_summaries" => json!([refusal(
             "^Payload validation error: 'invalid type: floating point `[0-9.e+-]+`, expected u64' on property summaries\\[[0-9]+\\]\\.$",
             "Counts are JSON integers written without a fraction (`12`, not `12.0`).",
@@ -433,12 +439,6 @@ fn refusals_beyond_schema(operation_id: &str) -> Option<Value> {
             "A cursor carries a tag (HMAC) binding it to the tenant and the list that handed it \
              out; one this tenant's list did not hand out (forged, altered, another tenant's) is \
              refused."
-        )]),
-        "netacl_preview" => json!([refusal(
-            "^No edge has a traffic sample for this tenant yet ",
-            "Without requests the edges' traffic samples are replayed: while no edge holds one for \
-             the tenant (none reported yet, or an edge's last sample was empty) the preview is a \
-             400 no_traffic_sample rather than a 200 over nothing.",
         )]),
         "netacl_watch" => json!([refusal(
             "^Query validation error: 'Expected an X25519 public key in base64url \\(43 \
