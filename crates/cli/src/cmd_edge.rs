@@ -139,7 +139,8 @@ pub struct Args {
     #[arg(long, env = "NETACL_EDGE_SUMMARY_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     summary_interval: Duration,
     /// Requests kept in the traffic sample for the impact preview (0: none); with
-    /// `--rules-url` posted to the admin server every summary interval.
+    /// `--rules-url` (or `--platform-url`: one ring for every tenant, posted per tenant) posted to
+    /// the admin server every summary interval.
     #[arg(long, env = "NETACL_EDGE_SAMPLE_SIZE", default_value_t = netacl_edge::DEFAULT_SAMPLE_SIZE)]
     sample_size: usize,
     /// One request in this many (per thread) goes into the traffic sample.
@@ -248,6 +249,8 @@ fn config(args: Args) -> anyhow::Result<Plan> {
         config.tenants = Some(Arc::clone(&router));
         config.tls_cert_dir = args.tls_cert_dir.clone();
         config.rules = RulesSource::Engine;
+        // Each tenant's counts and sample are reported to the platform, with the operator token.
+        config.platform = Some(remote.clone());
         return Ok(Plan {
             config,
             list_files: files,

@@ -354,20 +354,41 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 let service = summaries.clone();
                 tokio::spawn(async move { service.record_acl_summaries(&batch).await });
             }));
+            // --edge-tenants: each tenant's per-rule summaries go into that tenant's logs.
+            let summaries = service.clone();
+            edge_config.tenant_summary_sink =
+                Some(netacl_edge::TenantSummarySink::new(move |reports| {
+                    let service = summaries.clone();
+                    tokio::spawn(async move {
+                        for report in reports {
+                            service
+                                .record_tenant_acl_summaries(&report.tenant, &report.summaries)
+                                .await;
+                        }
+                    });
+                }));
             // --edge-tenants: every tenant of the service, its table filled before the edge
             // listens and kept in step with the service's tenants.
-            let _tenants_follower = edge_config
-                .tenants
+            let router = edge_config.tenants.clone();
+            let _tenants_follower = router
                 .clone()
                 .map(|router| crate::serve_tenants::follow(router, service.tenants()));
             let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
                 .await
                 .context("cannot start the edge")?;
-            // The impact preview reads the edge's traffic sample (the default tenant's).
+            // The impact preview reads the edge's traffic sample: the default tenant's, or with
+            // --edge-tenants each tenant's requests in the shared ring.
             if let Some(sample) = edge.sample().cloned() {
-                service.set_edge_sample_source(Arc::new(move |tenant| {
-                    (tenant == netacl_store::TenantId::DEFAULT).then(|| sample.requests())
-                }));
+                service.set_edge_sample_source(match router {
+                    Some(router) => Arc::new(move |tenant: &str| {
+                        router
+                            .tenant(tenant)
+                            .map(|t| sample.requests_of(t.rule_counts().sample_key()))
+                    }),
+                    None => Arc::new(move |tenant: &str| {
+                        (tenant == netacl_store::TenantId::DEFAULT).then(|| sample.requests())
+                    }),
+                });
             }
             let show =
                 |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());

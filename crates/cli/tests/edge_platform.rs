@@ -10,7 +10,10 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_support::{at_host, create_tenant, tenant_cli, Answer, Server};
+use serve_support::{
+    assert_preview_of, at_host, create_tenant, preview_deleting, summary_totals, tenant_cli,
+    tenant_token, Answer, Server,
+};
 
 /// The longest the test waits for a change to reach the edge (the server picks a tenant made
 /// by the CLI up within its 1 s poll; the edge's long poll answers at once).
@@ -43,21 +46,6 @@ fn operator_watch(server: SocketAddr, operator: &str, query: &str) -> Answer {
         Some(operator),
         None,
     )
-}
-
-fn tenant_token(server: SocketAddr, host: &str, id: &str, secret: &str) -> String {
-    let body = serde_json::json!({
-        "grant_type": "client_credentials",
-        "client_id": id,
-        "client_secret": secret,
-        "audience": format!("https://{host}/api/v2/"),
-    });
-    let answer = at_host(server, host, "POST", "/oauth/token", None, Some(&body));
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    answer.json()["access_token"]
-        .as_str()
-        .expect("access_token")
-        .to_owned()
 }
 
 #[test]
@@ -184,4 +172,185 @@ fn the_operator_token_is_never_sent_in_clear_off_loopback() {
         "{stderr}"
     );
     assert!(!stderr.contains(&"x".repeat(43)), "{stderr}");
+}
+
+/// The platform's operator endpoints for edge reports, with `token` (or none).
+fn post_report(server: SocketAddr, what: &str, token: Option<&str>) -> Answer {
+    let body = serde_json::json!({"edge": "edge-intruder", "tenants": {"alpha": []}});
+    at_host(
+        server,
+        "any.test",
+        "POST",
+        &format!("/_netacl/v1/tenants/edge/{what}"),
+        token,
+        Some(&body),
+    )
+}
+
+/// A remote multi-tenant edge reports each tenant's per-rule counts and its sample, grouped by
+/// tenant, to the platform with the operator token: each tenant's log, counts and preview get
+/// its own and nothing of another's. Without the operator token the platform refuses an edge.
+#[test]
+fn a_remote_edge_reports_each_tenants_counts_and_sample_to_the_platform() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::upstream();
+    let server = Server::start(data.path(), "127.0.0.1:0", "default.test", &[]);
+    let operator_file = data.path().join("operator-token");
+    let operator = std::fs::read_to_string(&operator_file)
+        .expect("operator token")
+        .trim()
+        .to_owned();
+    let (alpha_id, alpha_secret) = create_tenant(data.path(), "alpha", "alpha.test");
+    let (beta_id, beta_secret) = create_tenant(data.path(), "beta", "beta.test");
+
+    let (_edge_process, line) = cluster_support::spawn_edge(
+        Command::new(env!("CARGO_BIN_EXE_netacl"))
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--platform-url", &format!("http://{}", server.addr)])
+            .arg("--operator-token-file")
+            .arg(&operator_file)
+            .args(["--summary-interval", "1s", "--sample-every", "1"])
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::inherit()),
+    );
+    let edge = cluster_support::edge_address(&line, "http=");
+    // Both tenants at the edge (and at the server): one request of each passes (and is
+    // sampled).
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    let alpha = tenant_token(server.addr, "alpha.test", &alpha_id, &alpha_secret);
+    let beta = tenant_token(server.addr, "beta.test", &beta_id, &beta_secret);
+    let mut rules = Vec::new();
+    for (host, token, cidr) in [
+        ("alpha.test", &alpha, "127.0.0.1"),
+        ("beta.test", &beta, "127.0.0.0/8"),
+    ] {
+        let rule = cluster_support::block_rule(1, cidr);
+        let answer = at_host(
+            server.addr,
+            host,
+            "POST",
+            "/api/v2/network-acls",
+            Some(token),
+            Some(&rule),
+        );
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        rules.push(answer.json()["id"].as_str().expect("id").to_owned());
+    }
+    // 3 requests blocked in alpha, 2 in beta; those that passed while the rule was on its way
+    // are sampled too (`decided`: every request sampled).
+    let mut decided = [1u64, 1];
+    for (i, (host, blocked)) in [("alpha.test", 3), ("beta.test", 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut left = blocked;
+        let start = Instant::now();
+        while left > 0 {
+            let answer = at_host(edge, host, "GET", "/authorize", None, None);
+            match answer.status {
+                403 => left -= 1,
+                200 => assert!(start.elapsed() < PICK_UP, "{host}: the rule never came"),
+                other => panic!("{host}: {other} {}", answer.text),
+            }
+            decided[i] += 1;
+        }
+    }
+
+    // Each tenant's log: its own rule and counts, from this edge.
+    let want_alpha = [(rules[0].clone(), (3, 3))].into_iter().collect();
+    let want_beta = [(rules[1].clone(), (2, 2))].into_iter().collect();
+    let start = Instant::now();
+    loop {
+        let (alpha_totals, alpha_edges) = summary_totals(server.addr, "alpha.test", &alpha);
+        let (beta_totals, beta_edges) = summary_totals(server.addr, "beta.test", &beta);
+        if alpha_totals == want_alpha && beta_totals == want_beta {
+            assert_eq!(alpha_edges, beta_edges);
+            let edges: Vec<&String> = alpha_edges.iter().collect();
+            assert_eq!(edges.len(), 1, "{edges:?}");
+            assert!(edges[0].starts_with("platform:edge-"), "{edges:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < PICK_UP,
+            "alpha {alpha_totals:?}, beta {beta_totals:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Reported once: two more intervals add nothing.
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert_eq!(
+        summary_totals(server.addr, "alpha.test", &alpha).0,
+        want_alpha
+    );
+    assert_eq!(summary_totals(server.addr, "beta.test", &beta).0, want_beta);
+    let counts = at_host(
+        server.addr,
+        "alpha.test",
+        "GET",
+        "/_netacl/v1/network-acls/counts",
+        Some(&alpha),
+        None,
+    );
+    assert_eq!(counts.status, 200, "{}", counts.text);
+    assert_eq!(counts.json()["totals"]["matched"], 3, "{}", counts.text);
+
+    // The preview of each tenant replays its own sampled requests (posted every interval).
+    for (host, token, rule, n) in [
+        ("alpha.test", &alpha, &rules[0], decided[0]),
+        ("beta.test", &beta, &rules[1], decided[1]),
+    ] {
+        let start = Instant::now();
+        let answer = loop {
+            let answer = preview_deleting(server.addr, host, token, rule);
+            if answer.status == 200 && answer.json()["sample"]["requests"] == n {
+                break answer;
+            }
+            assert!(
+                start.elapsed() < PICK_UP,
+                "{} {}",
+                answer.status,
+                answer.text
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_preview_of(&answer, host, n);
+    }
+
+    // The report endpoints want the operator token: none, a wrong one, a tenant's: 401.
+    for what in ["summaries", "sample"] {
+        for token in [None, Some("x".repeat(43)), Some(alpha.clone())] {
+            let answer = post_report(server.addr, what, token.as_deref());
+            assert_eq!(answer.status, 401, "{what}: {}", answer.text);
+            assert!(!answer.text.contains(&operator), "{}", answer.text);
+        }
+        let answer = post_report(server.addr, what, Some(&operator));
+        assert_eq!(answer.status, 200, "{what}: {}", answer.text);
+    }
+    // An edge with a wrong operator token gets no tenant from the platform (it serves after
+    // its bounded first wait): every host is 421 there, nothing of alpha's is enforced or
+    // reported by it.
+    let wrong = data.path().join("wrong-operator-token");
+    std::fs::write(&wrong, "y".repeat(43)).expect("token file");
+    let (_refused_edge, line) = cluster_support::spawn_edge(
+        Command::new(env!("CARGO_BIN_EXE_netacl"))
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--platform-url", &format!("http://{}", server.addr)])
+            .arg("--operator-token-file")
+            .arg(&wrong)
+            .args(["--summary-interval", "1s"])
+            .env("RUST_LOG", "error")
+            .stderr(Stdio::null()),
+    );
+    let refused = cluster_support::edge_address(&line, "http=");
+    let answer = at_host(refused, "alpha.test", "GET", "/authorize", None, None);
+    assert_eq!(answer.status, 421, "{}", answer.text);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let (_, edges) = summary_totals(server.addr, "alpha.test", &alpha);
+    assert_eq!(edges.len(), 1, "{edges:?}");
+    server.kill();
 }

@@ -8,7 +8,10 @@ mod serve_support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use serve_support::{at_host, create_tenant, free_port, tenant_cli, Server};
+use serve_support::{
+    assert_preview_of, at_host, create_tenant, free_port, preview_deleting, summary_totals,
+    tenant_cli, tenant_token, Server,
+};
 
 /// The longest the test waits for the server to pick a created or deleted tenant up (its follow
 /// interval is at most 5 s).
@@ -123,4 +126,144 @@ fn the_in_process_edge_enforces_each_tenant_by_host_and_drops_a_deleted_one() {
     assert_eq!(answer.text, netacl_edge::MISDIRECTED_BODY);
     let answer = at_host(edge, "alpha.test", "GET", "/", None, None);
     assert_eq!(answer.status, 403, "{}", answer.text);
+}
+
+/// Every tenant's per-rule counts go into its own log (`acls_summary`, `GET /api/v2/logs` and
+/// the counts) and the preview of each tenant replays that tenant's sampled requests only.
+#[test]
+fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::upstream();
+    let upstream_url = format!("http://{upstream}");
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let edge_listen = edge.to_string();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(
+        data.path(),
+        "127.0.0.1:0",
+        "default.test",
+        &[
+            "--edge-upstream",
+            upstream_url.as_str(),
+            "--edge-listen",
+            edge_listen.as_str(),
+            "--edge-metrics-listen",
+            metrics.as_str(),
+            "--edge-tenants",
+            "--edge-summary-interval",
+            "1s",
+            "--edge-sample-every",
+            "1",
+        ],
+    );
+    let (alpha_id, alpha_secret) = create_tenant(data.path(), "alpha", "alpha.test");
+    let (beta_id, beta_secret) = create_tenant(data.path(), "beta", "beta.test");
+    // One request of each tenant passes (and is sampled) once the edge has it.
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    let alpha = tenant_token(server.addr, "alpha.test", &alpha_id, &alpha_secret);
+    let beta = tenant_token(server.addr, "beta.test", &beta_id, &beta_secret);
+    let mut rules = Vec::new();
+    for (host, token, cidr) in [
+        ("alpha.test", &alpha, "127.0.0.1"),
+        ("beta.test", &beta, "127.0.0.0/8"),
+    ] {
+        let rule = cluster_support::block_rule(1, cidr);
+        let answer = at_host(
+            server.addr,
+            host,
+            "POST",
+            "/api/v2/network-acls",
+            Some(token),
+            Some(&rule),
+        );
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        rules.push(answer.json()["id"].as_str().expect("id").to_owned());
+    }
+    // A rule in the default tenant too (it matches none of the requests below).
+    let default = server.token_at_host("default.test");
+    let answer = at_host(
+        server.addr,
+        "default.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&default),
+        Some(&cluster_support::block_rule(1, "192.0.2.0/24")),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    // 3 requests blocked in alpha, 2 in beta, one host of no tenant.
+    for (host, n) in [("alpha.test", 3), ("beta.test", 2)] {
+        for _ in 0..n {
+            let answer = at_host(edge, host, "GET", "/authorize", None, None);
+            assert_eq!(answer.status, 403, "{host}: {}", answer.text);
+        }
+    }
+    assert_eq!(
+        at_host(edge, "nobody.test", "GET", "/", None, None).status,
+        421
+    );
+
+    // Each tenant's log: its own rule, with its own counts, from the in-process edge.
+    let want_alpha = [(rules[0].clone(), (3, 3))].into_iter().collect();
+    let want_beta = [(rules[1].clone(), (2, 2))].into_iter().collect();
+    let start = Instant::now();
+    loop {
+        let (alpha_totals, alpha_edges) = summary_totals(server.addr, "alpha.test", &alpha);
+        let (beta_totals, _) = summary_totals(server.addr, "beta.test", &beta);
+        if alpha_totals == want_alpha && beta_totals == want_beta {
+            assert_eq!(alpha_edges.into_iter().collect::<Vec<_>>(), ["in-process"]);
+            break;
+        }
+        assert!(
+            start.elapsed() < PICK_UP,
+            "alpha {alpha_totals:?}, beta {beta_totals:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Reported once: two more intervals add nothing.
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert_eq!(
+        summary_totals(server.addr, "alpha.test", &alpha).0,
+        want_alpha
+    );
+    assert_eq!(summary_totals(server.addr, "beta.test", &beta).0, want_beta);
+    // The default tenant's log has none of them.
+    assert!(summary_totals(server.addr, "default.test", &default)
+        .0
+        .is_empty());
+    // The counts endpoint sums the same events.
+    let counts = at_host(
+        server.addr,
+        "beta.test",
+        "GET",
+        "/_netacl/v1/network-acls/counts",
+        Some(&beta),
+        None,
+    );
+    assert_eq!(counts.status, 200, "{}", counts.text);
+    assert_eq!(counts.json()["totals"]["matched"], 2, "{}", counts.text);
+    assert_eq!(
+        counts.json()["network_acls"][0]["rule_id"],
+        rules[1].as_str()
+    );
+
+    // Prometheus stays bounded: the verdicts of every tenant, no per-rule (or per-tenant)
+    // series.
+    let metrics: SocketAddr = metrics.parse().expect("metrics address");
+    let text = at_host(metrics, "localhost", "GET", "/metrics", None, None).text;
+    assert!(
+        text.contains("netacl_edge_requests_total{verdict=\"block\"} 5\n"),
+        "{text}"
+    );
+    assert!(!text.contains("rule_id="), "{text}");
+    assert!(!text.contains("tenant=\"alpha\""), "{text}");
+
+    // The preview of each tenant replays its own requests: the one that passed and those
+    // blocked (4 in alpha, 3 in beta), each changed by deleting the tenant's rule.
+    let answer = preview_deleting(server.addr, "alpha.test", &alpha, &rules[0]);
+    assert_preview_of(&answer, "alpha.test", 4);
+    let answer = preview_deleting(server.addr, "beta.test", &beta, &rules[1]);
+    assert_preview_of(&answer, "beta.test", 3);
 }

@@ -223,7 +223,8 @@ pub struct Enforcer {
     /// The TLS listener's certificates by host (multi-tenant mode: a TLS request without SNI
     /// for a host with a certificate of its own is misdirected).
     certificates: Option<Arc<SniCertificates>>,
-    /// The traffic sample of the (single-tenant) edge's requests, for the impact preview.
+    /// The traffic sample of the edge's requests, for the impact preview (multi-tenant mode:
+    /// one ring for every tenant, each slot keyed by its tenant).
     sample: Option<Arc<TrafficSample>>,
 }
 
@@ -253,8 +254,9 @@ impl Enforcer {
         }
     }
 
-    /// Keeps a sample of the requests decided with the enforcer's own engine (single-tenant
-    /// mode; see [`TrafficSample`]).
+    /// Keeps a sample of the requests decided (see [`TrafficSample`]): in single-tenant mode
+    /// under the key 0, in multi-tenant mode under each tenant's
+    /// [`sample_key`](crate::TenantRuleCounts::sample_key).
     pub fn with_sample(mut self, sample: Arc<TrafficSample>) -> Self {
         self.sample = Some(sample);
         self
@@ -475,6 +477,7 @@ impl Enforcer {
             direct: !self.addrs.trusts(peer),
             sni: tls.is_some_and(|t| t.sni.is_some()),
         };
+        let mut tenant = None;
         let (rules, live) = match &self.tenants {
             None => (self.connection_rules.load(), self.engine.policy()),
             Some(router) => {
@@ -486,7 +489,9 @@ impl Enforcer {
                     self.metrics.record_connection(true);
                     return ConnectionVerdict::Accept;
                 };
-                (found.connection_rules(), found.engine().policy())
+                let chosen = (found.connection_rules(), found.engine().policy());
+                tenant = Some(found);
+                chosen
             }
         };
         // Connection rules of another version than the live policy's are not used: a rule that
@@ -510,7 +515,12 @@ impl Enforcer {
                 match (decision.verdict(), decision.rule()) {
                     (Verdict::Block, Some(rule)) => {
                         let rule_id = policy.rule_id(rule).clone();
-                        self.metrics.record_refusal(rules.version, &rule_id);
+                        match &tenant {
+                            Some(tenant) => {
+                                tenant.rule_counts().record_refusal(rules.version, &rule_id)
+                            }
+                            None => self.metrics.record_refusal(rules.version, &rule_id),
+                        }
                         ConnectionVerdict::Refuse { rule_id }
                     }
                     _ => ConnectionVerdict::Accept,
@@ -763,11 +773,7 @@ impl Enforcer {
         }
         let decision = policy.evaluate(&request);
         // One request in K (per thread) is copied into the sample: no allocation, no waiting.
-        let sample = match tenant {
-            Some(_) => None,
-            None => self.sample.as_deref(),
-        };
-        if let Some(sample) = sample.filter(|s| s.due()) {
+        if let Some(sample) = self.sample.as_deref().filter(|s| s.due()) {
             let client = addrs.and_then(|a| a.client);
             // The values the databases hold for the client address, all three (the rules of
             // a proposed change may name signals the live ones do not).
@@ -776,6 +782,7 @@ impl Enforcer {
                 _ => geo,
             };
             sample.record(&SampledSignals {
+                key: tenant.map_or(0, |t| t.rule_counts().sample_key()),
                 scope,
                 connecting_ip: addrs.map(|a| a.connecting),
                 client_ip: client,
@@ -796,18 +803,28 @@ impl Enforcer {
             .map(|r| policy.rule_id(*r).clone())
             .collect();
         let redirect_uri = policy.shared_redirect_uri(&decision).cloned();
-        self.metrics.record(
-            // Multi-tenant: the per-rule table is no tenant's; count the request only.
-            if tenant.is_some() {
-                0
-            } else {
-                decision.version()
-            },
-            scope,
-            verdict,
-            rule_id.as_ref(),
-            &monitored,
-        );
+        match tenant {
+            // Multi-tenant: the verdict here, the rules in the tenant's own table.
+            Some(tenant) => {
+                self.metrics.record_verdict(verdict);
+                let counted = tenant.rule_counts().record(
+                    decision.version(),
+                    scope,
+                    decision.rule(),
+                    decision.monitored(),
+                );
+                if !counted {
+                    self.metrics.record_unattributed();
+                }
+            }
+            None => self.metrics.record(
+                decision.version(),
+                scope,
+                verdict,
+                rule_id.as_ref(),
+                &monitored,
+            ),
+        }
         AclDecision {
             verdict,
             rule_id,

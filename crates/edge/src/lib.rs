@@ -98,6 +98,12 @@
 //! SNI's tenant. Selection takes no lock and allocates nothing; changes come in batches
 //! ([`TenantRouter::apply`]) that compile only the tenants they name.
 //!
+//! Each tenant's decisions are counted per rule in its own table ([`TenantRuleCounts`], striped,
+//! sized by its rules, no lock or allocation per request) and reported every summary interval
+//! to that tenant's log ([`EdgeConfig::tenant_summary_sink`] in process, or the platform's
+//! operator API with [`EdgeConfig::platform`]); one [`TrafficSample`] ring holds every tenant's
+//! sampled requests, each slot keyed by its tenant ([`TrafficSample::requests_of`]).
+//!
 //! # TLS
 //!
 //! The TLS listener's certificate ([`EdgeConfig::tls`]) is reloaded when its files are replaced
@@ -124,8 +130,9 @@
 //!
 //! # Observability
 //!
-//! Per-rule counters without locks ([`EdgeMetrics`]), one `acls_summary` event per rule per
-//! interval (target `netacl_edge::summary`), an access event per request (target
+//! Per-rule counters without locks ([`EdgeMetrics`]; per tenant in multi-tenant mode,
+//! [`TenantRuleCounts`]), one `acls_summary` event per rule per interval (target
+//! `netacl_edge::summary`), an access event per request (target
 //! `netacl_edge::access`) and a monitoring event for `log` matches (target
 //! `netacl_edge::monitor`), and Prometheus text on an admin-only listener.
 #![deny(missing_docs)]
@@ -147,6 +154,7 @@ mod sample;
 mod sni;
 mod source;
 mod summaries;
+mod tenant_counts;
 mod tenant_source;
 mod tenants;
 
@@ -175,6 +183,7 @@ pub use source::{
     RemoteRules, SourceError, MAX_RULES_BYTES,
 };
 pub use summaries::MAX_POSTED_SAMPLE;
+pub use tenant_counts::{TenantRuleCounts, TenantSummaries, TenantSummarySink};
 pub use tenant_source::{spawn_tenant_source, RemoteTenants};
 pub use tenants::{
     tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,

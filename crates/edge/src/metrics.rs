@@ -22,9 +22,9 @@ use netacl_model::{AclId, AclSummary, RequestScope, RuleScope, RuleSet};
 
 use crate::decision::AclVerdict;
 
-const SCOPES: usize = 3;
+pub(crate) const SCOPES: usize = 3;
 
-fn scope_slot(scope: RequestScope) -> usize {
+pub(crate) fn scope_slot(scope: RequestScope) -> usize {
     match scope {
         RequestScope::Management => 0,
         RequestScope::Authentication => 1,
@@ -49,7 +49,7 @@ struct Stripes {
 /// Cells in a cache line.
 const LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
 
-fn stripe_count() -> usize {
+pub(crate) fn stripe_count() -> usize {
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *COUNT.get_or_init(|| {
         std::thread::available_parallelism()
@@ -59,7 +59,7 @@ fn stripe_count() -> usize {
 }
 
 /// This thread's stripe slot (assigned once per thread, in turn).
-fn stripe_slot() -> usize {
+pub(crate) fn stripe_slot() -> usize {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     thread_local! {
         static SLOT: usize = NEXT.fetch_add(1, Relaxed) as usize;
@@ -102,7 +102,7 @@ fn rule_cell(rule: usize, counter: usize) -> usize {
     SCOPES + rule * PER_RULE + counter
 }
 
-const REQUEST_SCOPES: [RequestScope; SCOPES] = [
+pub(crate) const REQUEST_SCOPES: [RequestScope; SCOPES] = [
     RequestScope::Management,
     RequestScope::Authentication,
     RequestScope::DynamicClientRegistration,
@@ -338,6 +338,17 @@ impl EdgeMetrics {
                 table.counts.add(rule_cell(*i, MONITORED));
             }
         }
+    }
+
+    /// Counts one request's verdict only (multi-tenant mode: the request's rules are counted in
+    /// its tenant's own table, see [`TenantRuleCounts`](crate::TenantRuleCounts)).
+    pub(crate) fn record_verdict(&self, verdict: AclVerdict) {
+        self.counts.add(verdict_slot(verdict));
+    }
+
+    /// Counts a request decided by a version whose counter table was not installed (yet).
+    pub(crate) fn record_unattributed(&self) {
+        self.counts.add(UNATTRIBUTED);
     }
 
     /// Counts a connection refused by `rule` (of rule-set `version`) before the handshake.

@@ -52,6 +52,8 @@ use crate::origin::{OriginClient, OriginUrlError};
 use crate::sample::TrafficSample;
 use crate::sni::SniCertificates;
 use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
+use crate::tenant_counts::TenantSummarySink;
+use crate::tenant_source::RemoteTenants;
 use crate::tenants::TenantRouter;
 
 /// Why the edge could not start or stopped.
@@ -157,10 +159,21 @@ pub struct EdgeConfig {
     /// with [`RulesSource::Remote`] they are posted to that admin server
     /// (`/_netacl/v1/edge/summaries`), otherwise only logged.
     pub summary_sink: Option<crate::metrics::SummarySink>,
+    /// Multi-tenant mode: where each interval's per-rule summaries of every tenant go (the
+    /// admin service in the same process). `None`: with [`platform`](Self::platform) they are
+    /// posted to it (`/_netacl/v1/tenants/edge/summaries`), otherwise only logged.
+    pub tenant_summary_sink: Option<TenantSummarySink>,
+    /// Multi-tenant mode: the platform this edge follows (`netacl edge --platform-url`, see
+    /// [`spawn_tenant_source`](crate::spawn_tenant_source)), to which it posts every tenant's
+    /// summaries and its traffic sample, grouped by tenant, every `summary_interval`, with the
+    /// operator token.
+    pub platform: Option<RemoteTenants>,
     /// Slots of the traffic sample kept for the impact preview (see [`TrafficSample`]); 0 keeps
-    /// none. Single-tenant mode only. With [`RulesSource::Remote`] the sample is posted to the
-    /// admin server every `summary_interval` (`/_netacl/v1/edge/sample`); in process it is read
-    /// through [`RunningEdge::sample`].
+    /// none. In multi-tenant mode one ring holds every tenant's requests, each slot keyed by its
+    /// tenant. With [`RulesSource::Remote`] (or [`platform`](Self::platform)) the sample is
+    /// posted to the admin server every `summary_interval` (`/_netacl/v1/edge/sample`, or
+    /// `/_netacl/v1/tenants/edge/sample`); in process it is read through
+    /// [`RunningEdge::sample`].
     pub sample_size: usize,
     /// One request in this many (per deciding thread) goes into the sample.
     pub sample_every: u32,
@@ -202,6 +215,8 @@ impl EdgeConfig {
             metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
             summary_interval: Duration::from_secs(600),
             summary_sink: None,
+            tenant_summary_sink: None,
+            platform: None,
             sample_size: crate::sample::DEFAULT_SAMPLE_SIZE,
             sample_every: crate::sample::DEFAULT_SAMPLE_EVERY,
             acl_enabled: true,
@@ -249,8 +264,10 @@ impl RunningEdge {
         self.metrics_addr
     }
 
-    /// The traffic sample of this edge's requests (single-tenant mode with
-    /// [`EdgeConfig::sample_size`] above 0).
+    /// The traffic sample of this edge's requests ([`EdgeConfig::sample_size`] above 0; in
+    /// multi-tenant mode every tenant's, read one tenant at a time with
+    /// [`TrafficSample::requests_of`] and the tenant's
+    /// [`sample_key`](crate::TenantRuleCounts::sample_key)).
     pub fn sample(&self) -> Option<&Arc<TrafficSample>> {
         self.enforcer.sample()
     }
@@ -364,7 +381,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             enforcer = enforcer.with_certificates(certificates.clone());
         }
     }
-    if config.sample_size > 0 && config.tenants.is_none() && config.acl_enabled {
+    if config.sample_size > 0 && config.acl_enabled {
         enforcer = enforcer.with_sample(Arc::new(TrafficSample::new(
             config.sample_size,
             config.sample_every,
@@ -387,7 +404,13 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
 
     match &config.rules {
         RulesSource::Engine => {
-            if let Some(mut updates) = config.rule_updates.clone() {
+            // Multi-tenant mode decides with the tenants' engines: the enforcer's own engine,
+            // its connection rules and its per-rule table (Prometheus series) stay unused.
+            let updates = config
+                .rule_updates
+                .clone()
+                .filter(|_| config.tenants.is_none());
+            if let Some(mut updates) = updates {
                 let enforcer = enforcer.clone();
                 tasks.spawn(async move {
                     loop {
@@ -463,13 +486,56 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             });
         }
     }
-    let summary = metrics
-        .clone()
-        .spawn_summary_to(config.summary_interval, sink);
-    tasks.spawn(async move {
-        let _ = summary.await;
-        Ok(())
-    });
+    match &config.tenants {
+        // Multi-tenant: each tenant's rules are counted in its own table and reported to its
+        // own log; the enforcer's own table counts nothing.
+        Some(router) => {
+            // This edge's name in its reports to the platform.
+            let edge_id = edge_name();
+            let sink = match (&config.tenant_summary_sink, &config.platform) {
+                (Some(sink), _) => Some(sink.clone()),
+                (None, Some(platform)) => {
+                    crate::summaries::platform_sink(platform, edge_id.clone())
+                }
+                (None, None) => None,
+            };
+            let summary = crate::tenant_counts::spawn_tenant_summaries(
+                Arc::clone(router),
+                config.summary_interval,
+                sink,
+            );
+            tasks.spawn(async move {
+                let _ = summary.await;
+                Ok(())
+            });
+            if let (Some(platform), Some(sample)) = (&config.platform, enforcer.sample()) {
+                if let Some(poster) = crate::summaries::spawn_platform_sample_poster(
+                    platform,
+                    edge_id.clone(),
+                    Arc::clone(router),
+                    Arc::clone(sample),
+                    config.summary_interval,
+                ) {
+                    tasks.spawn(async move {
+                        let _ = poster.await;
+                        Ok(())
+                    });
+                }
+            }
+            if config.platform.is_some() {
+                tracing::info!(edge = %edge_id, "reporting each tenant's counts and sample to the platform");
+            }
+        }
+        None => {
+            let summary = metrics
+                .clone()
+                .spawn_summary_to(config.summary_interval, sink);
+            tasks.spawn(async move {
+                let _ = summary.await;
+                Ok(())
+            });
+        }
+    }
 
     let proxy = ProxyService { upstream };
     let service = AclLayer::new(enforcer.clone()).layer(proxy);
@@ -531,6 +597,20 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         metrics_addr,
         tasks,
     })
+}
+
+/// A name for this edge process in its reports to a platform: `edge-` and 16 random
+/// hexadecimal digits.
+fn edge_name() -> String {
+    let mut bytes = [0u8; 8];
+    if aws_lc_rs::rand::fill(&mut bytes).is_err() {
+        // No randomness: the time still tells this process from its predecessors.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        bytes = nanos.to_be_bytes();
+    }
+    format!("edge-{}", hex::encode(bytes))
 }
 
 async fn bind(addr: SocketAddr) -> Result<TcpListener, EdgeError> {

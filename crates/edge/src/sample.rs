@@ -17,6 +17,13 @@
 //! client address, JA3, JA4, the user agent, the hostname (SNI, or `Host` without SNI) and the
 //! id of the key whose signature verified. No other header, no body, no signature material.
 //!
+//! A multi-tenant edge keeps one ring for all its tenants: each slot also holds the key of the
+//! tenant whose request it copied ([`TenantRuleCounts::sample_key`](crate::TenantRuleCounts::sample_key),
+//! never reused, so a tenant deleted and created again does not see its predecessor's
+//! requests), and [`TrafficSample::requests_of`] reads one tenant's slots. The memory stays that
+//! of the ring, whatever the number of tenants; a busy tenant's requests take more of the ring
+//! than a quiet one's (the ring holds the platform's last sampled requests).
+//!
 //! ```
 //! use netacl_edge::TrafficSample;
 //!
@@ -94,6 +101,8 @@ impl<const N: usize> Inline<N> {
 #[derive(Clone, Copy)]
 struct Slot {
     filled: bool,
+    /// The tenant's sample key (0: the single-tenant edge's requests).
+    key: u64,
     scope: RequestScope,
     connecting_ip: Option<IpAddr>,
     client_ip: Option<IpAddr>,
@@ -108,6 +117,7 @@ struct Slot {
 impl Slot {
     const EMPTY: Slot = Slot {
         filled: false,
+        key: 0,
         scope: RequestScope::Management,
         connecting_ip: None,
         client_ip: None,
@@ -147,6 +157,8 @@ impl Slot {
 /// The signals of one decided request, borrowed from the decision path (see the module docs).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SampledSignals<'a> {
+    /// The tenant's sample key (0 in single-tenant mode).
+    pub key: u64,
     pub scope: RequestScope,
     pub connecting_ip: Option<IpAddr>,
     pub client_ip: Option<IpAddr>,
@@ -258,6 +270,7 @@ impl TrafficSample {
             return;
         };
         slot.filled = true;
+        slot.key = signals.key;
         slot.scope = signals.scope;
         slot.connecting_ip = signals.connecting_ip;
         slot.client_ip = signals.client_ip;
@@ -270,22 +283,46 @@ impl TrafficSample {
     }
 
     /// The requests held, newest first, as request objects (`netacl eval`'s keys: what the
-    /// preview replays). Reads each slot under its lock (a request being sampled meanwhile
-    /// waits for nothing: it skips that slot).
+    /// preview replays), whatever tenant they came from. Reads each slot under its lock (a
+    /// request being sampled meanwhile waits for nothing: it skips that slot).
     pub fn requests(&self) -> Vec<RequestInput> {
+        self.collect(|_| true)
+            .into_iter()
+            .map(|(_, input)| input)
+            .collect()
+    }
+
+    /// The requests of the tenant with sample `key` (see the module docs), newest first.
+    pub fn requests_of(&self, key: u64) -> Vec<RequestInput> {
+        self.collect(|k| k == key)
+            .into_iter()
+            .map(|(_, input)| input)
+            .collect()
+    }
+
+    /// Every request held with its tenant's sample key, newest first.
+    pub fn keyed_requests(&self) -> Vec<(u64, RequestInput)> {
+        self.collect(|_| true)
+    }
+
+    fn collect(&self, wanted: impl Fn(u64) -> bool) -> Vec<(u64, RequestInput)> {
         let len = self.slots.len();
         if len == 0 {
             return Vec::new();
         }
-        let next = (self.next.load(Relaxed) % len as u64) as usize;
-        let mut out = Vec::with_capacity(len.min(self.next.load(Relaxed) as usize));
+        let taken = self.next.load(Relaxed);
+        let next = (taken % len as u64) as usize;
+        let mut out = Vec::with_capacity(len.min(usize::try_from(taken).unwrap_or(len)));
         for back in 1..=len {
             let index = (next + len - back) % len;
             let slot = *self.slots[index]
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !wanted(slot.key) {
+                continue;
+            }
             if let Some(input) = slot.to_input() {
-                out.push(input);
+                out.push((slot.key, input));
             }
         }
         out
@@ -298,6 +335,7 @@ mod tests {
 
     fn signals(ua: &str) -> SampledSignals<'_> {
         SampledSignals {
+            key: 0,
             scope: RequestScope::Authentication,
             connecting_ip: Some("10.0.0.1".parse().unwrap()),
             client_ip: Some("192.0.2.7".parse().unwrap()),
@@ -334,6 +372,28 @@ mod tests {
         assert_eq!(first.path, None);
         assert_eq!(first.ja3, None);
         assert!(first.to_request().is_ok());
+    }
+
+    #[test]
+    fn one_ring_many_tenants() {
+        let sample = TrafficSample::new(4, 1);
+        for (key, ua) in [(7, "a/1"), (8, "b/1"), (7, "c/1"), (8, "d/1"), (7, "e/1")] {
+            sample.record(&SampledSignals { key, ..signals(ua) });
+        }
+        let of = |key| -> Vec<String> {
+            sample
+                .requests_of(key)
+                .into_iter()
+                .map(|r| r.user_agent.unwrap())
+                .collect()
+        };
+        // The ring holds the last four: "a/1" is gone.
+        assert_eq!(of(7), ["e/1", "c/1"]);
+        assert_eq!(of(8), ["d/1", "b/1"]);
+        assert!(of(9).is_empty());
+        assert_eq!(sample.requests().len(), 4);
+        let keys: Vec<u64> = sample.keyed_requests().iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, [7, 8, 7, 8]);
     }
 
     #[test]

@@ -43,6 +43,7 @@ use crate::connection::TlsInfo;
 use crate::decision::AclVerdict;
 use crate::enforce::ConnectionRules;
 use crate::httpsig::SigningKeys;
+use crate::tenant_counts::TenantRuleCounts;
 
 /// The most bytes of a host name that are looked up (DNS names are at most 253); a longer
 /// `Host` names no tenant.
@@ -212,6 +213,8 @@ pub struct TenantPolicy {
     counters: Arc<TenantCounters>,
     /// Compilations of this tenant's rules (a rule change in another tenant never adds one).
     compiles: AtomicU64,
+    /// Its per-rule counters and traffic sample key (kept while the tenant stays).
+    rule_counts: Arc<TenantRuleCounts>,
 }
 
 impl std::fmt::Debug for TenantPolicy {
@@ -245,6 +248,12 @@ impl TenantPolicy {
         &self.counters
     }
 
+    /// Its per-rule counters, for its `acls_summary` reports, and the key of its requests in
+    /// the edge's traffic sample.
+    pub fn rule_counts(&self) -> &TenantRuleCounts {
+        &self.rule_counts
+    }
+
     /// How many times this tenant's rules were compiled at this edge.
     pub fn compiles(&self) -> u64 {
         self.compiles.load(Relaxed)
@@ -264,6 +273,7 @@ impl TenantPolicy {
     ) -> Result<(), CompileError> {
         let (policy, connection) = compile(rules, managed, keys)?;
         self.compiles.fetch_add(1, Relaxed);
+        self.rule_counts.install(rules);
         self.engine.install(policy);
         self.connection_rules.store(connection);
         Ok(())
@@ -275,6 +285,7 @@ impl TenantPolicy {
         let live = self.engine.policy();
         let connection = connection_rules(rules, live.managed_index())?;
         self.connection_rules.store(connection);
+        self.rule_counts.install(rules);
         Ok(())
     }
 }
@@ -557,6 +568,11 @@ impl TenantRouter {
         self.table.load().by_id.get(id).cloned()
     }
 
+    /// Every tenant in service (one snapshot of the table), in no particular order.
+    pub fn tenants(&self) -> Vec<Arc<TenantPolicy>> {
+        self.table.load().by_id.values().cloned().collect()
+    }
+
     /// Every tenant's id, sorted.
     pub fn tenant_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self
@@ -750,12 +766,14 @@ impl TenantRouter {
                 report.compiled += 1;
                 let engine = Engine::new();
                 engine.install(policy);
+                let counts = TenantRuleCounts::carry(existing.map(|e| &e.rule_counts), Some(rules));
                 Ok(Some(self.tenant_policy(
                     id,
                     domains,
                     Arc::new(engine),
                     connection,
                     1,
+                    counts,
                 )))
             }
             (TenantRules::Keep, existing) => {
@@ -764,9 +782,10 @@ impl TenantRouter {
                     None => (Arc::new(Engine::new()), empty_connection_rules(0)),
                 };
                 let compiles = existing.map_or(0, |e| e.compiles());
-                Ok(Some(
-                    self.tenant_policy(id, domains, engine, connection, compiles),
-                ))
+                let counts = TenantRuleCounts::carry(existing.map(|e| &e.rule_counts), None);
+                Ok(Some(self.tenant_policy(
+                    id, domains, engine, connection, compiles, counts,
+                )))
             }
             (TenantRules::Follow { engine, rules }, _) => {
                 let connection = match rules {
@@ -774,12 +793,18 @@ impl TenantRouter {
                         .map_err(compile_error)?,
                     None => empty_connection_rules(0),
                 };
+                // The same engine is the same tenant (new domains); another is a new tenant.
+                let kept = existing
+                    .filter(|e| Arc::ptr_eq(&e.engine, engine))
+                    .map(|e| &e.rule_counts);
+                let counts = TenantRuleCounts::carry(kept, rules.as_deref());
                 Ok(Some(self.tenant_policy(
                     id,
                     domains,
                     engine.clone(),
                     connection,
                     0,
+                    counts,
                 )))
             }
         }
@@ -792,6 +817,7 @@ impl TenantRouter {
         engine: Arc<Engine>,
         connection: Arc<ConnectionRules>,
         compiles: u64,
+        rule_counts: Arc<TenantRuleCounts>,
     ) -> Arc<TenantPolicy> {
         let counters = if self.counted.contains(id) {
             Arc::new(TenantCounters::default())
@@ -805,6 +831,7 @@ impl TenantRouter {
             connection_rules: ArcSwap::new(connection),
             counters,
             compiles: AtomicU64::new(compiles),
+            rule_counts,
         })
     }
 

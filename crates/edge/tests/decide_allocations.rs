@@ -246,11 +246,13 @@ fn sampling_a_request_allocates_nothing() {
 }
 
 /// Multi-tenant mode: selecting the tenant by host (any case, a port, a trailing dot), over
-/// plain HTTP and over TLS with SNI, then deciding with its policy, allocates nothing either;
-/// a host of no tenant (421) neither.
+/// plain HTTP and over TLS with SNI, then deciding with its policy, counting the decision in
+/// the tenant's own per-rule table and copying every request into the shared traffic sample
+/// under the tenant's key, allocates nothing either; a host of no tenant (421) neither. The
+/// counts and the samples then show each tenant its own requests only.
 #[test]
 fn the_multi_tenant_path_is_decided_without_allocating() {
-    use netacl_edge::{TenantChange, TenantRouter, TlsInfo};
+    use netacl_edge::{TenantChange, TenantRouter, TlsInfo, TrafficSample};
     let router = Arc::new(TenantRouter::with_counted_tenants(["login"]));
     let block_docs = RuleSet::from_json(
         &json!([record(
@@ -308,7 +310,11 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
         TrustedProxies::parse(["10.0.0.0/8"]).expect("cidr"),
         ForwardedHeader::XForwardedFor,
     );
-    let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver).with_tenants(router.clone());
+    // Every request sampled (the worst case: one in 16 by default).
+    let sample = Arc::new(TrafficSample::new(64, 1));
+    let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver)
+        .with_tenants(router.clone())
+        .with_sample(Arc::clone(&sample));
     let peer: SocketAddr = "10.0.0.2:40000".parse().expect("peer");
     let plain = ConnectionInfo::new(peer);
     let tls = ConnectionInfo::new(peer).with_tls(TlsInfo::new(
@@ -383,4 +389,47 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
     }
     assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
     assert_eq!(router.misdirected(), 4, "two cases, each decided twice");
+
+    // Each tenant's per-rule counts: its own rules, its own requests (each case decided twice).
+    let interval = std::time::Duration::from_secs(600);
+    let tenant = |id: &str| router.tenant(id).expect("tenant");
+    let summaries = |id: &str| {
+        let mut s = tenant(id).rule_counts().take_summaries(interval);
+        s.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
+        s.into_iter()
+            .map(|s| (s.rule_id, s.action, s.evaluated, s.matched))
+            .collect::<Vec<_>>()
+    };
+    let id = |n: u128| AclId::from_random(n).to_string();
+    // login: 4 management requests blocked by rule 1 (plain and TLS); 4 authentication
+    // requests, 2 redirected by rule 3.
+    let mut login = vec![
+        (id(1), "block".to_owned(), 4, 4),
+        (id(3), "redirect".to_owned(), 4, 2),
+    ];
+    login.sort();
+    assert_eq!(summaries("login"), login);
+    assert_eq!(summaries("docs"), [(id(9), "block".to_owned(), 2, 2)]);
+    assert!(summaries("t7").is_empty());
+    assert!(summaries("login").is_empty(), "reported once");
+
+    // The sample: every decided request under its tenant's key, none of a 421.
+    let of = |id: &str| sample.requests_of(tenant(id).rule_counts().sample_key());
+    let login = of("login");
+    assert_eq!(login.len(), 8);
+    // As the requests named it (the evaluator ignores case and a trailing dot).
+    assert!(
+        login.iter().all(|r| r.hostname.as_deref().is_some_and(|h| h
+            .trim_end_matches('.')
+            .eq_ignore_ascii_case("login.example.com"))),
+        "{login:?}"
+    );
+    let docs = of("docs");
+    assert_eq!(docs.len(), 2);
+    assert!(docs
+        .iter()
+        .all(|r| r.hostname.as_deref() == Some("docs.example.com")
+            && r.client_ip.as_deref() == Some("203.0.113.9")));
+    assert!(of("t7").is_empty());
+    assert_eq!(sample.requests().len(), 10);
 }

@@ -99,6 +99,7 @@ mod managed_lists;
 mod network_acls;
 mod openapi;
 mod operator;
+mod operator_edge;
 mod organization_connections;
 mod organization_schemas;
 mod organizations;

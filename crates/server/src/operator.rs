@@ -64,10 +64,18 @@ const DEFAULT_TAKE: u32 = 50;
 
 /// The operator routes, with their guard.
 pub(crate) fn router(registry: Arc<Registry>) -> Router {
-    use axum::routing::get;
+    use axum::routing::{get, post};
     Router::new()
         .route("/_netacl/v1/tenants", get(list).post(create))
         .route("/_netacl/v1/tenants/watch", get(watch))
+        .route(
+            "/_netacl/v1/tenants/edge/summaries",
+            post(crate::operator_edge::post_summaries),
+        )
+        .route(
+            "/_netacl/v1/tenants/edge/sample",
+            post(crate::operator_edge::post_sample),
+        )
         .route("/_netacl/v1/tenants/{id}", get(show).delete(delete))
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&registry),
@@ -645,6 +653,66 @@ pub(crate) fn extend_document(document: &mut Value) {
                 }
             }
         },
+        "/_netacl/v1/tenants/edge/summaries": {
+            "post": {
+                "operationId": "netacl_tenant_edge_summaries",
+                "summary": "Record a multi-tenant edge's per-rule counts of one interval in each tenant's log (acls_summary events)",
+                "description": "The report of a remote edge enforcing every tenant (netacl edge --platform-url), keyed by tenant id. Every member is checked before anything is recorded. A tenant this server does not serve, and a summary naming a rule-set version its tenant has not reached, are skipped (counted in skipped, named in unknown_tenants), never created.",
+                "security": security,
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/netacl_tenant_edge_summaries"}}}},
+                "responses": {
+                    "200": {"description": "What was recorded", "content": {"application/json": {"schema": {
+                        "type": "object", "additionalProperties": false,
+                        "required": ["recorded", "skipped", "unknown_tenants"],
+                        "properties": {
+                            "recorded": {"type": "integer", "minimum": 0, "maximum": crate::operator_edge::MAX_PLATFORM_SUMMARIES},
+                            "skipped": {"type": "integer", "minimum": 0, "maximum": crate::operator_edge::MAX_PLATFORM_SUMMARIES},
+                            "unknown_tenants": {"type": "array", "items": {"type": "string"}}
+                        }}}}},
+                    "400": error("A member is invalid (with its property path); nothing recorded"),
+                    "401": unauthorized,
+                    "413": error("Body too large"),
+                    "415": error("Not JSON"),
+                    "500": error("The log could not be written"),
+                    "503": error("The database is unavailable; nothing recorded")
+                },
+                "x-netacl-refusals-beyond-schema": [
+                    {"message": "^Payload validation error: 'invalid type: floating point `[0-9.e+-]+`, expected u64' on property tenants\\.[A-Za-z0-9_-]+\\[[0-9]+\\]\\.$",
+                     "why": "Counts are JSON integers written without a fraction (`12`, not `12.0`)."},
+                    {"message": "^Payload validation error: 'Too many items in all tenants together, maximum [0-9]+' on property tenants\\.$",
+                     "why": "The bound is on the summaries of all tenants together."}
+                ]
+            }
+        },
+        "/_netacl/v1/tenants/edge/sample": {
+            "post": {
+                "operationId": "netacl_tenant_edge_sample",
+                "summary": "Keep a multi-tenant edge's traffic sample, per tenant, for the impact preview",
+                "description": "Each tenant's requests replace that edge's last sample of the tenant (in memory). Every member is checked before anything is kept. A tenant this server does not serve is skipped (counted in skipped, named in unknown_tenants), never created.",
+                "security": security,
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/netacl_tenant_edge_sample"}}}},
+                "responses": {
+                    "200": {"description": "What was kept", "content": {"application/json": {"schema": {
+                        "type": "object", "additionalProperties": false,
+                        "required": ["kept", "skipped", "unknown_tenants"],
+                        "properties": {
+                            "kept": {"type": "integer", "minimum": 0, "maximum": crate::logs::sample::MAX_SAMPLE_REQUESTS},
+                            "skipped": {"type": "integer", "minimum": 0, "maximum": crate::logs::sample::MAX_SAMPLE_REQUESTS},
+                            "unknown_tenants": {"type": "array", "items": {"type": "string"}}
+                        }}}}},
+                    "400": error("A member is invalid (with its property path); nothing kept"),
+                    "401": unauthorized,
+                    "413": error("Body too large"),
+                    "415": error("Not JSON")
+                },
+                "x-netacl-refusals-beyond-schema": [
+                    {"message": "^Payload validation error: 'Too many items in all tenants together, maximum [0-9]+' on property tenants\\.$",
+                     "why": "The bound is on the requests of all tenants together."}
+                ]
+            }
+        },
         "/_netacl/v1/tenants/{id}": {
             "get": {
                 "operationId": "netacl_get_tenant",
@@ -693,6 +761,31 @@ pub(crate) fn extend_document(document: &mut Value) {
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
     {
+        let report = |items: Value, max: usize| {
+            json!({"type": "object", "additionalProperties": false, "required": ["edge", "tenants"],
+            "properties": {
+                "edge": {"type": "string", "pattern": crate::operator_edge::EDGE_NAME_PATTERN,
+                         "description": "The reporting edge's name (netacl edge draws edge- and 16 hexadecimal digits at start)"},
+                "tenants": {"type": "object", "maxProperties": crate::operator_edge::MAX_REPORTED_TENANTS,
+                            "description": format!("Per tenant id, its items (at most {max} in all tenants together)"),
+                            "propertyNames": {"pattern": crate::operator_edge::TENANT_ID_PATTERN},
+                            "additionalProperties": {"type": "array", "maxItems": max, "items": items}}
+            }})
+        };
+        schemas.insert(
+            "netacl_tenant_edge_summaries".into(),
+            report(
+                crate::logs::openapi::summary_schema(),
+                crate::operator_edge::MAX_PLATFORM_SUMMARIES,
+            ),
+        );
+        schemas.insert(
+            "netacl_tenant_edge_sample".into(),
+            report(
+                json!({"$ref": "#/components/schemas/RequestInput"}),
+                crate::logs::sample::MAX_SAMPLE_REQUESTS,
+            ),
+        );
         schemas.insert(
             "netacl_tenant".into(),
             json!({"type": "object", "required": ["tenant", "domains", "issuer", "audience", "created_at"],

@@ -349,6 +349,23 @@ impl AdminService {
         crate::logs::record_summaries(&self.state, summaries).await
     }
 
+    /// Records the per-rule counts a multi-tenant edge running in this process kept for
+    /// `tenant` as `acls_summary` events in that tenant's log (`details.edge`: `in-process`).
+    /// Returns whether they were recorded: `false` for a tenant this service does not serve
+    /// (deleted meanwhile: nothing is created) or a store failure (logged).
+    pub async fn record_tenant_acl_summaries(
+        &self,
+        tenant: &str,
+        summaries: &[netacl_model::AclSummary],
+    ) -> bool {
+        let Some((state, _)) =
+            netacl_store::TenantId::new(tenant).and_then(|id| self.registry.served(&id))
+        else {
+            return false;
+        };
+        crate::logs::record_summaries(&state, summaries).await
+    }
+
     /// Lets the impact preview read the traffic sample of an edge running in this process:
     /// `source` is called with a tenant's id when that tenant's preview is given no `requests`
     /// (see "Rule analysis and impact preview" in the README), and answers that tenant's sample

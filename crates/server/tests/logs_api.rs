@@ -701,3 +701,279 @@ async fn a_write_event_carries_the_request_id_of_its_answer() {
     assert_ne!(generated, refused_id);
     assert_eq!(got, [&json!(generated), &json!(refused_id)], "{logs}");
 }
+
+/// A tenant created through the operator API: its bootstrap client's token, asked on its host.
+async fn operator_tenant(router: &axum::Router, id: &str, host: &str) -> String {
+    let created = oneshot(
+        router,
+        on_host(
+            "whatever.test",
+            Method::POST,
+            "/_netacl/v1/tenants",
+            OPERATOR,
+            Some(json!({"tenant": id, "domains": [host]})),
+        ),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let token = oneshot(
+        router,
+        Request::post("/oauth/token")
+            .header("host", host)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"grant_type": "client_credentials",
+                       "client_id": created.body["client_id"],
+                       "client_secret": created.body["client_secret"],
+                       "audience": format!("https://{host}/api/v2/")})
+                .to_string(),
+            ))
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(token.status, StatusCode::OK, "{}", token.body);
+    token.body["access_token"]
+        .as_str()
+        .expect("token")
+        .to_owned()
+}
+
+/// A multi-tenant edge holds the operator token only: it posts every tenant's summaries and
+/// samples of an interval in one body each (`/_netacl/v1/tenants/edge/...`). Each tenant's log,
+/// counts and preview get its own and nothing of another's; an unknown or deleted tenant is
+/// skipped and nothing of it is created; a bad member refuses the whole body; tenant tokens
+/// and no token are refused.
+#[tokio::test]
+async fn a_platform_edge_reports_every_tenant_through_the_operator_api() {
+    const SUMMARIES: &str = "/_netacl/v1/tenants/edge/summaries";
+    const SAMPLE: &str = "/_netacl/v1/tenants/edge/sample";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let operator = OperatorToken::new(OPERATOR.into()).expect("token");
+    let (service, _) = start_in(dir.path(), config().with_operator_token(operator)).await;
+    let router = service.router();
+    let acme = operator_tenant(&router, "acme", "acme.test").await;
+    let beta = operator_tenant(&router, "beta", "beta.test").await;
+    // One rule in each (version 1 in each).
+    let mut rule_ids = Vec::new();
+    for (host, token, cidr) in [
+        ("acme.test", &acme, "192.0.2.0/24"),
+        ("beta.test", &beta, "198.51.100.0/24"),
+    ] {
+        let answer = oneshot(
+            &router,
+            on_host(
+                host,
+                Method::POST,
+                "/api/v2/network-acls",
+                token,
+                Some(acl_body(1, cidr)),
+            ),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        rule_ids.push(answer.body["id"].as_str().expect("id").to_owned());
+    }
+    let summary = |rule: &str, version: u64, matched: u64| {
+        json!({"rule_id": rule, "action": "block", "scope": "tenant",
+               "policy_version": version, "interval_s": 600, "evaluated": matched + 1,
+               "matched": matched, "connections_refused": 0})
+    };
+    let post = |uri: &'static str, token: Option<&str>, body: Value| {
+        let router = router.clone();
+        let token = token.map(str::to_owned);
+        async move {
+            let mut request = Request::post(uri)
+                .header("host", "anything.test")
+                .header("content-type", "application/json");
+            if let Some(token) = token {
+                request = request.header("authorization", format!("Bearer {token}"));
+            }
+            oneshot(
+                &router,
+                request.body(Body::from(body.to_string())).expect("request"),
+            )
+            .await
+        }
+    };
+    let report = json!({"edge": "edge-0123456789abcdef", "tenants": {
+        "acme": [summary(&rule_ids[0], 1, 7)],
+        "beta": [summary(&rule_ids[1], 1, 3), summary(&rule_ids[1], 9, 100)],
+        "nobody": [summary(&rule_ids[0], 1, 5)]}});
+    let answer = post(SUMMARIES, Some(OPERATOR), report.clone()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(
+        answer.body,
+        json!({"recorded": 2, "skipped": 2, "unknown_tenants": ["nobody"]}),
+        "beta's version-9 summary is no summary of this beta"
+    );
+    // Not the operator token: 401, nothing recorded.
+    for token in [
+        None,
+        Some("not-the-operator-token-but-long-enough-1234"),
+        Some(acme.as_str()),
+    ] {
+        for uri in [SUMMARIES, SAMPLE] {
+            let answer = post(uri, token, report.clone()).await;
+            assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{uri}");
+            assert_eq!(answer.body["errorCode"], "invalid_operator_token");
+        }
+    }
+    // A bad member anywhere: 400 with its path, nothing of the body recorded.
+    let mut bad = report.clone();
+    bad["tenants"]["beta"][1]["scope"] = json!("everything");
+    let answer = post(SUMMARIES, Some(OPERATOR), bad).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .expect("message")
+            .ends_with("on property tenants.beta[1]."),
+        "{}",
+        answer.body
+    );
+    let answer = post(
+        SUMMARIES,
+        Some(OPERATOR),
+        json!({"edge": "edge-1", "tenants": {"no such id!": []}}),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    let many: Vec<Value> = (0..5_001).map(|_| summary(&rule_ids[0], 1, 1)).collect();
+    let answer = post(
+        SUMMARIES,
+        Some(OPERATOR),
+        json!({"edge": "edge-1", "tenants": {"acme": many.clone(), "beta": many}}),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+
+    // Each tenant's log and counts: its own rule, once.
+    let summaries_of = |host: &'static str, token: String| {
+        let router = router.clone();
+        async move {
+            let answer = oneshot(
+                &router,
+                on_host(
+                    host,
+                    Method::GET,
+                    &format!("/api/v2/logs?q={}", urlencoding("type:acls_summary")),
+                    &token,
+                    None,
+                ),
+            )
+            .await;
+            assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+            events(&answer.body).clone()
+        }
+    };
+    let got = summaries_of("acme.test", acme.clone()).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["details"]["rule_id"], rule_ids[0].as_str());
+    assert_eq!(got[0]["details"]["matched"], 7);
+    assert_eq!(got[0]["details"]["edge"], "platform:edge-0123456789abcdef");
+    assert!(got[0].get("client_id").is_none());
+    let got = summaries_of("beta.test", beta.clone()).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["details"]["rule_id"], rule_ids[1].as_str());
+    assert_eq!(got[0]["details"]["matched"], 3);
+    let counts = oneshot(
+        &router,
+        on_host(
+            "beta.test",
+            Method::GET,
+            "/_netacl/v1/network-acls/counts",
+            &beta,
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(counts.status, StatusCode::OK, "{}", counts.body);
+    assert_eq!(counts.body["totals"]["matched"], 3, "{}", counts.body);
+    assert_eq!(
+        counts.body["network_acls"][0]["rule_id"],
+        rule_ids[1].as_str()
+    );
+
+    // Samples: each tenant's preview replays its own.
+    let sample = json!({"edge": "edge-0123456789abcdef", "tenants": {
+        "acme": [{"client_ip": "192.0.2.1", "user_agent": "acme/1"}],
+        "beta": [{"client_ip": "10.0.0.1"}, {"client_ip": "10.0.0.2"}],
+        "nobody": [{"client_ip": "10.0.0.3"}]}});
+    let answer = post(SAMPLE, Some(OPERATOR), sample).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(
+        answer.body,
+        json!({"kept": 3, "skipped": 1, "unknown_tenants": ["nobody"]})
+    );
+    let preview = |host: &'static str, token: String| {
+        let router = router.clone();
+        async move {
+            oneshot(
+                &router,
+                on_host(
+                    host,
+                    Method::POST,
+                    "/_netacl/v1/network-acls/preview",
+                    &token,
+                    Some(json!({"changes": [{"op": "create",
+                                             "network_acl": acl_body(5, "10.0.0.0/8")}]})),
+                ),
+            )
+            .await
+        }
+    };
+    let answer = preview("beta.test", beta.clone()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["sample"], json!({"edges": 1, "requests": 2}));
+    assert_eq!(answer.body["changed"], 2);
+    let answer = preview("acme.test", acme.clone()).await;
+    assert_eq!(answer.body["sample"], json!({"edges": 1, "requests": 1}));
+    assert_eq!(
+        answer.body["examples"],
+        json!([]),
+        "192.0.2.1 stays blocked"
+    );
+    let bad = json!({"edge": "edge-1", "tenants": {"acme": [{"client_ip": "not an address"}]}});
+    let answer = post(SAMPLE, Some(OPERATOR), bad).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert!(answer.body["message"]
+        .as_str()
+        .expect("message")
+        .ends_with("on property tenants.acme[0]."));
+
+    // beta deleted: its reports are skipped, and beta created again has nothing of them.
+    let deleted = oneshot(
+        &router,
+        on_host(
+            "whatever.test",
+            Method::DELETE,
+            "/_netacl/v1/tenants/beta",
+            OPERATOR,
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let late = json!({"edge": "edge-1", "tenants": {"beta": [summary(&rule_ids[1], 1, 4)]}});
+    let answer = post(SUMMARIES, Some(OPERATOR), late.clone()).await;
+    assert_eq!(
+        answer.body,
+        json!({"recorded": 0, "skipped": 1, "unknown_tenants": ["beta"]})
+    );
+    let answer = post(
+        SAMPLE,
+        Some(OPERATOR),
+        json!({"edge": "edge-1", "tenants": {"beta": [{"client_ip": "10.0.0.9"}]}}),
+    )
+    .await;
+    assert_eq!(answer.body["unknown_tenants"], json!(["beta"]));
+    let beta = operator_tenant(&router, "beta", "beta.test").await;
+    assert!(summaries_of("beta.test", beta.clone()).await.is_empty());
+    // Its rule-set version is 0: the old beta's version-1 counts are not its own.
+    let answer = post(SUMMARIES, Some(OPERATOR), late).await;
+    assert_eq!(answer.body["recorded"], 0, "{}", answer.body);
+    assert!(summaries_of("beta.test", beta.clone()).await.is_empty());
+    let answer = preview("beta.test", beta).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
+    assert_eq!(answer.body["errorCode"], "no_traffic_sample");
+}

@@ -13,7 +13,7 @@ mod support;
 use http::{Method, StatusCode};
 use regex::Regex;
 use serde_json::{json, Value};
-use support::{api, Answer, Api};
+use support::{api, api_with, config, Answer, Api};
 
 /// Connection ids the body schemas take (1 to 50 characters of any kind) that no connection
 /// has: whitespace and control characters of every kind, quotes, backslashes, text that looks
@@ -66,6 +66,52 @@ fn assert_declared(answer: &Answer, message: &str, refusals: &[Regex], what: &st
         refusals.iter().any(|r| r.is_match(message)),
         "{what}: {message:?} matches no declared refusal"
     );
+}
+
+/// The operator endpoints multi-tenant edges report to: a count written with a fraction, and
+/// more items than all tenants together may carry, are refused with the declared messages.
+#[tokio::test]
+async fn edge_report_refusals_match_the_servers_messages() {
+    const OPERATOR: &str = "operator-token-of-the-conformance-test-0123";
+    let api =
+        api_with(config().with_operator_token(
+            netacl_server::OperatorToken::new(OPERATOR.into()).expect("token"),
+        ))
+        .await;
+    let doc = document(&api).await;
+    let summaries = declared(&doc, "/_netacl/v1/tenants/edge/summaries", "post");
+    let sample = declared(&doc, "/_netacl/v1/tenants/edge/sample", "post");
+    let summary = json!({"rule_id": "acl_1111111111111111111111", "action": "block",
+        "scope": "tenant", "policy_version": 1, "interval_s": 600, "evaluated": 12.0,
+        "matched": 5, "connections_refused": 0});
+    let answer = api
+        .send_as(
+            OPERATOR,
+            Method::POST,
+            "/_netacl/v1/tenants/edge/summaries",
+            Some(json!({"edge": "edge-1", "tenants": {"acme_1": [summary]}})),
+        )
+        .await;
+    assert_declared(
+        &answer,
+        "Payload validation error: 'invalid type: floating point `12.0`, expected u64' on property tenants.acme_1[0].",
+        &summaries,
+        "a fraction",
+    );
+    let half = vec![Value::from(0); 6_000];
+    let too_many = json!({"edge": "edge-1", "tenants": {"a": half.clone(), "b": half}});
+    for (uri, refusals, max) in [
+        ("/_netacl/v1/tenants/edge/summaries", &summaries, 10_000),
+        ("/_netacl/v1/tenants/edge/sample", &sample, 10_000),
+    ] {
+        let answer = api
+            .send_as(OPERATOR, Method::POST, uri, Some(too_many.clone()))
+            .await;
+        let message = format!(
+            "Payload validation error: 'Too many items in all tenants together, maximum {max}' on property tenants."
+        );
+        assert_declared(&answer, &message, refusals, uri);
+    }
 }
 
 #[tokio::test]

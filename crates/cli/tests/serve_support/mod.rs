@@ -382,3 +382,80 @@ pub fn create_tenant(data: &Path, name: &str, domain: &str) -> (String, String) 
             .to_owned(),
     )
 }
+
+/// A token of the tenant client `id` (secret `secret`), asked on the tenant's `host`.
+pub fn tenant_token(server: SocketAddr, host: &str, id: &str, secret: &str) -> String {
+    let body = serde_json::json!({
+        "grant_type": "client_credentials",
+        "client_id": id,
+        "client_secret": secret,
+        "audience": format!("https://{host}/api/v2/"),
+    });
+    let answer = at_host(server, host, "POST", "/oauth/token", None, Some(&body));
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.json()["access_token"]
+        .as_str()
+        .expect("access_token")
+        .to_owned()
+}
+
+/// The `acls_summary` events of the tenant of `host` (its log, read with `token`), summed per
+/// rule id: `(evaluated, matched)`; and the edges that reported them (`details.edge`).
+pub fn summary_totals(
+    server: SocketAddr,
+    host: &str,
+    token: &str,
+) -> (
+    std::collections::BTreeMap<String, (u64, u64)>,
+    std::collections::BTreeSet<String>,
+) {
+    let answer = at_host(
+        server,
+        host,
+        "GET",
+        "/api/v2/logs?q=type%3Aacls_summary&per_page=100",
+        Some(token),
+        None,
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let mut totals = std::collections::BTreeMap::new();
+    let mut edges = std::collections::BTreeSet::new();
+    for event in answer.json().as_array().expect("events") {
+        let details = &event["details"];
+        let rule = details["rule_id"].as_str().expect("rule_id").to_owned();
+        let entry: &mut (u64, u64) = totals.entry(rule).or_default();
+        entry.0 += details["evaluated"].as_u64().expect("evaluated");
+        entry.1 += details["matched"].as_u64().expect("matched");
+        edges.insert(details["edge"].as_str().expect("edge").to_owned());
+    }
+    (totals, edges)
+}
+
+/// `POST /_netacl/v1/network-acls/preview` on the tenant of `host` proposing to delete rule
+/// `id`, without `requests`: the edges' sample is replayed.
+pub fn preview_deleting(server: SocketAddr, host: &str, token: &str, id: &str) -> Answer {
+    let body = serde_json::json!({"changes": [{"op": "delete", "id": id}]});
+    at_host(
+        server,
+        host,
+        "POST",
+        "/_netacl/v1/network-acls/preview",
+        Some(token),
+        Some(&body),
+    )
+}
+
+/// Checks a preview answer replaying `n` sampled requests of `host` alone, every one of them
+/// changed (from the live block to no decision).
+pub fn assert_preview_of(answer: &Answer, host: &str, n: u64) {
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let body = answer.json();
+    assert_eq!(body["sample"]["edges"], 1, "{body}");
+    assert_eq!(body["sample"]["requests"], n, "{body}");
+    assert_eq!(body["changed"], n, "{body}");
+    let examples = body["examples"].as_array().expect("examples");
+    assert!(!examples.is_empty(), "{body}");
+    for example in examples {
+        assert_eq!(example["request"]["hostname"], host, "{body}");
+    }
+}

@@ -532,19 +532,21 @@ fn summaries_of(value: Value) -> Result<Vec<AclSummary>, ApiError> {
     }
     let mut summaries = Vec::with_capacity(items.len());
     for (index, item) in items.into_iter().enumerate() {
-        let summary: AclSummary = serde_json::from_value(item).map_err(|err| {
-            ApiError::invalid_body(format!(
-                "Payload validation error: '{err}' on property summaries[{index}]."
-            ))
-        })?;
-        summary.check().map_err(|err| {
-            ApiError::invalid_body(format!(
-                "Payload validation error: '{err}' on property summaries[{index}]."
-            ))
-        })?;
-        summaries.push(summary);
+        summaries.push(summary_of(item, &format!("summaries[{index}]"))?);
     }
     Ok(summaries)
+}
+
+/// One summary of a body, checked; a fault names `property`.
+pub(crate) fn summary_of(item: Value, property: &str) -> Result<AclSummary, ApiError> {
+    let fault = |err: String| {
+        ApiError::invalid_body(format!(
+            "Payload validation error: '{err}' on property {property}."
+        ))
+    };
+    let summary: AclSummary = serde_json::from_value(item).map_err(|err| fault(err.to_string()))?;
+    summary.check().map_err(fault)?;
+    Ok(summary)
 }
 
 #[cfg(test)]

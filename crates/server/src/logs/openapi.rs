@@ -62,6 +62,26 @@ pub(crate) fn success_schema(operation_id: &str) -> Option<Value> {
     })
 }
 
+/// The schema of one edge summary (`AclSummary`).
+pub(crate) fn summary_schema() -> Value {
+    json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["rule_id", "action", "scope", "policy_version", "interval_s",
+                     "evaluated", "matched", "connections_refused"],
+        "properties": {
+            "rule_id": {"type": "string", "pattern": netacl_model::patterns::ACL_ID},
+            "action": {"enum": netacl_model::SUMMARY_ACTIONS},
+            "scope": {"enum": netacl_model::RuleScope::ALL.map(|s| s.as_str())},
+            "policy_version": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+            "interval_s": {"type": "integer", "minimum": 1,
+                           "maximum": netacl_model::MAX_SUMMARY_INTERVAL_S},
+            "evaluated": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+            "matched": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+            "connections_refused": {"type": "integer", "minimum": 0, "maximum": u64::MAX}
+        }
+    })
+}
+
 /// The component schemas.
 pub(crate) fn components() -> Vec<(&'static str, Value)> {
     vec![
@@ -84,22 +104,8 @@ pub(crate) fn components() -> Vec<(&'static str, Value)> {
             "EdgeSummaries",
             json!({"type": "object", "additionalProperties": false,
             "required": ["summaries"], "properties": {
-                "summaries": {"type": "array", "maxItems": MAX_SUMMARIES, "items": {
-                    "type": "object", "additionalProperties": false,
-                    "required": ["rule_id", "action", "scope", "policy_version", "interval_s",
-                                 "evaluated", "matched", "connections_refused"],
-                    "properties": {
-                        "rule_id": {"type": "string",
-                                    "pattern": netacl_model::patterns::ACL_ID},
-                        "action": {"enum": netacl_model::SUMMARY_ACTIONS},
-                        "scope": {"enum": netacl_model::RuleScope::ALL.map(|s| s.as_str())},
-                        "policy_version": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
-                        "interval_s": {"type": "integer", "minimum": 1,
-                                       "maximum": netacl_model::MAX_SUMMARY_INTERVAL_S},
-                        "evaluated": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
-                        "matched": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
-                        "connections_refused": {"type": "integer", "minimum": 0, "maximum": u64::MAX}
-                    }}}
+                "summaries": {"type": "array", "maxItems": MAX_SUMMARIES,
+                              "items": summary_schema()}
             }}),
         ),
         (

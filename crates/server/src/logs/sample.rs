@@ -173,15 +173,20 @@ fn sample_of(value: Value) -> Result<Vec<RequestInput>, ApiError> {
     }
     let mut requests = Vec::with_capacity(items.len());
     for (index, item) in items.into_iter().enumerate() {
-        let fault = |err: String| {
-            ApiError::invalid_body(format!(
-                "Payload validation error: '{err}' on property requests[{index}]."
-            ))
-        };
-        let input: RequestInput =
-            serde_json::from_value(item).map_err(|err| fault(err.to_string()))?;
-        input.to_request().map_err(|err| fault(err.to_string()))?;
-        requests.push(input);
+        requests.push(request_of(item, &format!("requests[{index}]"))?);
     }
     Ok(requests)
+}
+
+/// One request of a sample, checked as `netacl eval` checks a request line; a fault names
+/// `property`.
+pub(crate) fn request_of(item: Value, property: &str) -> Result<RequestInput, ApiError> {
+    let fault = |err: String| {
+        ApiError::invalid_body(format!(
+            "Payload validation error: '{err}' on property {property}."
+        ))
+    };
+    let input: RequestInput = serde_json::from_value(item).map_err(|err| fault(err.to_string()))?;
+    input.to_request().map_err(|err| fault(err.to_string()))?;
+    Ok(input)
 }
