@@ -173,6 +173,12 @@ impl SharedGeoTable {
         self.current.load()
     }
 
+    /// The table in service, held beyond a decision (a reference count): for reports and
+    /// tests.
+    pub fn current(&self) -> Option<Arc<CompiledTable>> {
+        self.current.load_full()
+    }
+
     /// Rebuilds the table when the databases in service are not those of the table in service
     /// (a reload since), and swaps it in. Gives whether a table was swapped in. Meant for the
     /// thread that reloads the databases; requests go on with the table in service meanwhile.
