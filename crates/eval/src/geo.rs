@@ -42,6 +42,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use crate::hash::short_key_caseless;
+use crate::lines::{LineTable, Width};
 use crate::range::RangeTable;
 use crate::request::{v4_bits, Request};
 
@@ -422,11 +423,29 @@ pub(crate) fn push_alias(aliases: &mut Vec<(u128, u8)>, first: u128, prefix_len:
 /// uses for the client address; IPv6 networks aliased to the IPv4 table are answered from it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AddressIntervals {
-    v4: RangeTable<u32>,
+    v4: V4Intervals,
     v6: RangeTable<u128>,
     /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
     aliases: Vec<(u128, u8)>,
 }
+
+/// The IPv4 ranges of an [`AddressIntervals`].
+#[derive(Debug, Clone)]
+enum V4Intervals {
+    /// The interval table of the client-address index.
+    Ranges(RangeTable<u32>),
+    /// One cache line per block of addresses (large tables of small values).
+    Lines(LineTable),
+}
+
+impl Default for V4Intervals {
+    fn default() -> Self {
+        V4Intervals::Ranges(RangeTable::default())
+    }
+}
+
+/// IPv4 ranges from which [`AddressIntervals::build_in_lines`] lays them out in lines.
+const LINES_MIN: usize = 1 << 14;
 
 impl AddressIntervals {
     /// The tables of disjoint, sorted ranges.
@@ -436,7 +455,28 @@ impl AddressIntervals {
         aliases: Vec<(u128, u8)>,
     ) -> Self {
         AddressIntervals {
-            v4: RangeTable::build(v4),
+            v4: V4Intervals::Ranges(RangeTable::build(v4)),
+            v6: RangeTable::build(v6),
+            aliases,
+        }
+    }
+
+    /// As [`build`](Self::build), a large IPv4 table laid out one cache line per block of
+    /// addresses ([`LineTable`]: dense ranges, as a GeoIP database's, spill out of the
+    /// interval table's half-line blocks).
+    pub(crate) fn build_in_lines(
+        v4: Vec<(u32, u32, u32)>,
+        v6: Vec<(u128, u128, u32)>,
+        aliases: Vec<(u128, u8)>,
+    ) -> Self {
+        let v4 = if v4.len() >= LINES_MIN {
+            let width = Width::for_values(v4.iter().map(|r| r.2));
+            V4Intervals::Lines(LineTable::build(&v4, width))
+        } else {
+            V4Intervals::Ranges(RangeTable::build(v4))
+        };
+        AddressIntervals {
+            v4,
             v6: RangeTable::build(v6),
             aliases,
         }
@@ -462,9 +502,10 @@ impl AddressIntervals {
     /// Starts loading what [`value`](Self::value) reads for `ip` (already canonical).
     #[inline(always)]
     pub(crate) fn prefetch(&self, ip: IpAddr) {
-        match self.key(ip) {
-            Ok(a) => self.v4.prefetch(a),
-            Err(a) => self.v6.prefetch(a),
+        match (self.key(ip), &self.v4) {
+            (Ok(a), V4Intervals::Ranges(v4)) => v4.prefetch(a),
+            (Ok(a), V4Intervals::Lines(v4)) => v4.prefetch(a),
+            (Err(a), _) => self.v6.prefetch(a),
         }
     }
 
@@ -472,15 +513,28 @@ impl AddressIntervals {
     /// outside every range.
     #[inline(always)]
     pub(crate) fn value(&self, ip: IpAddr) -> u32 {
-        match self.key(ip) {
-            Ok(a) => self.v4.innermost(a).0,
-            Err(a) => self.v6.innermost(a).0,
+        match (self.key(ip), &self.v4) {
+            (Ok(a), V4Intervals::Ranges(v4)) => v4.innermost(a).0,
+            (Ok(a), V4Intervals::Lines(v4)) => v4.get(a),
+            (Err(a), _) => self.v6.innermost(a).0,
+        }
+    }
+
+    /// IPv4 lines whose ranges did not fit in them (0 unless laid out in lines).
+    pub(crate) fn spilled_lines(&self) -> usize {
+        match &self.v4 {
+            V4Intervals::Ranges(_) => 0,
+            V4Intervals::Lines(v4) => v4.spilled_lines(),
         }
     }
 
     /// Approximate heap bytes.
     pub(crate) fn bytes(&self) -> usize {
-        self.v4.bytes() + self.v6.bytes() + self.aliases.capacity() * 32
+        let v4 = match &self.v4 {
+            V4Intervals::Ranges(v4) => v4.bytes(),
+            V4Intervals::Lines(v4) => v4.bytes(),
+        };
+        v4 + self.v6.bytes() + self.aliases.capacity() * 32
     }
 }
 

@@ -211,8 +211,9 @@ impl GeoTableBuilder {
             .collect();
         let asn_ranges = asn_v4.len() + asn_v6.len();
 
-        let location = AddressIntervals::build(location_v4, location_v6, self.location.aliases);
-        let asn = AddressIntervals::build(asn_v4, asn_v6, self.asn.aliases);
+        let location =
+            AddressIntervals::build_in_lines(location_v4, location_v6, self.location.aliases);
+        let asn = AddressIntervals::build_in_lines(asn_v4, asn_v6, self.asn.aliases);
         let locations = locations.into_boxed_slice();
         let large_asns = large_asns.into_boxed_slice();
         let bytes = location.bytes()
@@ -226,6 +227,7 @@ impl GeoTableBuilder {
                 locations: locations.len(),
                 asn_networks,
                 asn_ranges,
+                spilled_lines: location.spilled_lines() + asn.spilled_lines(),
                 bytes,
             },
             location,
@@ -250,6 +252,10 @@ pub struct GeoTableStats {
     pub asn_networks: usize,
     /// ASN ranges after merging.
     pub asn_ranges: usize,
+    /// Large IPv4 tables are laid out one cache line per block of addresses, a lookup reading
+    /// one line; this many lines held more ranges than fit, and a lookup there reads a
+    /// second place.
+    pub spilled_lines: usize,
     /// Approximate heap bytes.
     pub bytes: usize,
 }
@@ -283,13 +289,17 @@ pub struct GeoLookup<'t> {
 /// policy snapshot, which never need to agree on anything (no ids shared between them), and a
 /// rule change compiles the rules alone.
 ///
-/// The location answers and the ASN answers are two tables, each in the interval layout the
-/// evaluator uses for client addresses (a large IPv4 table is found by indexing, one memory
-/// access per lookup, which [`GeoTable::prefetch`] starts early). Keeping them apart keeps each
-/// as small as its own database (an overlay would hold every intersection of a City range with
-/// an ASN range) and lets each value fit the interval's 32 bits: a location range holds the
-/// number of its distinct (country, subdivision) answer, read from a table of a few thousand
-/// entries; an ASN range holds the ASN itself.
+/// The location answers and the ASN answers are two tables. Keeping them apart keeps each as
+/// small as its own database (an overlay would hold every intersection of a City range with an
+/// ASN range) and each value small: a location range holds the number of its distinct
+/// (country, subdivision) answer, read from a table of a few thousand entries; an ASN range
+/// holds the ASN itself. A large IPv4 table is laid out one cache line per block of addresses
+/// (found by indexing; up to 16 ranges of 16-bit values or 13 of 24-bit values a line, the
+/// block size chosen so that at most one line in a hundred overflows), so that a lookup reads
+/// one line per table, which [`GeoTable::prefetch`] starts early: a GeoIP database is dense
+/// (a network per /24 over a provider's range), and the client-address index's half-line
+/// blocks would overflow into a second, dependent read. IPv6 ranges and small tables use the
+/// client-address index's interval tables.
 ///
 /// ```
 /// use netacl_eval::{CompiledPolicy, GeoTableBuilder, Request, Verdict};

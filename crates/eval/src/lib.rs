@@ -166,6 +166,7 @@ mod engine;
 mod geo;
 mod geo_table;
 mod hash;
+mod lines;
 mod managed;
 mod memo;
 mod pages;
