@@ -956,11 +956,15 @@ mod many_tenants {
                 *verdicts.entry(got.0).or_insert(0) += 1;
             }
         }
+        let geo = enforcer.geo().unwrap();
         assert_eq!(
-            enforcer.geo().unwrap().stats().tree_walks,
+            geo.stats().tree_walks,
             walks,
             "no database walked on the request path"
         );
+        // The counter counts: a direct lookup walks.
+        geo.lookup_direct(addresses[0], GeoNeeds::ALL);
+        assert_eq!(geo.stats().tree_walks, walks + 1);
         verdicts
     }
 

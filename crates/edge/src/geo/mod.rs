@@ -431,7 +431,10 @@ impl GeoEnricher {
             Default::default()
         };
         let mut learned = false;
-        if (needs.location() && !entry.location_known) || (needs.asn && !entry.asn_known) {
+        let walks_location =
+            needs.location() && !entry.location_known && self.inner.location.is_some();
+        let walks_asn = needs.asn && !entry.asn_known && self.inner.asn.is_some();
+        if walks_location || walks_asn {
             self.inner.tree_walks.fetch_add(1, Ordering::Relaxed);
         }
         if needs.location() && !entry.location_known {
