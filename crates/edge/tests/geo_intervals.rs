@@ -1287,7 +1287,7 @@ mod many_tenants {
     /// DE + AS 64501 (both signals in one `match`); every other request from outside AS 64999
     /// is redirected.
     fn racing_rules(version: u64) -> RuleSet {
-        let (country, asn) = if version % 2 == 0 {
+        let (country, asn) = if version.is_multiple_of(2) {
             ("FR", 64500)
         } else {
             ("DE", 64501)

@@ -151,8 +151,8 @@ impl LineTable {
                 line[0..4].copy_from_slice(&(spill.len() as u32).to_le_bytes());
                 line[4..8].copy_from_slice(&((end - at) as u32).to_le_bytes());
                 line[SPILLED] = 1;
-                for k in at..end {
-                    spill.push((if k == at { 0 } else { offset(k) }, values[k]));
+                for (k, &value) in values.iter().enumerate().take(end).skip(at) {
+                    spill.push((if k == at { 0 } else { offset(k) }, value));
                 }
             }
         }

@@ -24,13 +24,16 @@ pub struct CompiledTable {
     pub elapsed: Duration,
 }
 
+/// One database's IPv4 and IPv6 ranges, `(first, last, answer)`.
+type Families<T> = (Vec<(u32, u32, T)>, Vec<(u128, u128, T)>);
+
 /// The aliases that hold for one database's ranges, given to the builder; its IPv4 and IPv6
 /// ranges (the aliased networks that do not hold put back as IPv6).
 fn split<T: Copy + PartialEq>(
     mut ranges: Ranges<T>,
     database: GeoDatabase,
     builder: &mut GeoTableBuilder,
-) -> (Vec<(u32, u32, T)>, Vec<(u128, u128, T)>) {
+) -> Families<T> {
     let holds = ranges.holding_aliases();
     for (k, &(alias, len)) in ALIASES.iter().enumerate() {
         if holds[k] {
