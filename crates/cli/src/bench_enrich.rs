@@ -29,7 +29,7 @@ use serde::Serialize;
 mod mmdb_fixture;
 
 /// Distinct client addresses of the measurement.
-const ADDRESSES: usize = 262_144;
+pub const ADDRESSES: usize = 262_144;
 
 /// The databases of the measurement: given, or generated into a directory kept until the end.
 pub struct Databases {
@@ -58,6 +58,11 @@ impl Databases {
             generated: true,
             _dir: Some(dir),
         })
+    }
+
+    /// Whether the databases were generated (not given).
+    pub fn generated(&self) -> bool {
+        self.generated
     }
 
     /// Redraws the geo/ASN values of the synthetic records from the pools (generated
@@ -197,7 +202,7 @@ pub struct EnrichReport {
 
 /// A random address: nine in ten in a network of the generated database (or random IPv4 for
 /// given databases), one in twenty IPv6.
-fn address(rng: &mut Rng, generated: bool) -> IpAddr {
+pub fn address(rng: &mut Rng, generated: bool) -> IpAddr {
     if !generated {
         return IpAddr::V4(Ipv4Addr::from(rng.next_u64() as u32));
     }

@@ -62,7 +62,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Measure geo/ASN conditions answered by intervals compiled from databases (generated:
-    /// about 1,050,000 City-like and 200,000 ASN networks) for never-seen addresses.
+    /// about 1,050,000 City-like and 200,000 ASN networks) for never-seen addresses; with
+    /// --tenants, by the table of every tenant.
     #[arg(long)]
     enrich: bool,
     /// With --enrich: this City database instead of a generated one.
@@ -210,6 +211,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             change_samples: args.change_samples,
             seed: args.seed,
             json: args.json,
+            geo: (args.enrich || args.geoip_city.is_some() || args.geoip_asn.is_some()).then(
+                || crate::cmd_bench_tenants::GeoDatabasesArgs {
+                    city: args.geoip_city.clone(),
+                    asn: args.geoip_asn.clone(),
+                },
+            ),
         });
     }
     anyhow::ensure!(args.rules > 0, "--rules must be at least 1");

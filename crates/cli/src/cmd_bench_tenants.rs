@@ -21,20 +21,39 @@
 //! - `change_enforced_p99_ms`: a rule change in one tenant (a block rule added) until the edge
 //!   decides a request by it: compile, install, select, decide; over `--change-samples`
 //!   changes to tenants drawn at random, p99 (and p50).
+//!
+//! With `--enrich` (and optionally `--geoip-city`/`--geoip-asn`; without them the databases of
+//! `netacl bench --enrich` are generated: 1,050,000 City-like and 200,000 ASN networks), the
+//! tenants' geo/ASN conditions answered from the table of every tenant, as the multi-tenant
+//! edge answers them ([`SharedGeoTable`]; the synthetic tenants' values are drawn from what
+//! the generated databases hold), measured after everything above:
+//!
+//! - `geo_table_build_ms` (median of three), `geo_table_bytes`, `geo_table_location_ranges`,
+//!   `geo_table_asn_ranges`: building the table from the databases.
+//! - `geo_cold_ns_per_decision`: the mix replicated over 262,144 distinct client addresses
+//!   (nine in ten in a network of the generated database), no geo value in the requests: the
+//!   table snapshot loaded and the address's blocks prefetched before the tenant is selected,
+//!   then (when the tenant's rules name a geo signal) the values read from the table, the
+//!   decision. Every request another address: the table's blocks come from memory.
+//! - `geo_given_ns_per_decision`: the same requests with the looked-up values given in them,
+//!   decided by host without the table, in alternating rounds.
+//! - `geo_change_enforced_p99_ms_during_rebuild`: rule changes as above while another thread
+//!   rebuilds the table over and over (a database reload never delays a rule change).
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
+use netacl_edge::geo::{GeoEnricher, GeoNeeds, SharedGeoTable};
 use netacl_edge::{TenantChange, TenantPolicy, TenantRouter};
 use netacl_eval::synthetic::{self, Rng, SyntheticConfig};
-use netacl_eval::{CompiledPolicy, Engine, Request, RequestInput};
-use netacl_model::{AclId, Priority, RequestScope, RuleSet};
+use netacl_eval::{CompiledPolicy, Engine, GeoTable, Request, RequestInput, SignalSet};
+use netacl_model::{AclId, Priority, RequestScope, RuleSet, Signal};
 use serde::Serialize;
 
 /// What `netacl bench --tenants` measures (see the module docs).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TenantsArgs {
     /// Tenants.
     pub tenants: usize,
@@ -52,6 +71,18 @@ pub struct TenantsArgs {
     pub seed: u64,
     /// JSON output.
     pub json: bool,
+    /// `--enrich`: the tenants' geo/ASN conditions answered from the table of every tenant,
+    /// built from these databases (generated when both are `None`).
+    pub geo: Option<GeoDatabasesArgs>,
+}
+
+/// The databases of `--enrich`.
+#[derive(Debug, Clone, Default)]
+pub struct GeoDatabasesArgs {
+    /// A City database instead of the generated one.
+    pub city: Option<std::path::PathBuf>,
+    /// An ASN database instead of the generated one.
+    pub asn: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -78,6 +109,27 @@ struct TenantsReport {
     change_enforced_p50_ms: f64,
     change_enforced_p99_ms: f64,
     change_enforced_max_ms: f64,
+    #[serde(flatten)]
+    geo: Option<GeoReport>,
+}
+
+/// What `--enrich` adds (see the module docs).
+#[derive(Serialize)]
+struct GeoReport {
+    geo_generated_databases: bool,
+    geo_table_build_ms: f64,
+    geo_table_bytes: usize,
+    geo_table_location_ranges: usize,
+    geo_table_asn_ranges: usize,
+    geo_requests: usize,
+    /// Requests whose tenant's rules name a country, subdivision or ASN.
+    geo_requests_naming_geo_share: f64,
+    geo_cold_ns_per_decision: f64,
+    geo_given_ns_per_decision: f64,
+    geo_cold_over_given: f64,
+    geo_change_enforced_p50_ms_during_rebuild: f64,
+    geo_change_enforced_p99_ms_during_rebuild: f64,
+    geo_table_rebuilds_during_changes: usize,
 }
 
 /// Resident bytes of this process (Linux `/proc/self/statm`, pages × 4096).
@@ -154,6 +206,43 @@ fn decide_direct(mix: &[(&CompiledPolicy, &Request<'_>)], passes: usize) {
     for _ in 0..passes {
         for (policy, request) in mix {
             black_box(policy.evaluate(black_box(request)));
+        }
+    }
+}
+
+/// Whether a policy's rules name the country, the subdivision or the ASN.
+fn names_geo(needed: SignalSet) -> bool {
+    needed.contains(Signal::Country)
+        || needed.contains(Signal::Subdivision)
+        || needed.contains(Signal::Asn)
+}
+
+/// The multi-tenant edge's decision with the table of every tenant (as `Enforcer::decide`):
+/// one table snapshot, the client address's blocks prefetched, the tenant selected by host,
+/// its policy snapshot, the address's values from the table when its rules name a geo signal,
+/// the decision.
+#[inline(never)]
+fn decide_by_host_with_table(
+    router: &TenantRouter,
+    shared: &SharedGeoTable,
+    mix: &[(&str, Request<'_>)],
+    passes: usize,
+) {
+    for _ in 0..passes {
+        for (host, request) in mix {
+            let in_service = shared.load();
+            let table: Option<&GeoTable> = in_service.as_ref().map(|t| &t.table);
+            if let (Some(table), Some(ip)) = (table, request.client_ip()) {
+                table.prefetch(ip);
+            }
+            black_box(router.with_tenant(black_box(host), |tenant| {
+                let policy = tenant.engine().snapshot();
+                let request = match table {
+                    Some(table) if names_geo(policy.needed_signals()) => table.enrich(*request),
+                    _ => *request,
+                };
+                policy.evaluate(black_box(&request))
+            }));
         }
     }
 }
@@ -296,69 +385,28 @@ pub fn run(args: TenantsArgs) -> anyhow::Result<ExitCode> {
     let select_ns = median(select);
 
     // A rule change in one tenant until the edge enforces it.
-    let probe = "198.18.0.1".parse().context("probe address")?;
-    let request = Request::new(RequestScope::Authentication).with_client_ip(probe);
-    let mut samples = Vec::with_capacity(args.change_samples);
-    for n in 0..args.change_samples {
-        let i = rng.below(args.tenants as u64) as usize;
-        let g = &tenants[i];
-        let mut rules = g.rules.clone();
-        rules.version += 1 + n as u64;
-        // The new rule goes first (priority 1, every other rule at 2 or later).
-        for acl in &mut rules.acls {
-            let later = u64::from(acl.spec.priority.get().max(2));
-            acl.spec.priority = Priority::new(later).unwrap_or_default();
-        }
-        let new_id = AclId::from_random(0xc4a9_0000 + n as u128);
-        rules.acls.push(
-            RuleSet::from_json(
-                &serde_json::json!([{
-                    "id": new_id.to_string(),
-                    "description": "change", "active": true, "priority": 1,
-                    "rule": {"action": {"block": true}, "scope": "tenant",
-                             "match": {"ipv4_cidrs": ["198.18.0.1/32"]}},
-                    "created_at": "2026-01-01T00:00:00.000Z",
-                    "updated_at": "2026-01-01T00:00:00.000Z"
-                }]),
-                1,
-                &synthetic::limits_for(&SyntheticConfig::default()),
-            )
-            .context("the change's rule")?
-            .acls
-            .remove(0),
-        );
-        let compiles_before: u64 = resolved_compiles(&router, &hosts[i]);
-        let update = TenantChange::put(&g.id, [hosts[i].as_str()], rules);
-        let t = Instant::now();
-        let report = router.apply([&update]);
-        let decided = router.select(&hosts[i]).and_then(|tenant| {
-            let policy = tenant.engine().policy();
-            let decision = policy.evaluate(&request);
-            decision.rule().map(|r| policy.rule_id(r).clone())
-        });
-        let elapsed = t.elapsed().as_secs_f64() * 1e3;
-        anyhow::ensure!(
-            report.failed.is_empty() && report.compiled == 1,
-            "change not applied"
-        );
-        anyhow::ensure!(
-            decided.as_ref() == Some(&new_id),
-            "the change is not enforced"
-        );
-        anyhow::ensure!(
-            resolved_compiles(&router, &hosts[i]) == compiles_before + 1,
-            "the change compiled more than its tenant"
-        );
-        samples.push(elapsed);
-        // Put the tenant back as it was (not timed).
-        router.apply([change(g, i)]);
-    }
+    let mut samples =
+        time_rule_changes(&router, &tenants, &hosts, &mut rng, args.change_samples, 0)?;
     samples.sort_by(f64::total_cmp);
     let pct = |p: f64| {
         samples
             .get(((samples.len() as f64 * p).ceil() as usize).saturating_sub(1))
             .copied()
             .unwrap_or(0.0)
+    };
+
+    let geo = match &args.geo {
+        Some(databases) => Some(measure_geo(
+            databases,
+            &router,
+            &tenants,
+            &hosts,
+            &mix,
+            &mut rng,
+            rounds,
+            args.change_samples,
+        )?),
+        None => None,
     };
 
     let report = TenantsReport {
@@ -384,6 +432,7 @@ pub fn run(args: TenantsArgs) -> anyhow::Result<ExitCode> {
         change_enforced_p50_ms: pct(0.5),
         change_enforced_p99_ms: pct(0.99),
         change_enforced_max_ms: samples.last().copied().unwrap_or(0.0),
+        geo,
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -411,6 +460,210 @@ pub fn run(args: TenantsArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `count` rule changes, each in a tenant drawn at random (a block rule added first), timed
+/// until the edge decides a request by it; the tenant is put back after each (not timed).
+/// `base` keeps versions and rule ids apart from another series'.
+fn time_rule_changes(
+    router: &TenantRouter,
+    tenants: &[Generated],
+    hosts: &[String],
+    rng: &mut Rng,
+    count: usize,
+    base: u64,
+) -> anyhow::Result<Vec<f64>> {
+    let probe = "198.18.0.1".parse().context("probe address")?;
+    let request = Request::new(RequestScope::Authentication).with_client_ip(probe);
+    let mut samples = Vec::with_capacity(count);
+    for n in 0..count {
+        let i = rng.below(tenants.len() as u64) as usize;
+        let g = &tenants[i];
+        let mut rules = g.rules.clone();
+        rules.version += 1 + base + n as u64;
+        // The new rule goes first (priority 1, every other rule at 2 or later).
+        for acl in &mut rules.acls {
+            let later = u64::from(acl.spec.priority.get().max(2));
+            acl.spec.priority = Priority::new(later).unwrap_or_default();
+        }
+        let new_id = AclId::from_random(0xc4a9_0000 + u128::from(base) + n as u128);
+        rules.acls.push(
+            RuleSet::from_json(
+                &serde_json::json!([{
+                    "id": new_id.to_string(),
+                    "description": "change", "active": true, "priority": 1,
+                    "rule": {"action": {"block": true}, "scope": "tenant",
+                             "match": {"ipv4_cidrs": ["198.18.0.1/32"]}},
+                    "created_at": "2026-01-01T00:00:00.000Z",
+                    "updated_at": "2026-01-01T00:00:00.000Z"
+                }]),
+                1,
+                &synthetic::limits_for(&SyntheticConfig::default()),
+            )
+            .context("the change's rule")?
+            .acls
+            .remove(0),
+        );
+        let compiles_before: u64 = resolved_compiles(router, &hosts[i]);
+        let update = TenantChange::put(&g.id, [hosts[i].as_str()], rules);
+        let t = Instant::now();
+        let report = router.apply([&update]);
+        let decided = router.select(&hosts[i]).and_then(|tenant| {
+            let policy = tenant.engine().policy();
+            let decision = policy.evaluate(&request);
+            decision.rule().map(|r| policy.rule_id(r).clone())
+        });
+        let elapsed = t.elapsed().as_secs_f64() * 1e3;
+        anyhow::ensure!(
+            report.failed.is_empty() && report.compiled == 1,
+            "change not applied"
+        );
+        anyhow::ensure!(
+            decided.as_ref() == Some(&new_id),
+            "the change is not enforced"
+        );
+        anyhow::ensure!(
+            resolved_compiles(router, &hosts[i]) == compiles_before + 1,
+            "the change compiled more than its tenant"
+        );
+        samples.push(elapsed);
+        // Put the tenant back as it was (not timed).
+        router.apply([TenantChange::put(
+            &g.id,
+            [hosts[i].as_str()],
+            g.rules.clone(),
+        )]);
+    }
+    Ok(samples)
+}
+
+/// The `--enrich` measurement (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn measure_geo(
+    args: &GeoDatabasesArgs,
+    router: &TenantRouter,
+    tenants: &[Generated],
+    hosts: &[String],
+    mix: &[(&str, Request<'_>)],
+    rng: &mut Rng,
+    rounds: usize,
+    change_samples: usize,
+) -> anyhow::Result<GeoReport> {
+    use crate::bench_enrich::{self, Databases};
+    let databases = Databases::prepare(args.city.as_deref(), args.asn.as_deref())?;
+    let enricher = Arc::new(
+        GeoEnricher::open(databases.city.as_deref(), databases.asn.as_deref())
+            .context("cannot load the GeoIP databases")?,
+    );
+    let mut builds = Vec::with_capacity(3);
+    let mut stats = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let compiled = enricher
+            .table()
+            .context("cannot compile the GeoIP databases")?;
+        builds.push(t.elapsed().as_secs_f64() * 1e3);
+        stats = Some(compiled.table.stats());
+    }
+    let stats = stats.context("three builds")?;
+    let shared = SharedGeoTable::new(Arc::clone(&enricher));
+    let in_service = shared.current().context("the table was not built")?;
+
+    // The mix over distinct client addresses, without geo values and with the looked-up ones.
+    let mut addresses_rng = Rng::new(0x636f_6c64);
+    let addresses: Vec<std::net::IpAddr> = (0..bench_enrich::ADDRESSES)
+        .map(|_| bench_enrich::address(&mut addresses_rng, databases.generated()))
+        .collect();
+    let looked_up: Vec<_> = addresses
+        .iter()
+        .map(|&ip| enricher.lookup_direct(ip, GeoNeeds::ALL))
+        .collect();
+    let mut bare = Vec::with_capacity(addresses.len());
+    let mut given = Vec::with_capacity(addresses.len());
+    for (k, (&ip, info)) in addresses.iter().zip(&looked_up).enumerate() {
+        let (host, mut request) = mix[k % mix.len()];
+        request.set_client_ip(Some(ip));
+        request.set_asn(None);
+        request.set_country(None);
+        request.set_subdivision(None);
+        bare.push((host, request));
+        request.set_asn(info.asn);
+        request.set_country(info.country_str());
+        request.set_subdivision(info.subdivision.as_deref());
+        given.push((host, request));
+    }
+    // The table's decision is the decision with the looked-up values, request by request.
+    let mut naming = 0usize;
+    for ((host, b), (_, g)) in bare.iter().zip(&given) {
+        let same = router.with_tenant(host, |tenant| {
+            let policy = tenant.engine().policy();
+            naming += usize::from(names_geo(policy.needed_signals()));
+            let from_table = policy.evaluate(&in_service.table.enrich(*b));
+            policy.outcome(&from_table) == policy.outcome(&policy.evaluate(g))
+        });
+        anyhow::ensure!(
+            same == Some(true),
+            "the table's decision differs for {b:?} at {host}"
+        );
+    }
+
+    decide_by_host_with_table(router, &shared, &bare, 1);
+    decide_by_host(router, &given, 1);
+    let t = Instant::now();
+    decide_by_host_with_table(router, &shared, &bare, 1);
+    let one = t.elapsed().as_secs_f64().max(1e-6);
+    let passes = ((0.1 / one).ceil() as usize).clamp(1, 1_000);
+    let per = (passes * bare.len()) as f64;
+    let (mut cold, mut with_values) = (Vec::new(), Vec::new());
+    for _ in 0..rounds.max(3) {
+        let t = Instant::now();
+        decide_by_host_with_table(router, &shared, &bare, passes);
+        cold.push(t.elapsed().as_secs_f64() * 1e9 / per);
+        let t = Instant::now();
+        decide_by_host(router, &given, passes);
+        with_values.push(t.elapsed().as_secs_f64() * 1e9 / per);
+    }
+    let (cold, with_values) = (median(cold), median(with_values));
+
+    // Rule changes while the table is rebuilt over and over on another thread.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (samples, rebuilds) = std::thread::scope(|scope| {
+        let rebuilder = scope.spawn(|| {
+            let mut rebuilds = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if enricher.table().is_ok() {
+                    rebuilds += 1;
+                }
+            }
+            rebuilds
+        });
+        let samples = time_rule_changes(router, tenants, hosts, rng, change_samples, 1 << 32);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (samples, rebuilder.join().unwrap_or(0))
+    });
+    let mut samples = samples?;
+    samples.sort_by(f64::total_cmp);
+    let pct = |p: f64| {
+        samples
+            .get(((samples.len() as f64 * p).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Ok(GeoReport {
+        geo_generated_databases: databases.generated(),
+        geo_table_build_ms: median(builds),
+        geo_table_bytes: stats.bytes,
+        geo_table_location_ranges: stats.location_ranges,
+        geo_table_asn_ranges: stats.asn_ranges,
+        geo_requests: bare.len(),
+        geo_requests_naming_geo_share: naming as f64 / bare.len() as f64,
+        geo_cold_ns_per_decision: cold,
+        geo_given_ns_per_decision: with_values,
+        geo_cold_over_given: cold / with_values,
+        geo_change_enforced_p50_ms_during_rebuild: pct(0.5),
+        geo_change_enforced_p99_ms_during_rebuild: pct(0.99),
+        geo_table_rebuilds_during_changes: rebuilds,
+    })
 }
 
 fn resolved_compiles(router: &TenantRouter, host: &str) -> u64 {

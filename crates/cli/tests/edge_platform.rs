@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serve_support::{
-    assert_preview_of, at_host, create_tenant, preview_deleting, summary_totals, tenant_cli,
-    tenant_token, Answer, Server,
+    assert_preview_of, at_host, check_tenants_geo_rules, create_tenant, maxmind, preview_deleting,
+    summary_totals, tenant_cli, tenant_token, Answer, Server,
 };
 
 /// The longest the test waits for a change to reach the edge (the server picks a tenant made
@@ -148,6 +148,37 @@ fn a_remote_edge_follows_every_tenant_of_the_platform() {
     assert_eq!(answer.text, netacl_edge::MISDIRECTED_BODY);
     let answer = at_host(edge, "alpha.test", "GET", "/", None, None);
     assert_eq!(answer.status, 403, "{}", answer.text);
+    server.kill();
+}
+
+#[test]
+fn a_remote_edge_answers_each_tenants_geo_rules_from_the_databases() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::upstream();
+    let server = Server::start(data.path(), "127.0.0.1:0", "default.test", &[]);
+    let operator_file = data.path().join("operator-token");
+    let alpha = create_tenant(data.path(), "alpha", "alpha.test");
+    let beta = create_tenant(data.path(), "beta", "beta.test");
+    let (_edge_process, line) = cluster_support::spawn_edge(
+        Command::new(env!("CARGO_BIN_EXE_netacl"))
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--platform-url", &format!("http://{}", server.addr)])
+            .arg("--operator-token-file")
+            .arg(&operator_file)
+            .args(["--trusted-proxy", "127.0.0.0/8"])
+            .arg("--geoip-city")
+            .arg(maxmind("GeoIP2-City-Test.mmdb"))
+            .arg("--geoip-asn")
+            .arg(maxmind("GeoLite2-ASN-Test.mmdb"))
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::inherit()),
+    );
+    let edge = cluster_support::edge_address(&line, "http=");
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    check_tenants_geo_rules(server.addr, edge, &alpha, &beta);
     server.kill();
 }
 

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use serve_support::{
-    assert_preview_of, at_host, create_tenant, free_port, preview_deleting, summary_totals,
-    tenant_cli, tenant_token, Server,
+    assert_preview_of, at_host, check_tenants_geo_rules, create_tenant, free_port, maxmind,
+    preview_deleting, summary_totals, tenant_cli, tenant_token, Server,
 };
 
 /// The longest the test waits for the server to pick a created or deleted tenant up (its follow
@@ -266,4 +266,44 @@ fn the_in_process_edge_reports_each_tenants_counts_and_sample_to_that_tenant() {
     assert_preview_of(&answer, "alpha.test", 4);
     let answer = preview_deleting(server.addr, "beta.test", &beta, &rules[1]);
     assert_preview_of(&answer, "beta.test", 3);
+}
+
+#[test]
+fn the_in_process_edge_answers_each_tenants_geo_rules_from_the_databases() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::upstream();
+    let upstream_url = format!("http://{upstream}");
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let edge_listen = edge.to_string();
+    let (city, asn) = (
+        maxmind("GeoIP2-City-Test.mmdb"),
+        maxmind("GeoLite2-ASN-Test.mmdb"),
+    );
+    let server = Server::start(
+        data.path(),
+        "127.0.0.1:0",
+        "default.test",
+        &[
+            "--edge-upstream",
+            upstream_url.as_str(),
+            "--edge-listen",
+            edge_listen.as_str(),
+            "--edge-metrics-listen",
+            "off",
+            "--edge-tenants",
+            "--edge-trusted-proxy",
+            "127.0.0.0/8",
+            "--edge-geoip-city",
+            city.to_str().expect("path"),
+            "--edge-geoip-asn",
+            asn.to_str().expect("path"),
+        ],
+    );
+    let alpha = create_tenant(data.path(), "alpha", "alpha.test");
+    let beta = create_tenant(data.path(), "beta", "beta.test");
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    check_tenants_geo_rules(server.addr, edge, &alpha, &beta);
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use http::HeaderMap;
 use netacl_eval::{
-    CompileError, CompiledPolicy, Engine, GeoIntervals, ManagedIndex, Request, Verdict,
+    CompileError, CompiledPolicy, Engine, GeoIntervals, GeoTable, ManagedIndex, Request, SignalSet,
+    Verdict,
 };
 use netacl_model::{AclId, RequestScope, RuleScope, RuleSet, Signal};
 
@@ -15,7 +16,7 @@ pub use crate::decision::{AclDecision, AclVerdict};
 use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::enrich::GeoState;
-use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds};
+use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds, SharedGeoTable, SubdivisionCode};
 use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
 use crate::sample::{SampledSignals, TrafficSample};
@@ -215,6 +216,8 @@ pub struct Enforcer {
     engine: Arc<Engine>,
     addrs: ClientAddrResolver,
     geo: Option<GeoState>,
+    /// Multi-tenant mode with GeoIP databases: every address's answer, for every tenant.
+    geo_table: Option<Arc<SharedGeoTable>>,
     metrics: Arc<EdgeMetrics>,
     connection_rules: ArcSwap<ConnectionRules>,
     enabled: bool,
@@ -245,6 +248,7 @@ impl Enforcer {
             engine,
             addrs,
             geo: None,
+            geo_table: None,
             metrics: Arc::new(EdgeMetrics::new()),
             connection_rules: ArcSwap::from_pointee(ConnectionRules::empty()),
             enabled: true,
@@ -271,9 +275,33 @@ impl Enforcer {
     /// (see [`TenantRouter`] and the crate docs, "Many tenants"); a request for a host of no
     /// tenant, or whose TLS SNI and HTTP host name different tenants, is
     /// [`AclVerdict::Misdirected`]. The enforcer's own engine is then not used.
+    ///
+    /// With GeoIP databases ([`with_geo`](Self::with_geo), before or after), the tenants' geo
+    /// and ASN conditions are answered from one [`SharedGeoTable`] built from the databases
+    /// (here, if the databases were given first: a walk of every network), whatever the
+    /// tenants' rules; see [`with_geo`](Self::with_geo).
     pub fn with_tenants(mut self, tenants: Arc<TenantRouter>) -> Self {
         self.tenants = Some(tenants);
+        self.build_geo_table();
         self
+    }
+
+    /// Multi-tenant mode with databases: the table every tenant's decisions read.
+    fn build_geo_table(&mut self) {
+        if let (Some(state), Some(_)) = (&self.geo, &self.tenants) {
+            self.geo_table = Some(Arc::new(SharedGeoTable::new(Arc::clone(&state.enricher))));
+        }
+    }
+
+    /// The geo/ASN table of every tenant (multi-tenant mode with GeoIP databases).
+    pub fn geo_table(&self) -> Option<&Arc<SharedGeoTable>> {
+        self.geo_table.as_ref()
+    }
+
+    /// Where policies get intervals compiled for their own values: the single-tenant edge
+    /// (in multi-tenant mode the table answers every tenant, the enforcer's own engine too).
+    fn per_policy_geo(&self) -> Option<&GeoState> {
+        self.geo.as_ref().filter(|_| self.tenants.is_none())
     }
 
     /// The TLS listener's certificates, so that a TLS request without SNI for a host that has
@@ -288,13 +316,20 @@ impl Enforcer {
         self.tenants.as_ref()
     }
 
-    /// Enriches requests with country, subdivision and ASN from `geo`: every policy this
-    /// enforcer installs carries the intervals compiled from the databases for the values its
-    /// rules list (see [`GeoEnricher::intervals`]), rebuilt when rules change and when
+    /// Enriches requests with country, subdivision and ASN from `geo`, with no database access
+    /// per request. Single-tenant: every policy this enforcer installs carries the intervals
+    /// compiled from the databases for the values its rules list (see
+    /// [`GeoEnricher::intervals`]), rebuilt when rules change and when
     /// [`reload_geo`](Self::reload_geo) swaps in a database; a decision reads them from the
-    /// policy snapshot it loads, with no database access. Call before installing rules.
+    /// policy snapshot it loads. Call before installing rules. Multi-tenant
+    /// ([`with_tenants`](Self::with_tenants)): one table of every network's answer
+    /// ([`SharedGeoTable`], built here if the tenants were given first), rebuilt only by
+    /// [`reload_geo`](Self::reload_geo), gives each request its address's values, which the
+    /// tenant's policy answers with its own indexes; a tenant's rule change compiles its rules
+    /// alone.
     pub fn with_geo(mut self, geo: Arc<GeoEnricher>) -> Self {
         self.geo = Some(GeoState::new(geo));
+        self.build_geo_table();
         self
     }
 
@@ -305,8 +340,10 @@ impl Enforcer {
 
     /// Reloads the databases whose files changed ([`GeoEnricher::reload_changed`]) and, when
     /// one was swapped in, puts the policy in service back with intervals compiled from the
-    /// new databases (one swap; a rule change made meanwhile is never undone). A file that
-    /// fails to load is refused: the databases and the enriched policy in service stay.
+    /// new databases (one swap; a rule change made meanwhile is never undone), or in
+    /// multi-tenant mode swaps in the table of the new databases (requests go on with the
+    /// previous table meanwhile). A file that fails to load is refused: the databases and the
+    /// enriched policy or table in service stay.
     ///
     /// # Errors
     ///
@@ -318,6 +355,11 @@ impl Enforcer {
         let reloaded = state.enricher.reload_changed();
         if !matches!(reloaded, Ok(0)) {
             self.reenrich();
+        }
+        if let Some(table) = &self.geo_table {
+            // A no-op unless the databases changed since the table was built (it also
+            // catches up after a reload whose table was not built).
+            let _ = table.rebuild();
         }
         reloaded
     }
@@ -352,7 +394,7 @@ impl Enforcer {
     /// Re-enriches the policy in service (and the connection rules) from the databases in
     /// service, under the rebuild lock.
     fn reenrich(&self) {
-        let Some(state) = &self.geo else {
+        let Some(state) = self.per_policy_geo() else {
             return;
         };
         let mut rebuild = state.lock();
@@ -426,7 +468,7 @@ impl Enforcer {
         keys: Option<Arc<SigningKeys>>,
     ) -> Result<(), CompileError> {
         // Rule changes and database reloads rebuild one at a time (see `enrich.rs`).
-        let mut rebuild = self.geo.as_ref().map(GeoState::lock);
+        let mut rebuild = self.per_policy_geo().map(GeoState::lock);
         let connection = ConnectionRules::build(rules, managed)?;
         let mut policy =
             CompiledPolicy::compile_with_lists(rules, &netacl_model::Limits::default(), managed)?;
@@ -451,7 +493,7 @@ impl Enforcer {
     /// compare-and-swap: a policy published meanwhile is left alone, and enriched when it is
     /// observed). Until then, decisions look the client address up in the databases directly.
     pub fn observe_rules(&self, rules: &RuleSet) -> Result<(), CompileError> {
-        let mut rebuild = self.geo.as_ref().map(GeoState::lock);
+        let mut rebuild = self.per_policy_geo().map(GeoState::lock);
         let mut live = self.engine.policy();
         let connection = ConnectionRules::build(rules, live.managed_index())?;
         if let Some(rebuild) = &mut rebuild {
@@ -478,6 +520,15 @@ impl Enforcer {
             sni: tls.is_some_and(|t| t.sni.is_some()),
         };
         let mut tenant = None;
+        // Multi-tenant mode: the table of every tenant, one snapshot for the check.
+        let in_service = match &self.tenants {
+            Some(_) => self.geo_table.as_ref().map(|t| t.load()),
+            None => None,
+        };
+        let table = in_service
+            .as_ref()
+            .and_then(|t| t.as_ref())
+            .map(|t| &t.table);
         let (rules, live) = match &self.tenants {
             None => (self.connection_rules.load(), self.engine.policy()),
             Some(router) => {
@@ -498,12 +549,19 @@ impl Enforcer {
         // was just removed must not keep refusing.
         let verdict = match &rules.policies[known.slot()] {
             Some(policy) if rules.version == live.version() => {
-                let geo = self.lookup_geo(policy, peer, known.direct);
+                let table = table_for(table, policy);
+                let geo = match table {
+                    Some(_) => GeoInfo::default(),
+                    None => self.lookup_geo(policy, peer, known.direct),
+                };
                 let mut request =
                     Request::new(RequestScope::Authentication).with_connecting_ip(peer);
                 if known.direct {
                     request = request.with_client_ip(peer);
                     request = apply_geo(request, &geo);
+                    if let Some(table) = table.filter(|_| names_geo(policy.needed_signals())) {
+                        request = table.enrich(request);
+                    }
                 }
                 if let Some(tls) = tls {
                     request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
@@ -607,6 +665,17 @@ impl Enforcer {
             .and_then(|v| v.to_str().ok());
         // Multi-tenant mode: the tenant first, before any other work.
         if let (Some(router), true) = (&self.tenants, self.enabled) {
+            // The table of every tenant's geo/ASN answers: one snapshot for the decision, the
+            // client address's blocks requested now, so that they arrive while the tenant is
+            // selected (whether its rules name geo signals is known only then).
+            let in_service = self.geo_table.as_ref().map(|t| t.load());
+            let table = in_service
+                .as_ref()
+                .and_then(|t| t.as_ref())
+                .map(|t| &t.table);
+            if let (Some(table), Some(ip)) = (table, client_ip) {
+                table.prefetch(ip);
+            }
             let hosts = RequestHosts {
                 tls,
                 host_header,
@@ -627,6 +696,7 @@ impl Enforcer {
                     router.with_request_tenant(hosts, own, |tenant| {
                         let decision = self.decide_for(
                             Some(tenant),
+                            table,
                             addrs,
                             client_ip,
                             tls,
@@ -662,6 +732,7 @@ impl Enforcer {
         }
         self.decide_for(
             None,
+            None,
             addrs,
             client_ip,
             tls,
@@ -676,6 +747,7 @@ impl Enforcer {
     fn decide_for(
         &self,
         tenant: Option<&TenantPolicy>,
+        table: Option<&GeoTable>,
         addrs: Option<crate::RequestAddrs>,
         client_ip: Option<IpAddr>,
         tls: Option<&TlsInfo>,
@@ -708,6 +780,10 @@ impl Enforcer {
         // One load: the same snapshot serves the enrichment, the decision and the ids (a guard:
         // no reference count written, nothing shared between cores).
         let policy = tenant.map_or(&self.engine, |t| t.engine()).snapshot();
+        // Geo/ASN values: from the policy's own intervals (the evaluator reads them), from the
+        // tenants' table, or (neither: a policy not enriched yet, no table built) looked up in
+        // the databases directly.
+        let table = table_for(table, &policy);
         let mut request = Request::new(scope);
         let geo = match addrs {
             Some(a) => {
@@ -715,7 +791,10 @@ impl Enforcer {
                 match a.client {
                     Some(client) => {
                         request = request.with_client_ip(client);
-                        self.lookup_geo(&policy, client, true)
+                        match table {
+                            Some(_) => GeoInfo::default(),
+                            None => self.lookup_geo(&policy, client, true),
+                        }
                     }
                     None => GeoInfo::default(),
                 }
@@ -723,6 +802,9 @@ impl Enforcer {
             None => GeoInfo::default(),
         };
         request = apply_geo(request, &geo);
+        if let Some(table) = table.filter(|_| names_geo(policy.needed_signals())) {
+            request = table.enrich(request);
+        }
         if let Some(tls) = tls {
             request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
         }
@@ -776,9 +858,11 @@ impl Enforcer {
         if let Some(sample) = self.sample.as_deref().filter(|s| s.due()) {
             let client = addrs.and_then(|a| a.client);
             // The values the databases hold for the client address, all three (the rules of
-            // a proposed change may name signals the live ones do not).
-            let geo = match (&self.geo, client) {
-                (Some(state), Some(ip)) => state.enricher.lookup_direct(ip, GeoNeeds::ALL),
+            // a proposed change may name signals the live ones do not): from the tenants'
+            // table where there is one (no database walk), else looked up.
+            let geo = match (table, &self.geo, client) {
+                (Some(table), _, Some(ip)) => geo_info(table.lookup(ip)),
+                (None, Some(state), Some(ip)) => state.enricher.lookup_direct(ip, GeoNeeds::ALL),
                 _ => geo,
             };
             sample.record(&SampledSignals {
@@ -851,6 +935,33 @@ fn verdict_from_eval(verdict: Verdict) -> AclVerdict {
         Verdict::Redirect => AclVerdict::Redirect,
         _ => AclVerdict::None,
     }
+}
+
+/// Whether a policy's rules name the country, the subdivision or the ASN.
+fn names_geo(needed: SignalSet) -> bool {
+    needed.contains(Signal::Country)
+        || needed.contains(Signal::Subdivision)
+        || needed.contains(Signal::Asn)
+}
+
+/// The table that answers `policy`'s geo/ASN conditions: the tenants' table, unless the policy
+/// carries intervals of its own (the evaluator reads those).
+/// A table's answer as the enricher gives it (a subdivision `CC-XXX` split into its parts).
+fn geo_info(found: netacl_eval::GeoLookup<'_>) -> GeoInfo {
+    let subdivision = found.subdivision.and_then(|code| {
+        let (country, part) = code.split_once('-')?;
+        let country: [u8; 2] = country.as_bytes().try_into().ok()?;
+        SubdivisionCode::new(country, part)
+    });
+    GeoInfo {
+        country: found.country,
+        subdivision,
+        asn: found.asn,
+    }
+}
+
+fn table_for<'t>(table: Option<&'t GeoTable>, policy: &CompiledPolicy) -> Option<&'t GeoTable> {
+    table.filter(|_| policy.geo().is_none())
 }
 
 fn apply_geo<'a>(mut request: Request<'a>, geo: &'a GeoInfo) -> Request<'a> {

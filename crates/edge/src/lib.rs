@@ -40,7 +40,7 @@
 //! |---|---|
 //! | connecting address | the TCP peer |
 //! | client address | the peer, or the forwarding header when the peer is a trusted proxy (see [`ClientAddrResolver`]) |
-//! | country, subdivision, ASN | the client address in the GeoIP databases ([`geo::GeoEnricher`]), looked up only when a live rule names the signal |
+//! | country, subdivision, ASN | the client address in the GeoIP databases ([`geo::GeoEnricher`]), compiled into intervals (the single-tenant policy's own, or one table for every tenant), read only when a live rule names the signal |
 //! | JA3, JA4 | the ClientHello the edge read before the handshake ([`fingerprint`]); absent on plain HTTP |
 //! | hostname | the TLS SNI; without SNI (plain HTTP, or a TLS client that sent none) the `Host` header (or the HTTP/2 authority), port removed |
 //! | user agent | the `User-Agent` header (absent when missing or not visible ASCII) |
@@ -103,6 +103,19 @@
 //! to that tenant's log ([`EdgeConfig::tenant_summary_sink`] in process, or the platform's
 //! operator API with [`EdgeConfig::platform`]); one [`TrafficSample`] ring holds every tenant's
 //! sampled requests, each slot keyed by its tenant ([`TrafficSample::requests_of`]).
+//!
+//! With GeoIP databases ([`EdgeConfig::geoip_city`], [`EdgeConfig::geoip_asn`]) every tenant's
+//! country, subdivision and ASN conditions are answered from one table of every network's
+//! answer, for every value the databases hold ([`geo::SharedGeoTable`], a
+//! [`netacl_eval::GeoTable`]): built from the databases alone when the edge starts and again
+//! when a database is reloaded, off the request path, and swapped whole. A request reads one
+//! table snapshot (its blocks prefetched as soon as the client address is known, while the
+//! tenant is selected) and gives its address's values to its tenant's policy, which answers
+//! them with the indexes it holds for the values its rules list, as for values given in a
+//! request. No tenant holds anything for the table, so a rule change compiles that tenant's
+//! rules alone and any table snapshot goes with any policy snapshot. No tree walk and no
+//! per-address cache on the request path; until a first table is built (the databases could
+//! not be walked) addresses are looked up in the databases directly.
 //!
 //! # TLS
 //!

@@ -1,7 +1,7 @@
 //! `Enforcer::decide` allocates nothing for the common request: no decision, or a decision by
 //! one rule (block, allow, redirect), with no monitoring-mode rule matching, the path already
 //! normal, the client address from a trusted proxy's header, geo and ASN from the intervals
-//! compiled from the databases into the policy.
+//! compiled from the databases into the policy (multi-tenant: from the table of every tenant).
 //!
 //! Its own test binary: `allocation-counter` replaces the global allocator of the binary that
 //! links it (counting per thread), which no other test should run under.
@@ -248,8 +248,9 @@ fn sampling_a_request_allocates_nothing() {
 /// Multi-tenant mode: selecting the tenant by host (any case, a port, a trailing dot), over
 /// plain HTTP and over TLS with SNI, then deciding with its policy, counting the decision in
 /// the tenant's own per-rule table and copying every request into the shared traffic sample
-/// under the tenant's key, allocates nothing either; a host of no tenant (421) neither. The
-/// counts and the samples then show each tenant its own requests only.
+/// under the tenant's key, allocates nothing either; a host of no tenant (421) neither. Geo and
+/// ASN come from the table of every tenant, read without a database walk. The counts and the
+/// samples then show each tenant its own requests only.
 #[test]
 fn the_multi_tenant_path_is_decided_without_allocating() {
     use netacl_edge::{TenantChange, TenantRouter, TlsInfo, TrafficSample};
@@ -266,7 +267,22 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
         &Limits::default(),
     )
     .expect("valid rules");
-    let mut changes = vec![TenantChange::put("docs", ["docs.example.com"], block_docs)];
+    let geo_rules = RuleSet::from_json(
+        &json!([record(
+            5,
+            5,
+            json!({"block": true}),
+            "tenant",
+            json!({"match": {"geo_country_codes": ["US"]}, "not_match": {"asns": [64500]}})
+        )]),
+        1,
+        &Limits::default(),
+    )
+    .expect("valid rules");
+    let mut changes = vec![
+        TenantChange::put("docs", ["docs.example.com"], block_docs),
+        TenantChange::put("geo", ["geo.example.com"], geo_rules),
+    ];
     // Many other tenants, so that the table is not trivially small.
     for i in 0..1_000 {
         changes.push(TenantChange::put(
@@ -310,11 +326,26 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
         TrustedProxies::parse(["10.0.0.0/8"]).expect("cidr"),
         ForwardedHeader::XForwardedFor,
     );
+    let geo = GeoEnricher::open(
+        Some(&mmdb("netacl-test-city.mmdb")),
+        Some(&mmdb("netacl-test-asn.mmdb")),
+    )
+    .expect("fixture databases");
     // Every request sampled (the worst case: one in 16 by default).
     let sample = Arc::new(TrafficSample::new(64, 1));
     let enforcer = Enforcer::new(Arc::new(Engine::new()), resolver)
+        .with_geo(Arc::new(geo))
         .with_tenants(router.clone())
         .with_sample(Arc::clone(&sample));
+    // The table path: the tenant's policy holds no intervals of its own.
+    assert!(enforcer.geo_table().expect("a table").current().is_some());
+    assert!(router
+        .tenant("geo")
+        .expect("tenant")
+        .engine()
+        .policy()
+        .geo()
+        .is_none());
     let peer: SocketAddr = "10.0.0.2:40000".parse().expect("peer");
     let plain = ConnectionInfo::new(peer);
     let tls = ConnectionInfo::new(peer).with_tls(TlsInfo::new(
@@ -327,7 +358,28 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
         h.insert("host", host.parse().expect("host"));
         h
     };
-    let cases: [(&str, &ConnectionInfo, http::HeaderMap, &str, AclVerdict); 7] = [
+    let cases: [(&str, &ConnectionInfo, http::HeaderMap, &str, AclVerdict); 10] = [
+        (
+            "block by geo (US, AS 64501)",
+            &plain,
+            with_host("geo.example.com", "198.51.101.1"),
+            "/authorize",
+            AclVerdict::Block,
+        ),
+        (
+            "geo, not blocked (AS 64500)",
+            &plain,
+            with_host("geo.example.com", "198.51.100.7"),
+            "/authorize",
+            AclVerdict::None,
+        ),
+        (
+            "geo, not blocked (GB, AS 64503)",
+            &plain,
+            with_host("geo.example.com", "203.0.113.9"),
+            "/authorize",
+            AclVerdict::None,
+        ),
         (
             "block",
             &plain,
@@ -378,6 +430,7 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
             AclVerdict::Misdirected,
         ),
     ];
+    let walks = enforcer.geo().expect("geo").stats().tree_walks;
     let mut counts = Vec::new();
     for (name, conn, h, path, want) in &cases {
         let (n, verdict) = allocations(&enforcer, conn, h, path);
@@ -388,6 +441,11 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
         eprintln!("multi-tenant {name}: {n} allocations");
     }
     assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
+    assert_eq!(
+        enforcer.geo().expect("geo").stats().tree_walks,
+        walks,
+        "no database walked per request"
+    );
     assert_eq!(router.misdirected(), 4, "two cases, each decided twice");
 
     // Each tenant's per-rule counts: its own rules, its own requests (each case decided twice).
@@ -431,5 +489,23 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
         .all(|r| r.hostname.as_deref() == Some("docs.example.com")
             && r.client_ip.as_deref() == Some("203.0.113.9")));
     assert!(of("t7").is_empty());
-    assert_eq!(sample.requests().len(), 10);
+    // The geo tenant's requests carry what the table says of their addresses (all three
+    // values, read without a database walk, as checked above).
+    let geo = of("geo");
+    assert_eq!(geo.len(), 6);
+    assert!(
+        geo.iter().any(|r| r.client_ip.as_deref() == Some("198.51.101.1")
+            && r.country.as_deref() == Some("US")
+            && r.asn == Some(64501)),
+        "{geo:?}"
+    );
+    assert!(
+        geo.iter()
+            .filter(|r| r.client_ip.as_deref() == Some("203.0.113.9"))
+            .all(|r| r.country.as_deref() == Some("GB")
+                && r.subdivision.as_deref() == Some("GB-ENG")
+                && r.asn == Some(64503)),
+        "{geo:?}"
+    );
+    assert_eq!(sample.requests().len(), 16);
 }

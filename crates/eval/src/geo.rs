@@ -42,6 +42,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use crate::hash::short_key_caseless;
+use crate::lines::{LineTable, Width};
 use crate::range::RangeTable;
 use crate::request::{v4_bits, Request};
 
@@ -203,12 +204,7 @@ impl GeoIntervalsBuilder {
     /// `2002::/16` (6to4)), instead of a copy of every IPv4 range. Ranges added to the IPv6
     /// table inside an alias are never consulted. An invalid prefix is ignored.
     pub fn alias_v4(&mut self, first: u128, prefix_len: u8) {
-        if prefix_len <= 96 && self.aliases.len() < 8 {
-            let mask = u128::MAX
-                .checked_shl(128 - u32::from(prefix_len))
-                .unwrap_or(0);
-            self.aliases.push((first & mask, prefix_len));
-        }
+        push_alias(&mut self.aliases, first, prefix_len);
     }
 
     /// The values the builder keeps.
@@ -250,25 +246,29 @@ impl GeoIntervalsBuilder {
                 }),
             }
         };
-        let v4 = merge(self.v4, &mut id_of);
-        let v6 = merge(self.v6, &mut id_of);
+        fn number<A: crate::range::Address>(
+            ranges: Vec<(A, A, GeoAnswer)>,
+            id_of: &mut impl FnMut(GeoAnswer) -> u32,
+        ) -> Vec<(A, A, u32)> {
+            merge(ranges)
+                .into_iter()
+                .map(|(first, last, answer)| (first, last, id_of(answer)))
+                .collect()
+        }
+        let v4 = number(self.v4, &mut id_of);
+        let v6 = number(self.v6, &mut id_of);
         let distinct: std::collections::HashSet<u32> = v4
             .iter()
             .map(|r| r.2)
             .chain(v6.iter().map(|r| r.2))
             .collect();
         let intervals = v4.len() + v6.len();
-        let v4 = RangeTable::build(v4);
-        let v6 = RangeTable::build(v6);
-        let bytes = v4.bytes()
-            + v6.bytes()
-            + answers.capacity() * std::mem::size_of::<GeoIds>()
-            + ids.bytes();
+        let table = AddressIntervals::build(v4, v6, self.aliases);
+        let bytes =
+            table.bytes() + answers.capacity() * std::mem::size_of::<GeoIds>() + ids.bytes();
         GeoIntervals {
             values: self.values,
-            v4,
-            v6,
-            aliases: self.aliases,
+            table,
             ids,
             answers,
             stats: GeoIntervalStats {
@@ -388,14 +388,14 @@ impl ValueIds {
     }
 }
 
-/// Sorts the ranges, drops any overlapping an earlier one, merges adjacent ranges with the
-/// same answer, and numbers the answers.
-fn merge<A: crate::range::Address>(
-    mut ranges: Vec<(A, A, GeoAnswer)>,
-    id_of: &mut impl FnMut(GeoAnswer) -> u32,
-) -> Vec<(A, A, u32)> {
+/// Sorts the ranges (stably: of ranges starting at the same address the first added comes
+/// first), drops any overlapping an earlier one and merges adjacent ranges with the same
+/// answer.
+pub(crate) fn merge<A: crate::range::Address, T: PartialEq>(
+    mut ranges: Vec<(A, A, T)>,
+) -> Vec<(A, A, T)> {
     ranges.sort_by_key(|r| r.0);
-    let mut out: Vec<(A, A, GeoAnswer)> = Vec::with_capacity(ranges.len());
+    let mut out: Vec<(A, A, T)> = Vec::with_capacity(ranges.len());
     for (first, last, answer) in ranges {
         match out.last_mut() {
             Some(previous) if first <= previous.1 => {} // overlaps: keep the earlier
@@ -405,9 +405,137 @@ fn merge<A: crate::range::Address>(
             _ => out.push((first, last, answer)),
         }
     }
-    out.into_iter()
-        .map(|(first, last, answer)| (first, last, id_of(answer)))
-        .collect()
+    out
+}
+
+/// Records that the IPv6 network `first/prefix_len` answers as the IPv4 table (see
+/// [`GeoIntervalsBuilder::alias_v4`]); an invalid prefix, or a ninth alias, is ignored.
+pub(crate) fn push_alias(aliases: &mut Vec<(u128, u8)>, first: u128, prefix_len: u8) {
+    if prefix_len <= 96 && aliases.len() < 8 {
+        let mask = u128::MAX
+            .checked_shl(128 - u32::from(prefix_len))
+            .unwrap_or(0);
+        aliases.push((first & mask, prefix_len));
+    }
+}
+
+/// Disjoint address ranges, each with a 32-bit value, in the interval tables the evaluator
+/// uses for the client address; IPv6 networks aliased to the IPv4 table are answered from it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AddressIntervals {
+    v4: V4Intervals,
+    v6: RangeTable<u128>,
+    /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
+    aliases: Vec<(u128, u8)>,
+}
+
+/// The IPv4 ranges of an [`AddressIntervals`].
+#[derive(Debug, Clone)]
+enum V4Intervals {
+    /// The interval table of the client-address index.
+    Ranges(RangeTable<u32>),
+    /// One cache line per block of addresses (large tables of small values).
+    Lines(LineTable),
+}
+
+impl Default for V4Intervals {
+    fn default() -> Self {
+        V4Intervals::Ranges(RangeTable::default())
+    }
+}
+
+/// IPv4 ranges from which [`AddressIntervals::build_in_lines`] lays them out in lines.
+const LINES_MIN: usize = 1 << 14;
+
+impl AddressIntervals {
+    /// The tables of disjoint, sorted ranges.
+    pub(crate) fn build(
+        v4: Vec<(u32, u32, u32)>,
+        v6: Vec<(u128, u128, u32)>,
+        aliases: Vec<(u128, u8)>,
+    ) -> Self {
+        AddressIntervals {
+            v4: V4Intervals::Ranges(RangeTable::build(v4)),
+            v6: RangeTable::build(v6),
+            aliases,
+        }
+    }
+
+    /// As [`build`](Self::build), a large IPv4 table laid out one cache line per block of
+    /// addresses ([`LineTable`]: dense ranges, as a GeoIP database's, spill out of the
+    /// interval table's half-line blocks).
+    pub(crate) fn build_in_lines(
+        v4: Vec<(u32, u32, u32)>,
+        v6: Vec<(u128, u128, u32)>,
+        aliases: Vec<(u128, u8)>,
+    ) -> Self {
+        let v4 = if v4.len() >= LINES_MIN {
+            let width = Width::for_values(v4.iter().map(|r| r.2));
+            V4Intervals::Lines(LineTable::build(&v4, width))
+        } else {
+            V4Intervals::Ranges(RangeTable::build(v4))
+        };
+        AddressIntervals {
+            v4,
+            v6: RangeTable::build(v6),
+            aliases,
+        }
+    }
+
+    /// Where an address is looked up: the IPv4 table, or (outside the IPv4 aliases) the IPv6.
+    #[inline(always)]
+    fn key(&self, ip: IpAddr) -> Result<u32, u128> {
+        match ip {
+            IpAddr::V4(a) => Ok(v4_bits(a)),
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                for &(first, len) in &self.aliases {
+                    if (a ^ first).checked_shr(128 - u32::from(len)).unwrap_or(0) == 0 {
+                        return Ok((a >> (96 - u32::from(len))) as u32);
+                    }
+                }
+                Err(a)
+            }
+        }
+    }
+
+    /// Starts loading what [`value`](Self::value) reads for `ip` (already canonical).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, ip: IpAddr) {
+        match (self.key(ip), &self.v4) {
+            (Ok(a), V4Intervals::Ranges(v4)) => v4.prefetch(a),
+            (Ok(a), V4Intervals::Lines(v4)) => v4.prefetch(a),
+            (Err(a), _) => self.v6.prefetch(a),
+        }
+    }
+
+    /// The value of the range holding `ip` (already canonical), [`NONE`](crate::range::NONE)
+    /// outside every range.
+    #[inline(always)]
+    pub(crate) fn value(&self, ip: IpAddr) -> u32 {
+        match (self.key(ip), &self.v4) {
+            (Ok(a), V4Intervals::Ranges(v4)) => v4.innermost(a).0,
+            (Ok(a), V4Intervals::Lines(v4)) => v4.get(a),
+            (Err(a), _) => self.v6.innermost(a).0,
+        }
+    }
+
+    /// IPv4 lines whose ranges did not fit in them (0 unless laid out in lines).
+    pub(crate) fn spilled_lines(&self) -> usize {
+        match &self.v4 {
+            V4Intervals::Ranges(_) => 0,
+            V4Intervals::Lines(v4) => v4.spilled_lines(),
+        }
+    }
+
+    /// Approximate heap bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        let v4 = match &self.v4 {
+            V4Intervals::Ranges(v4) => v4.bytes(),
+            V4Intervals::Lines(v4) => v4.bytes(),
+        };
+        v4 + self.v6.bytes() + self.aliases.capacity() * 32
+    }
 }
 
 /// What a [`GeoIntervals`] holds.
@@ -430,10 +558,8 @@ pub struct GeoIntervalStats {
 pub struct GeoIntervals {
     /// The values kept.
     values: GeoValues,
-    v4: RangeTable<u32>,
-    v6: RangeTable<u128>,
-    /// IPv6 networks answered as IPv4 (see [`GeoIntervalsBuilder::alias_v4`]).
-    aliases: Vec<(u128, u8)>,
+    /// Per address range, its answer's value ids (packed) or number.
+    table: AddressIntervals,
     /// The kept values by id, and whether the intervals hold packed ids.
     ids: ValueIds,
     /// When the ids do not pack: the ids of each distinct answer, by the number the intervals
@@ -472,40 +598,17 @@ impl GeoIntervals {
         &self.ids
     }
 
-    /// Where an address is looked up: the IPv4 table, or (outside the IPv4 aliases) the IPv6.
-    #[inline(always)]
-    fn key(&self, ip: IpAddr) -> Result<u32, u128> {
-        match ip {
-            IpAddr::V4(a) => Ok(v4_bits(a)),
-            IpAddr::V6(a) => {
-                let a = u128::from(a);
-                for &(first, len) in &self.aliases {
-                    if (a ^ first).checked_shr(128 - u32::from(len)).unwrap_or(0) == 0 {
-                        return Ok((a >> (96 - u32::from(len))) as u32);
-                    }
-                }
-                Err(a)
-            }
-        }
-    }
-
     /// Starts loading what [`answer`](Self::answer) reads for `ip` (already canonical).
     #[inline(always)]
     pub(crate) fn prefetch(&self, ip: IpAddr) {
-        match self.key(ip) {
-            Ok(a) => self.v4.prefetch(a),
-            Err(a) => self.v6.prefetch(a),
-        }
+        self.table.prefetch(ip);
     }
 
     /// The value ids for a request's canonical client address (all 0 outside every kept
     /// network).
     #[inline(always)]
     pub(crate) fn ids_canonical(&self, ip: IpAddr) -> GeoIds {
-        let value = match self.key(ip) {
-            Ok(a) => self.v4.innermost(a).0,
-            Err(a) => self.v6.innermost(a).0,
-        };
+        let value = self.table.value(ip);
         if value == crate::range::NONE {
             return GeoIds::default();
         }

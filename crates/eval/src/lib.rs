@@ -109,6 +109,16 @@
 //! hits none of them is decided by the deny-all, the one candidate of the scope's unanchored
 //! list.
 //!
+//! Country, subdivision and ASN can also be answered from GeoIP databases without a tree walk
+//! per request, in two ways. For one policy, [`GeoIntervals`] compile the networks that carry a
+//! value its rules list, and [`CompiledPolicy::with_geo`] attaches them: each interval holds
+//! value ids mapped to the policy's postings by indexing (rebuilt when its listed values or the
+//! databases change). For many policies at once (an edge enforcing thousands of tenants), one
+//! [`GeoTable`] holds every network's answer for every value, depends on the databases alone,
+//! and is shared: [`GeoTable::enrich`] gives a request its address's values and any policy
+//! answers them with its own indexes, so a rule change never rebuilds it and a tenant holds
+//! nothing for it.
+//!
 //! Managed lists (`auth0_managed`) are compiled apart, once per list content, into a
 //! [`ManagedIndex`]: address tables (the same interval tables as above) and JA3/JA4 hash tables
 //! whose values are the set of lists holding the key, as a five-bit mask, nested networks'
@@ -154,7 +164,9 @@
 mod compile;
 mod engine;
 mod geo;
+mod geo_table;
 mod hash;
+mod lines;
 mod managed;
 mod memo;
 mod pages;
@@ -170,6 +182,7 @@ mod useragent;
 pub use compile::CompileError;
 pub use engine::{Engine, Evaluation};
 pub use geo::{GeoAnswer, GeoIntervalStats, GeoIntervals, GeoIntervalsBuilder, GeoValues};
+pub use geo_table::{GeoDatabase, GeoLookup, GeoTable, GeoTableBuilder, GeoTableStats};
 pub use managed::{ManagedIndex, ManagedListStats};
 pub use policy::{
     signal_name, CompiledPolicy, Decision, EmptyListRule, IndexKind, IndexStats, ManagedListUse,

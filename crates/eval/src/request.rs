@@ -182,6 +182,11 @@ impl<'a> Request<'a> {
         });
     }
 
+    /// Sets or clears the country from a code already checked (two ASCII letters, uppercase).
+    pub(crate) fn set_country_code(&mut self, code: Option<[u8; 2]>) {
+        self.country = code;
+    }
+
     /// Sets or clears the subdivision.
     pub fn set_subdivision(&mut self, code: Option<&'a str>) {
         self.subdivision = code;

@@ -53,27 +53,28 @@ pub struct CompiledIntervals {
 
 /// The IPv6 networks that IPv6 databases alias to their IPv4 subtree: `::/96` (the subtree
 /// itself, IPv4-compatible addresses), `2001::/32` (Teredo), `2002::/16` (6to4).
-const ALIASES: [(u128, u8); 3] = [(0, 96), (0x2001u128 << 112, 32), (0x2002u128 << 112, 16)];
+pub(super) const ALIASES: [(u128, u8); 3] =
+    [(0, 96), (0x2001u128 << 112, 32), (0x2002u128 << 112, 16)];
 
 /// One database's kept networks, by family: `(first, last, answer)`, disjoint, in the order the
 /// tree walk yields them. The networks inside each alias network are kept apart, as the IPv4
 /// ranges they would be if the alias holds (the 32 bits after the alias prefix).
-#[derive(Default)]
-struct Ranges {
-    v4: Vec<(u32, u32, GeoAnswer)>,
-    v6: Vec<(u128, u128, GeoAnswer)>,
+pub(super) struct Ranges<T> {
+    pub(super) v4: Vec<(u32, u32, T)>,
+    v6: Vec<(u128, u128, T)>,
     /// Per alias: its networks as IPv4 ranges, or `None` once a network in it cannot be one
     /// (longer than the alias prefix + 32 bits).
-    aliased: [Option<Vec<(u32, u32, GeoAnswer)>>; 3],
+    aliased: [Option<Vec<(u32, u32, T)>>; 3],
     ipv6_database: bool,
 }
 
-impl Ranges {
+impl<T: Copy + PartialEq> Ranges<T> {
     fn new(ipv6_database: bool) -> Self {
         Ranges {
-            ipv6_database,
+            v4: Vec::new(),
+            v6: Vec::new(),
             aliased: [Some(Vec::new()), Some(Vec::new()), Some(Vec::new())],
-            ..Ranges::default()
+            ipv6_database,
         }
     }
 
@@ -82,7 +83,7 @@ impl Ranges {
     /// IPv4 addresses, and in an IPv6 database also the IPv4-compatible `::a.b.c.d` addresses;
     /// an IPv6 network answers the IPv6 addresses, except `::ffff:0:0/96` (IPv4-mapped
     /// addresses are looked up as IPv4).
-    fn add(&mut self, network: IpAddr, prefix: u8, answer: GeoAnswer) {
+    fn add(&mut self, network: IpAddr, prefix: u8, answer: T) {
         match network {
             IpAddr::V4(v4) => {
                 let first = u32::from(v4);
@@ -143,7 +144,7 @@ impl Ranges {
     /// Which aliases hold: the database's networks inside the alias are exactly its IPv4
     /// networks (the same kept ranges and answers, in the same order). An IPv4 database
     /// answers no IPv6 address, so no alias holds for it unless it keeps no IPv4 network.
-    fn holding_aliases(&self) -> [bool; 3] {
+    pub(super) fn holding_aliases(&self) -> [bool; 3] {
         std::array::from_fn(|k| match &self.aliased[k] {
             Some(aliased) if self.ipv6_database => *aliased == self.v4,
             Some(aliased) => aliased.is_empty() && self.v4.is_empty(),
@@ -153,7 +154,7 @@ impl Ranges {
 
     /// The IPv6 ranges with the networks of the aliases that do not hold (`holds[k]` false)
     /// put back as IPv6 ranges.
-    fn v6_with_aliases(&mut self, holds: [bool; 3]) -> Vec<(u128, u128, GeoAnswer)> {
+    pub(super) fn v6_with_aliases(&mut self, holds: [bool; 3]) -> Vec<(u128, u128, T)> {
         let mut v6 = std::mem::take(&mut self.v6);
         for (k, &(alias, len)) in ALIASES.iter().enumerate() {
             if holds[k] {
@@ -176,18 +177,17 @@ impl Ranges {
 }
 
 /// Walks every network of `database` once (aliases of the IPv4 subtree included), decoding
-/// each distinct record once, and keeps those `answer_of` gives a kept answer.
-fn walk<'a, T: serde::Deserialize<'a>>(
+/// each distinct record once, and keeps those `answer_of` gives an answer.
+pub(super) fn walk<'a, R: serde::Deserialize<'a>, T: Copy + PartialEq>(
     database: &'a Database,
     role: &'static str,
-    values: &GeoValues,
-    answer_of: impl Fn(T) -> GeoAnswer,
-) -> Result<Ranges, IntervalError> {
+    answer_of: impl Fn(R) -> Option<T>,
+) -> Result<Ranges<T>, IntervalError> {
     let reader = &database.reader;
     let ipv6_database = reader.metadata().ip_version == 6;
-    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<Ranges, MaxMindDbError> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<Ranges<T>, MaxMindDbError> {
         let mut ranges = Ranges::new(ipv6_database);
-        let mut decoded: HashMap<usize, Option<GeoAnswer>> = HashMap::new();
+        let mut decoded: HashMap<usize, Option<T>> = HashMap::new();
         for found in reader.networks(WithinOptions::default().include_aliased_networks())? {
             let found = found?;
             let Some(offset) = found.offset() else {
@@ -196,10 +196,7 @@ fn walk<'a, T: serde::Deserialize<'a>>(
             let answer = match decoded.get(&offset) {
                 Some(answer) => *answer,
                 None => {
-                    let answer = found
-                        .decode::<T>()?
-                        .map(&answer_of)
-                        .filter(|a| values.keeps(a));
+                    let answer = found.decode::<R>()?.and_then(&answer_of);
                     decoded.insert(offset, answer);
                     answer
                 }
@@ -317,27 +314,24 @@ impl GeoEnricher {
             (Some(slot), true) => {
                 let database = slot.database.load();
                 let wants_subdivision = values.wants_subdivision();
-                Some(walk(
-                    &database,
-                    "location",
-                    values,
-                    |l: Location<'_, true>| {
-                        let country = l.country.and_then(country_code);
-                        let subdivision = country
-                            .zip(l.subdivision)
-                            .filter(|_| wants_subdivision)
-                            .and_then(|(c, s)| SubdivisionCode::new(c, s));
-                        GeoAnswer::new(country, subdivision.as_deref(), None)
-                    },
-                )?)
+                Some(walk(&database, "location", |l: Location<'_, true>| {
+                    let country = l.country.and_then(country_code);
+                    let subdivision = country
+                        .zip(l.subdivision)
+                        .filter(|_| wants_subdivision)
+                        .and_then(|(c, s)| SubdivisionCode::new(c, s));
+                    let answer = GeoAnswer::new(country, subdivision.as_deref(), None);
+                    values.keeps(&answer).then_some(answer)
+                })?)
             }
             _ => None,
         };
         let asn = match (&self.inner.asn, values.wants_asn()) {
             (Some(slot), true) => {
                 let database = slot.database.load();
-                Some(walk(&database, "asn", values, |r: AsnRecord| {
-                    GeoAnswer::new(None, None, r.autonomous_system_number)
+                Some(walk(&database, "asn", |r: AsnRecord| {
+                    let answer = GeoAnswer::new(None, None, r.autonomous_system_number);
+                    values.keeps(&answer).then_some(answer)
                 })?)
             }
             _ => None,

@@ -81,8 +81,10 @@
 mod cache;
 mod intervals;
 mod record;
+mod table;
 
 pub use intervals::{CompiledIntervals, IntervalError};
+pub use table::{CompiledTable, SharedGeoTable};
 
 pub use record::SubdivisionCode;
 
@@ -211,6 +213,10 @@ pub struct GeoStats {
     pub reloads: u64,
     /// Failed reloads (the old database stayed in service).
     pub reload_failures: u64,
+    /// Lookups that walked a database's search tree ([`GeoEnricher::lookup`] missing its
+    /// cache, every [`GeoEnricher::lookup_direct`]). An edge whose decisions are answered by
+    /// compiled intervals or a [`GeoTable`](netacl_eval::GeoTable) adds none per request.
+    pub tree_walks: u64,
 }
 
 /// Which database a slot holds.
@@ -255,6 +261,7 @@ struct Inner {
     lookup_errors: AtomicU64,
     reloads: AtomicU64,
     reload_failures: AtomicU64,
+    tree_walks: AtomicU64,
     /// Answers per address, valid for one generation of the databases.
     answers: AddressCache,
     /// Bumped after every database swap.
@@ -380,6 +387,7 @@ impl GeoEnricher {
                 lookup_errors: AtomicU64::new(0),
                 reloads: AtomicU64::new(0),
                 reload_failures: AtomicU64::new(0),
+                tree_walks: AtomicU64::new(0),
                 answers: AddressCache::new(),
                 generation: AtomicU32::new(0),
             }),
@@ -423,6 +431,12 @@ impl GeoEnricher {
             Default::default()
         };
         let mut learned = false;
+        let walks_location =
+            needs.location() && !entry.location_known && self.inner.location.is_some();
+        let walks_asn = needs.asn && !entry.asn_known && self.inner.asn.is_some();
+        if walks_location || walks_asn {
+            self.inner.tree_walks.fetch_add(1, Ordering::Relaxed);
+        }
         if needs.location() && !entry.location_known {
             if let Some(slot) = &self.inner.location {
                 entry.location = self.locate(&slot.database.load(), ip);
@@ -651,6 +665,7 @@ impl GeoEnricher {
             lookup_errors: self.inner.lookup_errors.load(Ordering::Relaxed),
             reloads: self.inner.reloads.load(Ordering::Relaxed),
             reload_failures: self.inner.reload_failures.load(Ordering::Relaxed),
+            tree_walks: self.inner.tree_walks.load(Ordering::Relaxed),
         }
     }
 
