@@ -494,9 +494,10 @@ fn the_multi_tenant_path_is_decided_without_allocating() {
     let geo = of("geo");
     assert_eq!(geo.len(), 6);
     assert!(
-        geo.iter().any(|r| r.client_ip.as_deref() == Some("198.51.101.1")
-            && r.country.as_deref() == Some("US")
-            && r.asn == Some(64501)),
+        geo.iter()
+            .any(|r| r.client_ip.as_deref() == Some("198.51.101.1")
+                && r.country.as_deref() == Some("US")
+                && r.asn == Some(64501)),
         "{geo:?}"
     );
     assert!(

@@ -531,13 +531,13 @@ impl<A: Address> RangeTable<A> {
                     b.spilled = 1;
                     b.values[0] = spill.len() as u32;
                     b.values[1] = (last - k) as u32;
-                    for j in k..last {
+                    for (j, start) in starts.iter().enumerate().take(last).skip(k) {
                         let (v, nested) = value(j);
                         spill.push(SpillEntry {
                             start: if j == k {
                                 0
                             } else {
-                                starts[j].offset16(REGION_BITS + bits)
+                                start.offset16(REGION_BITS + bits)
                             },
                             nested,
                             value: v,
