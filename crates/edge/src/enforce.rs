@@ -21,7 +21,7 @@ use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
 use crate::sample::{SampledSignals, TrafficSample};
 use crate::sni::SniCertificates;
-use crate::tenants::{RequestHosts, TenantPolicy, TenantRouter};
+use crate::tenants::{RequestHosts, SelectedTenant, TenantRouter};
 
 /// Signals that are known when a connection is accepted, before any request is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -746,7 +746,7 @@ impl Enforcer {
     #[allow(clippy::too_many_arguments)]
     fn decide_for(
         &self,
-        tenant: Option<&TenantPolicy>,
+        tenant: Option<SelectedTenant<'_>>,
         table: Option<&GeoTable>,
         addrs: Option<crate::RequestAddrs>,
         client_ip: Option<IpAddr>,
@@ -780,6 +780,7 @@ impl Enforcer {
         // One load: the same snapshot serves the enrichment, the decision and the ids (a guard:
         // no reference count written, nothing shared between cores).
         let policy = tenant.map_or(&self.engine, |t| t.engine()).snapshot();
+        let tenant = tenant.map(|t| t.tenant());
         // Geo/ASN values: from the policy's own intervals (the evaluator reads them), from the
         // tenants' table, or (neither: a policy not enriched yet, no table built) looked up in
         // the databases directly.

@@ -157,6 +157,7 @@ mod enforce;
 mod enrich;
 pub mod fingerprint;
 pub mod geo;
+mod host_table;
 pub mod httpsig;
 mod layer;
 mod lists;
@@ -199,6 +200,6 @@ pub use summaries::MAX_POSTED_SAMPLE;
 pub use tenant_counts::{TenantRuleCounts, TenantSummaries, TenantSummarySink};
 pub use tenant_source::{spawn_tenant_source, RemoteTenants};
 pub use tenants::{
-    tenant_host, ApplyReport, TenantChange, TenantChangeError, TenantCounters, TenantPolicy,
-    TenantRouter, TenantRules, OTHER_TENANTS,
+    tenant_host, ApplyReport, SelectedTenant, TenantChange, TenantChangeError, TenantCounters,
+    TenantPolicy, TenantRouter, TenantRules, OTHER_TENANTS,
 };

@@ -40,7 +40,7 @@ type RuleTotals = HashMap<AclId, (u64, u64, u64)>;
 /// line away from the next, so that threads deciding at once on different cores do not write
 /// the same cache line. A read sums the stripes.
 #[derive(Debug)]
-struct Stripes {
+pub(crate) struct Stripes {
     /// Cells per stripe: the counters rounded up to a cache line, plus a line of padding.
     per: usize,
     cells: Box<[AtomicU64]>,
@@ -68,7 +68,7 @@ pub(crate) fn stripe_slot() -> usize {
 }
 
 impl Stripes {
-    fn new(counters: usize) -> Self {
+    pub(crate) fn new(counters: usize) -> Self {
         let per = counters.div_ceil(LINE) * LINE + LINE;
         Stripes {
             per,
@@ -79,13 +79,13 @@ impl Stripes {
     }
 
     #[inline]
-    fn add(&self, counter: usize) {
+    pub(crate) fn add(&self, counter: usize) {
         if let Some(cell) = self.cells.get(stripe_slot() * self.per + counter) {
             cell.fetch_add(1, Relaxed);
         }
     }
 
-    fn sum(&self, counter: usize) -> u64 {
+    pub(crate) fn sum(&self, counter: usize) -> u64 {
         (0..self.cells.len() / self.per.max(1))
             .filter_map(|stripe| self.cells.get(stripe * self.per + counter))
             .fold(0u64, |sum, cell| sum.saturating_add(cell.load(Relaxed)))

@@ -42,7 +42,9 @@ use netacl_model::{Limits, RuleSet};
 use crate::connection::TlsInfo;
 use crate::decision::AclVerdict;
 use crate::enforce::ConnectionRules;
+use crate::host_table::HostTable;
 use crate::httpsig::SigningKeys;
+use crate::metrics::Stripes;
 use crate::tenant_counts::TenantRuleCounts;
 
 /// The most bytes of a host name that are looked up (DNS names are at most 253); a longer
@@ -61,8 +63,15 @@ pub fn tenant_host(value: &str) -> Option<&str> {
     let host = if let Some(rest) = value.strip_prefix('[') {
         rest.split_once(']').map(|(h, _)| h)?
     } else {
-        match value.rsplit_once(':') {
-            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        // A port is the digits after the last `:`: scanned from the end, so a name without one
+        // (the common case: it ends in a letter) costs one comparison.
+        let bytes = value.as_bytes();
+        let mut end = bytes.len();
+        while end > 0 && bytes[end - 1].is_ascii_digit() {
+            end -= 1;
+        }
+        match end.checked_sub(1) {
+            Some(colon) if bytes[colon] == b':' => &value[..colon],
             _ => value,
         }
     };
@@ -167,10 +176,20 @@ impl<V> HostMap<V> {
     }
 }
 
-/// Requests of one tenant (or of all tenants without their own series), by verdict.
-#[derive(Debug, Default)]
+/// Requests of one tenant (or of all tenants without their own series), by verdict: written
+/// per request by every core, so striped (one stripe per thread slot, each on cache lines of its
+/// own, as the per-rule counters are); a read sums the stripes.
+#[derive(Debug)]
 pub struct TenantCounters {
-    verdicts: [AtomicU64; 6],
+    verdicts: Stripes,
+}
+
+impl Default for TenantCounters {
+    fn default() -> Self {
+        Self {
+            verdicts: Stripes::new(6),
+        }
+    }
 }
 
 fn verdict_slot(verdict: AclVerdict) -> usize {
@@ -194,12 +213,12 @@ const COUNTED: [AclVerdict; 5] = [
 
 impl TenantCounters {
     pub(crate) fn record(&self, verdict: AclVerdict) {
-        self.verdicts[verdict_slot(verdict)].fetch_add(1, Relaxed);
+        self.verdicts.add(verdict_slot(verdict));
     }
 
     /// Requests counted with `verdict`.
     pub fn count(&self, verdict: AclVerdict) -> u64 {
-        self.verdicts[verdict_slot(verdict)].load(Relaxed)
+        self.verdicts.sum(verdict_slot(verdict))
     }
 }
 
@@ -438,9 +457,9 @@ pub struct ApplyReport {
     pub failed: Vec<TenantChangeError>,
 }
 
-/// A host's entry: its tenant and, beside it, the tenant's engine, so that the engine's line
-/// (which a decision reads next, for the policy in service) is requested together with the
-/// tenant's own instead of after it.
+/// A host's entry: its tenant and, beside it, the tenant's engine, so that a decision goes from
+/// the host table's slot to the engine (for the policy in service) without reading the
+/// tenant's own lines first.
 #[derive(Clone)]
 struct Routed {
     tenant: Arc<TenantPolicy>,
@@ -458,14 +477,14 @@ impl Routed {
 
 /// The tenants in service: one value, replaced whole.
 struct TenantTable {
-    hosts: HostMap<Routed>,
+    hosts: HostTable<Routed>,
     by_id: HashMap<Arc<str>, Arc<TenantPolicy>>,
 }
 
 impl TenantTable {
     fn empty() -> Self {
         Self {
-            hosts: HostMap::default(),
+            hosts: HostTable::default(),
             by_id: HashMap::new(),
         }
     }
@@ -473,10 +492,41 @@ impl TenantTable {
     /// The tenant serving `host` (already trimmed by [`tenant_host`]), its engine's line
     /// requested on the way.
     #[inline]
-    fn tenant(&self, host: &str) -> Option<&Arc<TenantPolicy>> {
+    fn tenant(&self, host: &str) -> Option<SelectedTenant<'_>> {
         let routed = self.hosts.get(host)?;
         routed.engine.prefetch();
-        Some(&routed.tenant)
+        Some(SelectedTenant {
+            tenant: &routed.tenant,
+            engine: &routed.engine,
+        })
+    }
+}
+
+/// The tenant a host selected, as the per-request path gets it: the tenant (its methods through
+/// `Deref`) and its engine, both read from the host table's slot, so that the decision reaches
+/// the engine without first reading the tenant's own lines.
+#[derive(Clone, Copy)]
+pub struct SelectedTenant<'t> {
+    tenant: &'t Arc<TenantPolicy>,
+    engine: &'t Arc<Engine>,
+}
+
+impl<'t> SelectedTenant<'t> {
+    /// The engine holding the tenant's live policy (the same as [`TenantPolicy::engine`]).
+    pub fn engine(&self) -> &'t Arc<Engine> {
+        self.engine
+    }
+
+    /// The tenant itself.
+    pub fn tenant(&self) -> &'t Arc<TenantPolicy> {
+        self.tenant
+    }
+}
+
+impl std::ops::Deref for SelectedTenant<'_> {
+    type Target = TenantPolicy;
+    fn deref(&self) -> &TenantPolicy {
+        self.tenant
     }
 }
 
@@ -553,14 +603,14 @@ impl TenantRouter {
     /// Allocates nothing, takes no lock.
     pub fn select(&self, host: &str) -> Option<Arc<TenantPolicy>> {
         let host = tenant_host(host)?;
-        self.table.load().tenant(host).cloned()
+        self.table.load().tenant(host).map(|t| Arc::clone(t.tenant))
     }
 
     /// Calls `f` with the tenant serving `host` (as [`select`](Self::select), without touching
     /// the tenant's reference count: the per-request path).
-    pub fn with_tenant<R>(&self, host: &str, f: impl FnOnce(&TenantPolicy) -> R) -> Option<R> {
+    pub fn with_tenant<R>(&self, host: &str, f: impl FnOnce(SelectedTenant<'_>) -> R) -> Option<R> {
         let host = tenant_host(host)?;
-        self.table.load().tenant(host).map(|t| f(t))
+        self.table.load().tenant(host).map(f)
     }
 
     /// The tenant with this id.
@@ -610,7 +660,7 @@ impl TenantRouter {
         hosts: RequestHosts<'_>,
         own_certificate: impl Fn(&str) -> bool,
     ) -> Option<Arc<TenantPolicy>> {
-        self.with_request_tenant(hosts, own_certificate, |t| t.clone())
+        self.with_request_tenant(hosts, own_certificate, |t| Arc::clone(t.tenant()))
     }
 
     /// [`select_request`](Self::select_request) for the per-request path: `f` gets the tenant
@@ -619,7 +669,7 @@ impl TenantRouter {
         &self,
         hosts: RequestHosts<'_>,
         own_certificate: impl Fn(&str) -> bool,
-        f: impl FnOnce(&Arc<TenantPolicy>) -> R,
+        f: impl FnOnce(SelectedTenant<'_>) -> R,
     ) -> Option<R> {
         let table = self.table.load();
         let find = |name: &str| tenant_host(name).and_then(|h| table.tenant(h));
@@ -639,7 +689,7 @@ impl TenantRouter {
         };
         for given in [header, hosts.authority].into_iter().flatten() {
             match find(given) {
-                Some(t) if Arc::ptr_eq(t, chosen) => {}
+                Some(t) if Arc::ptr_eq(t.tenant, chosen.tenant) => {}
                 _ => return None,
             }
         }
@@ -854,7 +904,7 @@ impl TenantRouter {
                 }
             }
         }
-        let mut hosts = HostMap::with_capacity(current.hosts.len() + next.len());
+        let mut hosts = HostTable::with_capacity(current.hosts.len() + next.len());
         for tenant in by_id.values() {
             for d in tenant.domains.iter() {
                 hosts.insert(d, Routed::new(tenant));
@@ -978,6 +1028,29 @@ mod tests {
         assert_eq!(tenant_host(""), None);
         assert_eq!(tenant_host("."), None);
         assert_eq!(tenant_host(&"a".repeat(254)), None);
+        // The port is the digits after the last colon, whatever comes before.
+        assert_eq!(tenant_host("acme.test:"), Some("acme.test"));
+        assert_eq!(tenant_host("a:b:8443"), Some("a:b"));
+        assert_eq!(tenant_host("a:8b"), Some("a:8b"));
+        assert_eq!(tenant_host("t1.example"), Some("t1.example"));
+        assert_eq!(tenant_host("10.0.0.1:80"), Some("10.0.0.1"));
+        assert_eq!(tenant_host("10.0.0.1"), Some("10.0.0.1"));
+        assert_eq!(tenant_host("8443"), Some("8443"));
+        // Against the definition (`rsplit_once(':')`, a port of digits only) on many shapes.
+        for value in [
+            "x:", "x::1", ":1:2", "1:2:x", "a.b:0", "a.b:0x", "::", "9:9", "a:", "a",
+        ] {
+            let by_definition = match value.rsplit_once(':') {
+                Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+                _ => value,
+            };
+            let by_definition = by_definition.strip_suffix('.').unwrap_or(by_definition);
+            assert_eq!(
+                tenant_host(value),
+                (!by_definition.is_empty()).then_some(by_definition),
+                "{value}"
+            );
+        }
     }
 
     #[test]
