@@ -294,7 +294,7 @@ mod tests {
         let host = |i: usize| {
             // Lengths from 6 to 253 bytes, crossing the inline size; distinct by the number.
             let mut h = format!("{}t{i}.test", "a".repeat((i * 37) % 240));
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 h = h.to_ascii_uppercase();
             }
             h
