@@ -109,6 +109,17 @@ pub struct Args {
         requires = "platform_url"
     )]
     metrics_tenant: Vec<String>,
+    /// With --platform-url: this edge's name in its reports to the platform (at most 64 of
+    /// `A-Za-z0-9._:-`), so that a restarted edge replaces its own traffic sample there instead
+    /// of appearing as another edge. Default: `edge-` and 16 random hexadecimal digits.
+    #[arg(
+        long = "edge-name",
+        env = "NETACL_EDGE_NAME",
+        value_name = "NAME",
+        value_parser = parse_edge_name,
+        requires = "platform_url"
+    )]
+    edge_name: Option<String>,
     /// Load the rules from a file (JSON array of records, or `{"network_acls": [...]}`),
     /// reloaded when it changes.
     #[arg(long, env = "NETACL_EDGE_RULES_FILE")]
@@ -251,6 +262,7 @@ fn config(args: Args) -> anyhow::Result<Plan> {
         config.rules = RulesSource::Engine;
         // Each tenant's counts and sample are reported to the platform, with the operator token.
         config.platform = Some(remote.clone());
+        config.edge_name = args.edge_name.clone();
         return Ok(Plan {
             config,
             list_files: files,
@@ -551,10 +563,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `--edge-name`: what the platform's operator API takes as an edge's name.
+fn parse_edge_name(value: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
+    if (1..=64).contains(&value.len()) && value.chars().all(allowed) {
+        Ok(value.to_owned())
+    } else {
+        Err("an edge name is 1 to 64 of the characters A-Z a-z 0-9 . _ : -".to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_edge_name};
     use std::time::Duration;
+
+    #[test]
+    fn edge_names_are_what_the_operator_api_takes() {
+        for good in ["eu-west-1a", "edge.fra_2:8443", "a", &"x".repeat(64)] {
+            assert_eq!(parse_edge_name(good).as_deref(), Ok(good));
+        }
+        for bad in ["", "two words", "é", "a/b", &"x".repeat(65), "edge\n"] {
+            assert!(parse_edge_name(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -385,3 +385,117 @@ fn a_remote_edge_reports_each_tenants_counts_and_sample_to_the_platform() {
     assert_eq!(edges.len(), 1, "{edges:?}");
     server.kill();
 }
+
+/// `--edge-name`: the edge reports under that name, and a restarted edge of the same name is
+/// the same edge for the platform (one source of counts, one sample replaced), where an edge
+/// with the default random name would be a second edge. A name the operator API would refuse
+/// is refused at start.
+#[test]
+fn a_named_edge_restarted_is_the_same_edge_for_the_platform() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::upstream();
+    let server = Server::start(data.path(), "127.0.0.1:0", "default.test", &[]);
+    let operator_file = data.path().join("operator-token");
+    let (alpha_id, alpha_secret) = create_tenant(data.path(), "alpha", "alpha.test");
+    // The server picks a tenant the CLI made up within its 1 s poll.
+    let start = Instant::now();
+    let token_body = serde_json::json!({
+        "grant_type": "client_credentials",
+        "client_id": alpha_id,
+        "client_secret": alpha_secret,
+        "audience": "https://alpha.test/api/v2/",
+    });
+    let alpha = loop {
+        let answer = at_host(
+            server.addr,
+            "alpha.test",
+            "POST",
+            "/oauth/token",
+            None,
+            Some(&token_body),
+        );
+        if answer.status == 200 {
+            break answer.json()["access_token"]
+                .as_str()
+                .expect("access_token")
+                .to_owned();
+        }
+        assert!(
+            start.elapsed() < PICK_UP,
+            "{} {}",
+            answer.status,
+            answer.text
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let answer = at_host(
+        server.addr,
+        "alpha.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&alpha),
+        Some(&cluster_support::block_rule(1, "127.0.0.1")),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    let rule = answer.json()["id"].as_str().expect("id").to_owned();
+    let edge_command = |name: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_netacl"));
+        command
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--platform-url", &format!("http://{}", server.addr)])
+            .arg("--operator-token-file")
+            .arg(&operator_file)
+            .args(["--edge-name", name])
+            .args(["--summary-interval", "1s", "--sample-every", "1"])
+            .env("RUST_LOG", "warn");
+        command
+    };
+    // Each run's requests: all blocked, all sampled; the second run sends more, so that its
+    // sample (3 requests) tells "replaced" (3, one edge) from "added" (4, two edges).
+    let mut matched_before = 0;
+    for (run, extra) in [(0, 0), (1, 2)] {
+        let (edge_process, line) =
+            cluster_support::spawn_edge(edge_command("eu-west-1a").stderr(Stdio::inherit()));
+        let edge = cluster_support::edge_address(&line, "http=");
+        wait_for_edge_status(edge, "alpha.test", 403);
+        for _ in 0..extra {
+            let answer = at_host(edge, "alpha.test", "GET", "/authorize", None, None);
+            assert_eq!(answer.status, 403, "{}", answer.text);
+        }
+        // This run's counts and sample have reached the platform.
+        let start = Instant::now();
+        loop {
+            let (totals, edges) = summary_totals(server.addr, "alpha.test", &alpha);
+            let preview = preview_deleting(server.addr, "alpha.test", &alpha, &rule);
+            let matched = totals.get(&rule).map_or(0, |t| t.1);
+            let sampled = preview.json()["sample"]["requests"].as_u64().unwrap_or(0);
+            if matched > matched_before && preview.status == 200 && sampled == 1 + extra {
+                let edges: Vec<&String> = edges.iter().collect();
+                assert_eq!(edges, ["platform:eu-west-1a"], "run {run}");
+                assert_eq!(preview.json()["sample"]["edges"], 1, "{}", preview.text);
+                matched_before = matched;
+                break;
+            }
+            assert!(
+                start.elapsed() < PICK_UP,
+                "run {run}: {totals:?} {} {}",
+                preview.status,
+                preview.text
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        drop(edge_process);
+    }
+    for bad in ["two words", "a/b", &"x".repeat(65)] {
+        let output = edge_command(bad).output().expect("run netacl edge");
+        assert_eq!(output.status.code(), Some(2), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("an edge name is 1 to 64 of the characters"),
+            "{stderr}"
+        );
+    }
+    server.kill();
+}

@@ -168,6 +168,12 @@ pub struct EdgeConfig {
     /// summaries and its traffic sample, grouped by tenant, every `summary_interval`, with the
     /// operator token.
     pub platform: Option<RemoteTenants>,
+    /// Multi-tenant mode: this edge's name in its reports to the [`platform`](Self::platform)
+    /// (`netacl edge --edge-name`; at most 64 of `A-Za-z0-9._:-`, as the operator API takes
+    /// it). A stable name lets a restarted edge replace its own sample and counts' source at
+    /// the server instead of appearing as another edge. `None`: `edge-` and 16 random
+    /// hexadecimal digits drawn at start.
+    pub edge_name: Option<String>,
     /// Slots of the traffic sample kept for the impact preview (see [`TrafficSample`]); 0 keeps
     /// none. In multi-tenant mode one ring holds every tenant's requests, each slot keyed by its
     /// tenant. With [`RulesSource::Remote`] (or [`platform`](Self::platform)) the sample is
@@ -217,6 +223,7 @@ impl EdgeConfig {
             summary_sink: None,
             tenant_summary_sink: None,
             platform: None,
+            edge_name: None,
             sample_size: crate::sample::DEFAULT_SAMPLE_SIZE,
             sample_every: crate::sample::DEFAULT_SAMPLE_EVERY,
             acl_enabled: true,
@@ -491,7 +498,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         // own log; the enforcer's own table counts nothing.
         Some(router) => {
             // This edge's name in its reports to the platform.
-            let edge_id = edge_name();
+            let edge_id = config.edge_name.clone().unwrap_or_else(edge_name);
             let sink = match (&config.tenant_summary_sink, &config.platform) {
                 (Some(sink), _) => Some(sink.clone()),
                 (None, Some(platform)) => {

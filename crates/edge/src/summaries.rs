@@ -12,10 +12,10 @@
 //!   `POST /_netacl/v1/tenants/edge/summaries` `{"edge", "tenants": {ID: [summaries]}}` (at most
 //!   [`PLATFORM_BATCH`] summaries a request), and its shared sample, grouped by tenant, to
 //!   `POST /_netacl/v1/tenants/edge/sample` `{"edge", "tenants": {ID: [requests]}}` (the newest
-//!   [`MAX_POSTED_SAMPLE`] requests of all tenants together). `edge` names this edge process
-//!   (`edge-` and 16 random hexadecimal digits, drawn at start) so that the server keeps one
-//!   sample per edge and tells the edges' reports apart. Only over `https://` or to loopback,
-//!   as the tenants watch.
+//!   [`MAX_POSTED_SAMPLE`] requests of all tenants together). `edge` names this edge
+//!   ([`EdgeConfig::edge_name`](crate::EdgeConfig::edge_name), or `edge-` and 16 random hexadecimal digits drawn at start) so
+//!   that the server keeps one sample per edge and tells the edges' reports apart. Only over
+//!   `https://` or to loopback, as the tenants watch.
 //!
 //! Bounded: reports wait in a queue of [`QUEUE`] intervals; when the server cannot be reached a
 //! batch is retried a few times, then dropped with a warning (the counts also went to the
