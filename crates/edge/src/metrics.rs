@@ -36,18 +36,29 @@ pub(crate) fn scope_slot(scope: RequestScope) -> usize {
 type RuleTotals = HashMap<AclId, (u64, u64, u64)>;
 
 /// Counters written per request, striped: one stripe per thread slot (threads take slots in
-/// turn, modulo the number of stripes, the available parallelism), each stripe at least a cache
-/// line away from the next, so that threads deciding at once on different cores do not write
+/// turn, modulo the number of stripes, the available parallelism), each stripe whole cache
+/// lines on line boundaries, so that threads deciding at once on different cores do not write
 /// the same cache line. A read sums the stripes.
 #[derive(Debug)]
 pub(crate) struct Stripes {
-    /// Cells per stripe: the counters rounded up to a cache line, plus a line of padding.
-    per: usize,
-    cells: Box<[AtomicU64]>,
+    /// Cache lines per stripe: the counters rounded up to a line.
+    lines: usize,
+    cells: Box<[Line]>,
 }
 
 /// Cells in a cache line.
-const LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
+pub(crate) const LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
+
+/// One cache line of counters, on a line boundary (so stripes need no padding between them).
+#[derive(Debug)]
+#[repr(align(64))]
+pub(crate) struct Line(pub(crate) [AtomicU64; LINE]);
+
+impl Line {
+    pub(crate) fn new() -> Self {
+        Line(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
 
 pub(crate) fn stripe_count() -> usize {
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -69,25 +80,61 @@ pub(crate) fn stripe_slot() -> usize {
 
 impl Stripes {
     pub(crate) fn new(counters: usize) -> Self {
-        let per = counters.div_ceil(LINE) * LINE + LINE;
+        let lines = counters.div_ceil(LINE);
         Stripes {
-            per,
-            cells: (0..per * stripe_count())
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            lines,
+            cells: (0..lines * stripe_count()).map(|_| Line::new()).collect(),
         }
     }
 
     #[inline]
+    fn cell(&self, stripe: usize, counter: usize) -> Option<&AtomicU64> {
+        self.cells
+            .get(stripe * self.lines + counter / LINE)
+            .map(|line| &line.0[counter % LINE])
+    }
+
+    #[inline]
     pub(crate) fn add(&self, counter: usize) {
-        if let Some(cell) = self.cells.get(stripe_slot() * self.per + counter) {
+        self.add_in(stripe_slot(), counter);
+    }
+
+    /// [`add`](Self::add) in the stripe `stripe` (this thread's [`stripe_slot`], read once
+    /// for several counters).
+    #[inline]
+    pub(crate) fn add_in(&self, stripe: usize, counter: usize) {
+        if let Some(cell) = self.cell(stripe, counter) {
             cell.fetch_add(1, Relaxed);
         }
     }
 
+    /// Stripes (0 for no counters).
+    fn stripes(&self) -> usize {
+        self.cells.len().checked_div(self.lines).unwrap_or(0)
+    }
+
+    /// The counter's value over every stripe, each stripe's cell set back to 0.
+    pub(crate) fn take(&self, counter: usize) -> u64 {
+        (0..self.stripes())
+            .filter_map(|stripe| self.cell(stripe, counter))
+            .fold(0u64, |sum, cell| sum.saturating_add(cell.swap(0, Relaxed)))
+    }
+
+    /// Bytes of counters held.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.cells)
+    }
+
+    /// Where the counters start (tests: on a cache line).
+    #[cfg(test)]
+    pub(crate) fn start(&self) -> usize {
+        self.cells.as_ptr() as usize
+    }
+
     pub(crate) fn sum(&self, counter: usize) -> u64 {
-        (0..self.cells.len() / self.per.max(1))
-            .filter_map(|stripe| self.cells.get(stripe * self.per + counter))
+        (0..self.stripes())
+            .filter_map(|stripe| self.cell(stripe, counter))
             .fold(0u64, |sum, cell| sum.saturating_add(cell.load(Relaxed)))
     }
 }

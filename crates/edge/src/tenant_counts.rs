@@ -37,11 +37,8 @@ use arc_swap::ArcSwap;
 use netacl_eval::RuleIndex;
 use netacl_model::{AclId, AclSummary, Action, RequestScope, RuleScope, RuleSet};
 
-use crate::metrics::{scope_slot, stripe_count, stripe_slot, REQUEST_SCOPES, SCOPES};
+use crate::metrics::{scope_slot, stripe_slot, Stripes, REQUEST_SCOPES, SCOPES};
 use crate::tenants::TenantRouter;
-
-/// Counters in a cache line.
-const LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
 
 /// Counters per rule, after the [`SCOPES`] request counters: the requests it decided per
 /// request scope, its monitored matches, the connections it refused.
@@ -65,16 +62,6 @@ fn action_code(action: &Action) -> u8 {
     }
 }
 
-/// One cache line of counters, on a line boundary.
-#[repr(align(64))]
-struct Line([AtomicU64; LINE]);
-
-impl Line {
-    fn new() -> Self {
-        Line(std::array::from_fn(|_| AtomicU64::new(0)))
-    }
-}
-
 /// What a table knows of a rule (for its reports).
 struct CountedRule {
     id: AclId,
@@ -89,10 +76,8 @@ struct CountTable {
     rules: Box<[CountedRule]>,
     /// Positions in `rules`, sorted by id (a refused connection names its rule by id).
     by_id: Box<[u32]>,
-    /// Cache lines per stripe.
-    lines: usize,
-    /// `stripe_count()` stripes of `lines` lines each (none without rules).
-    cells: Box<[Line]>,
+    /// `stripe_count()` stripes of the counters (none without rules).
+    counts: Stripes,
 }
 
 impl CountTable {
@@ -114,40 +99,27 @@ impl CountTable {
             .collect();
         let mut by_id: Vec<u32> = (0..counted.len() as u32).collect();
         by_id.sort_by(|&a, &b| counted[a as usize].id.cmp(&counted[b as usize].id));
-        let lines = if counted.is_empty() {
+        let counters = if counted.is_empty() {
             0
         } else {
-            (SCOPES + counted.len() * PER_RULE).div_ceil(LINE)
+            SCOPES + counted.len() * PER_RULE
         };
         Self {
             version: rules.map_or(0, |r| r.version),
             rules: counted,
             by_id: by_id.into_boxed_slice(),
-            lines,
-            cells: (0..lines * stripe_count()).map(|_| Line::new()).collect(),
+            counts: Stripes::new(counters),
         }
-    }
-
-    #[inline]
-    fn cell(&self, stripe: usize, counter: usize) -> Option<&AtomicU64> {
-        self.cells
-            .get(stripe * self.lines + counter / LINE)
-            .map(|line| &line.0[counter % LINE])
     }
 
     #[inline]
     fn add(&self, stripe: usize, counter: usize) {
-        if let Some(cell) = self.cell(stripe, counter) {
-            cell.fetch_add(1, Relaxed);
-        }
+        self.counts.add_in(stripe, counter);
     }
 
     /// The counter's value over every stripe, each stripe's cell set back to 0.
     fn take(&self, counter: usize) -> u64 {
-        let stripes = self.cells.len().checked_div(self.lines).unwrap_or(0);
-        (0..stripes)
-            .filter_map(|stripe| self.cell(stripe, counter))
-            .fold(0u64, |sum, cell| sum.saturating_add(cell.swap(0, Relaxed)))
+        self.counts.take(counter)
     }
 
     /// Takes every rule's counts since the last take (see the module docs); appends those of
@@ -484,6 +456,7 @@ pub(crate) fn spawn_tenant_summaries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{stripe_count, Line};
 
     /// Rules `(id, priority, action, scope)`, the `n`-th matching client address `192.0.2.n`
     /// (from 1) alone.
@@ -660,8 +633,8 @@ mod tests {
             version: 1,
             acls: vec![],
         }));
-        assert_eq!(empty.table.load().cells.len(), 0);
-        assert_eq!(other.table.load().cells.len(), 0);
+        assert_eq!(empty.table.load().counts.bytes(), 0);
+        assert_eq!(other.table.load().counts.bytes(), 0);
         assert!(empty.record_at(0, RequestScope::Authentication, Some(0), std::iter::empty()));
         assert!(empty.take_summaries(Duration::from_secs(1)).is_empty());
         assert_ne!(empty.sample_key(), other.sample_key());
@@ -678,14 +651,9 @@ mod tests {
             ],
         );
         let table = CountTable::build(Some(&five));
-        assert_eq!(table.lines, 4);
-        assert_eq!(table.cells.len(), 4 * stripe_count());
+        assert_eq!(table.counts.bytes(), 4 * 64 * stripe_count());
         assert_eq!(std::mem::align_of::<Line>(), 64);
         assert_eq!(std::mem::size_of::<Line>(), 64);
-        assert_eq!(
-            table.cells.as_ptr() as usize % 64,
-            0,
-            "stripes start on a line"
-        );
+        assert_eq!(table.counts.start() % 64, 0, "stripes start on a line");
     }
 }
