@@ -97,14 +97,16 @@ pub(crate) fn validate_all(value: &Value) {
         Err(err) => {
             if let Some(material) = value.get("value").and_then(Value::as_str) {
                 let message = err.to_string();
-                // A refusal may quote the field it refuses (an `alg` that is no algorithm):
-                // the material counts as quoted only when no other field of the body holds
-                // it as well.
+                // A refusal may quote the field it refuses (an `alg` that is no algorithm, a
+                // property that is not allowed): the material counts as quoted only when no
+                // other field of the body, name or value, holds it as well.
                 let elsewhere = value.as_object().is_some_and(|fields| {
                     fields
                         .iter()
                         .filter(|(name, _)| name.as_str() != "value")
-                        .any(|(_, field)| field.to_string().contains(material))
+                        .any(|(name, field)| {
+                            name.contains(material) || field.to_string().contains(material)
+                        })
                 });
                 assert!(
                     material.len() < 8 || elsewhere || !message.contains(material),
