@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serve_support::{
     assert_preview_of, at_host, check_tenants_geo_rules, create_tenant, maxmind, preview_deleting,
-    summary_totals, tenant_cli, tenant_token, Answer, Server,
+    summary_totals, tenant_cli, tenant_token, tenant_token_when_served, Answer, Server,
 };
 
 /// The longest the test waits for a change to reach the edge (the server picks a tenant made
@@ -398,36 +398,8 @@ fn a_named_edge_restarted_is_the_same_edge_for_the_platform() {
     let operator_file = data.path().join("operator-token");
     let (alpha_id, alpha_secret) = create_tenant(data.path(), "alpha", "alpha.test");
     // The server picks a tenant the CLI made up within its 1 s poll.
-    let start = Instant::now();
-    let token_body = serde_json::json!({
-        "grant_type": "client_credentials",
-        "client_id": alpha_id,
-        "client_secret": alpha_secret,
-        "audience": "https://alpha.test/api/v2/",
-    });
-    let alpha = loop {
-        let answer = at_host(
-            server.addr,
-            "alpha.test",
-            "POST",
-            "/oauth/token",
-            None,
-            Some(&token_body),
-        );
-        if answer.status == 200 {
-            break answer.json()["access_token"]
-                .as_str()
-                .expect("access_token")
-                .to_owned();
-        }
-        assert!(
-            start.elapsed() < PICK_UP,
-            "{} {}",
-            answer.status,
-            answer.text
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let alpha =
+        tenant_token_when_served(server.addr, "alpha.test", &alpha_id, &alpha_secret, PICK_UP);
     let answer = at_host(
         server.addr,
         "alpha.test",

@@ -71,25 +71,7 @@ fn the_in_process_edge_enforces_each_tenant_by_host_and_drops_a_deleted_one() {
     assert_eq!(answer.text, "upstream");
 
     // A block rule in tenant alpha, written through alpha's host with alpha's own token.
-    let token_body = serde_json::json!({
-        "grant_type": "client_credentials",
-        "client_id": alpha_id,
-        "client_secret": alpha_secret,
-        "audience": "https://alpha.test/api/v2/",
-    });
-    let answer = at_host(
-        server.addr,
-        "alpha.test",
-        "POST",
-        "/oauth/token",
-        None,
-        Some(&token_body),
-    );
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    let token = answer.json()["access_token"]
-        .as_str()
-        .expect("access_token")
-        .to_owned();
+    let token = tenant_token(server.addr, "alpha.test", &alpha_id, &alpha_secret);
     let rule = cluster_support::block_rule(1, "127.0.0.1");
     let answer = at_host(
         server.addr,

@@ -489,20 +489,53 @@ pub fn create_tenant(data: &Path, name: &str, domain: &str) -> (String, String) 
     )
 }
 
-/// A token of the tenant client `id` (secret `secret`), asked on the tenant's `host`.
-pub fn tenant_token(server: SocketAddr, host: &str, id: &str, secret: &str) -> String {
+/// The answer to a client-credentials request of the tenant client `id` on the tenant's `host`.
+fn token_answer(server: SocketAddr, host: &str, id: &str, secret: &str) -> Answer {
     let body = serde_json::json!({
         "grant_type": "client_credentials",
         "client_id": id,
         "client_secret": secret,
         "audience": format!("https://{host}/api/v2/"),
     });
-    let answer = at_host(server, host, "POST", "/oauth/token", None, Some(&body));
+    at_host(server, host, "POST", "/oauth/token", None, Some(&body))
+}
+
+/// A token of the tenant client `id` (secret `secret`), asked on the tenant's `host`.
+pub fn tenant_token(server: SocketAddr, host: &str, id: &str, secret: &str) -> String {
+    let answer = token_answer(server, host, id, secret);
     assert_eq!(answer.status, 200, "{}", answer.text);
     answer.json()["access_token"]
         .as_str()
         .expect("access_token")
         .to_owned()
+}
+
+/// [`tenant_token`] for a tenant the CLI has just made: asked again until the server has
+/// picked the tenant and its client up (its store poll), for at most `within`.
+pub fn tenant_token_when_served(
+    server: SocketAddr,
+    host: &str,
+    id: &str,
+    secret: &str,
+    within: std::time::Duration,
+) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let answer = token_answer(server, host, id, secret);
+        if answer.status == 200 {
+            return answer.json()["access_token"]
+                .as_str()
+                .expect("access_token")
+                .to_owned();
+        }
+        assert!(
+            start.elapsed() < within,
+            "{} {}",
+            answer.status,
+            answer.text
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// The `acls_summary` events of the tenant of `host` (its log, read with `token`), summed per
