@@ -11,9 +11,9 @@
 //!   before and after the small tenants go into an edge's tenant table (the large ones are in
 //!   already; nothing the batch holds is freed during it), divided by their number.
 //! - `tenant_select_ns`: selecting the tenant by host ([`TenantRouter::select`]).
-//! - `compiled_ns_per_decision`: selection by host, the tenant's policy snapshot, the decision
-//!   (each host read from one buffer of the mix's hosts in request order, as a proxy reads it
-//!   from the request it has just parsed).
+//! - `compiled_ns_per_decision`: selection by host, the tenant's policy snapshot (from the host
+//!   table's entry), the decision (each host read from one buffer of the mix's hosts in
+//!   request order, as a proxy reads it from the request it has just parsed).
 //! - `single_tenant_ns_per_decision`: the same requests, each decided as a single-tenant edge
 //!   decides (one snapshot of its tenant's engine, the decision: what one edge per tenant
 //!   would pay), in the same rounds.
@@ -23,6 +23,10 @@
 //! - `change_enforced_p99_ms`: a rule change in one tenant (a block rule added) until the edge
 //!   decides a request by it: compile, install, select, decide; over `--change-samples`
 //!   changes to tenants drawn at random, p99 (and p50).
+//!
+//! The four per-request figures are timed in rounds (`--rounds`, the median reported), each
+//! round running them in another order and each after one pass untimed: each is timed in its
+//! own steady state, not in the cache the one before it left.
 //!
 //! With `--enrich` (and optionally `--geoip-city`/`--geoip-asn`; without them the databases of
 //! `netacl bench --enrich` are generated: 1,050,000 City-like and 200,000 ASN networks), the
@@ -185,7 +189,7 @@ fn decide_by_host(router: &TenantRouter, mix: &[(&str, Request<'_>)], passes: us
     for _ in 0..passes {
         for (host, request) in mix {
             black_box(router.with_tenant(black_box(host), |tenant| {
-                tenant.engine().snapshot().evaluate(black_box(request))
+                tenant.policy().evaluate(black_box(request))
             }));
         }
     }
@@ -238,7 +242,7 @@ fn decide_by_host_with_table(
                 table.prefetch(ip);
             }
             black_box(router.with_tenant(black_box(host), |tenant| {
-                let policy = tenant.engine().snapshot();
+                let policy = tenant.policy();
                 let request = match table {
                     Some(table) if names_geo(policy.needed_signals()) => table.enrich(*request),
                     _ => *request,
@@ -374,20 +378,25 @@ pub fn run(args: TenantsArgs) -> anyhow::Result<ExitCode> {
     let per = (passes * mix.len()) as f64;
     let (mut by_host, mut alone, mut select) = (Vec::new(), Vec::new(), Vec::new());
     let mut held = Vec::new();
-    // Alternating rounds, so that both see the same moments of a shared machine.
-    for _ in 0..rounds {
-        let t = Instant::now();
-        decide_by_host(&router, &mix, passes);
-        by_host.push(t.elapsed().as_secs_f64() * 1e9 / per);
-        let t = Instant::now();
-        decide_single_edge(&single_edge, passes);
-        alone.push(t.elapsed().as_secs_f64() * 1e9 / per);
-        let t = Instant::now();
-        decide_direct(&direct, passes);
-        held.push(t.elapsed().as_secs_f64() * 1e9 / per);
-        let t = Instant::now();
-        select_only(&router, &select_hosts, passes);
-        select.push(t.elapsed().as_secs_f64() * 1e9 / per);
+    // Alternating rounds, so that every variant sees the same moments of a shared machine,
+    // each round in another order; each variant's timed passes come after one pass untimed, so
+    // that it is timed in its own steady state and not in the cache the previous variant left
+    // (the decisions find their tenants' policies there, selection alone does not).
+    for round in 0..rounds {
+        for k in 0..4 {
+            let variant = (round + k) % 4;
+            let run = |passes: usize| match variant {
+                0 => decide_by_host(&router, &mix, passes),
+                1 => decide_single_edge(&single_edge, passes),
+                2 => decide_direct(&direct, passes),
+                _ => select_only(&router, &select_hosts, passes),
+            };
+            run(1);
+            let t = Instant::now();
+            run(passes);
+            let ns = t.elapsed().as_secs_f64() * 1e9 / per;
+            [&mut by_host, &mut alone, &mut held, &mut select][variant].push(ns);
+        }
     }
     let compiled_ns = median(by_host);
     let single_ns = median(alone);

@@ -779,7 +779,10 @@ impl Enforcer {
         }
         // One load: the same snapshot serves the enrichment, the decision and the ids (a guard:
         // no reference count written, nothing shared between cores).
-        let policy = tenant.map_or(&self.engine, |t| t.engine()).snapshot();
+        let policy = match tenant {
+            Some(t) => t.policy(),
+            None => self.engine.snapshot(),
+        };
         let tenant = tenant.map(|t| t.tenant());
         // Geo/ASN values: from the policy's own intervals (the evaluator reads them), from the
         // tenants' table, or (neither: a policy not enriched yet, no table built) looked up in

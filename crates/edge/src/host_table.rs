@@ -18,7 +18,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
 /// Host bytes held in the slot itself.
-pub(crate) const INLINE: usize = 80;
+pub(crate) const INLINE: usize = 72;
 
 /// One host and its value: 128 bytes, two cache lines aligned together.
 #[repr(C, align(128))]
@@ -97,6 +97,12 @@ fn ascii_lowercase(w: u64) -> u64 {
     let past_z = low + ONES * (0x80 - u64::from(b'Z') - 1);
     let capital = from_a & !past_z & !w & HIGH;
     w | (capital >> 2)
+}
+
+/// The bytes of one slot holding `V` (a table's memory is this times its slots).
+#[cfg(test)]
+pub(crate) const fn slot_bytes<V>() -> usize {
+    std::mem::size_of::<Slot<V>>()
 }
 
 impl<V: Clone> Clone for Slot<V> {
@@ -285,6 +291,8 @@ mod tests {
     #[test]
     fn a_slot_is_two_cache_lines() {
         assert_eq!(std::mem::size_of::<Slot<(Arc<u8>, Arc<u8>)>>(), 128);
+        // Three words of value still fit.
+        assert_eq!(std::mem::size_of::<Slot<(Arc<u8>, Arc<u8>, usize)>>(), 128);
         assert_eq!(std::mem::align_of::<Slot<(Arc<u8>, Arc<u8>)>>(), 128);
     }
 

@@ -11,8 +11,10 @@
 //! tenants it names (only those), then, when tenants were added or removed or their domains
 //! changed, builds the next table once (linear in the number of tenants), so loading 10,000
 //! tenants costs 10,000 compilations and one table, not 10,000 tables. A rule change in a
-//! tenant whose domains stay is installed in that tenant's engine alone; the table is not
-//! touched.
+//! tenant whose domains stay is installed in that tenant's engine and in the table's entries
+//! for its hosts (each entry holds the policy that decides its requests, so that a request
+//! reads one entry and then the policy, as a single-tenant edge reads its engine and then
+//! the policy); the table is not rebuilt.
 //!
 //! ```
 //! use netacl_edge::{TenantChange, TenantRouter};
@@ -228,6 +230,9 @@ pub struct TenantPolicy {
     id: Arc<str>,
     domains: Box<[Arc<str>]>,
     engine: Arc<Engine>,
+    /// Whether `engine` is fed by someone else ([`TenantRules::Follow`]); otherwise the router
+    /// alone installs its policies.
+    followed: bool,
     connection_rules: ArcSwap<ConnectionRules>,
     counters: Arc<TenantCounters>,
     /// Compilations of this tenant's rules (a rule change in another tenant never adds one).
@@ -257,7 +262,10 @@ impl TenantPolicy {
         self.domains.iter().map(|d| &**d)
     }
 
-    /// The engine holding its live policy.
+    /// The engine holding its live policy. Read it; change it only through
+    /// [`TenantRouter::apply`] (a policy installed in it directly would not reach the router's
+    /// host table, which serves a compiled tenant's requests), unless the tenant follows an
+    /// engine its caller feeds ([`TenantRules::Follow`]).
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
@@ -283,8 +291,9 @@ impl TenantPolicy {
     }
 
     /// Compiles `rules` with `managed` lists (and the keys signed-proxy rules are verified
-    /// with) and puts them in service for this tenant alone. On error nothing changes.
-    pub fn apply_rules(
+    /// with) and puts them in its engine. On error nothing changes. The router calls it and
+    /// then puts the policy in its host table (see [`Routed`]).
+    pub(crate) fn apply_rules(
         &self,
         rules: &RuleSet,
         managed: &Arc<ManagedIndex>,
@@ -457,20 +466,60 @@ pub struct ApplyReport {
     pub failed: Vec<TenantChangeError>,
 }
 
-/// A host's entry: its tenant and, beside it, the tenant's engine, so that a decision goes from
-/// the host table's slot to the engine (for the policy in service) without reading the
-/// tenant's own lines first.
-#[derive(Clone)]
+/// A host's entry: its tenant and the policy that decides its requests, so that a decision
+/// goes from the host table's slot to the policy, as a single-tenant edge goes from its engine
+/// to the policy: the slot takes the place of the engine instead of coming before it.
+///
+/// For a tenant whose rules the router compiles, the slot's policy is the one in service: the
+/// router installs every policy of that tenant itself, and in the same batch (under its
+/// writer lock, before [`TenantRouter::apply`] returns) puts it in every slot naming the
+/// tenant, in the table in service and in any table it builds (which copies it from the
+/// engine). A tenant that follows an engine fed by someone else (`netacl serve` in process,
+/// [`TenantRules::Follow`]) is decided from that engine's snapshot.
 struct Routed {
     tenant: Arc<TenantPolicy>,
-    engine: Arc<Engine>,
+    /// The engine of a tenant that follows an engine fed by someone else.
+    followed: Option<Arc<Engine>>,
+    /// The policy in service of a tenant whose rules the router compiles (a shared empty
+    /// policy, never read, for a followed engine).
+    policy: ArcSwap<CompiledPolicy>,
+}
+
+impl Clone for Routed {
+    fn clone(&self) -> Self {
+        Routed {
+            tenant: Arc::clone(&self.tenant),
+            followed: self.followed.clone(),
+            policy: ArcSwap::new(self.policy.load_full()),
+        }
+    }
+}
+
+/// The policy a [`Routed`] holds for a followed engine: one, shared, never read.
+fn unread_policy() -> Arc<CompiledPolicy> {
+    static UNREAD: std::sync::OnceLock<Arc<CompiledPolicy>> = std::sync::OnceLock::new();
+    Arc::clone(UNREAD.get_or_init(|| Arc::new(CompiledPolicy::empty())))
 }
 
 impl Routed {
+    /// The entry of `tenant`, its policy read from its engine (the writer lock held).
     fn new(tenant: &Arc<TenantPolicy>) -> Self {
+        let (followed, policy) = match tenant.followed {
+            true => (Some(Arc::clone(&tenant.engine)), unread_policy()),
+            false => (None, tenant.engine.policy()),
+        };
         Routed {
             tenant: Arc::clone(tenant),
-            engine: Arc::clone(&tenant.engine),
+            followed,
+            policy: ArcSwap::new(policy),
+        }
+    }
+
+    /// Puts the policy in service of the tenant's engine in this entry (the writer lock
+    /// held, after the router installed it).
+    fn refresh(&self) {
+        if self.followed.is_none() {
+            self.policy.store(self.tenant.engine.policy());
         }
     }
 }
@@ -489,44 +538,63 @@ impl TenantTable {
         }
     }
 
-    /// The tenant serving `host` (already trimmed by [`tenant_host`]), its engine's line
+    /// Puts `tenant`'s policy in service in every entry naming it (after the router installed
+    /// it, the writer lock held).
+    fn refresh(&self, tenant: &Arc<TenantPolicy>) {
+        for domain in tenant.domains.iter() {
+            if let Some(routed) = self.hosts.get(domain) {
+                if Arc::ptr_eq(&routed.tenant, tenant) {
+                    routed.refresh();
+                }
+            }
+        }
+    }
+
+    /// The tenant serving `host` (already trimmed by [`tenant_host`]); a followed engine's line
     /// requested on the way.
     #[inline]
     fn tenant(&self, host: &str) -> Option<SelectedTenant<'_>> {
         let routed = self.hosts.get(host)?;
-        routed.engine.prefetch();
-        Some(SelectedTenant {
-            tenant: &routed.tenant,
-            engine: &routed.engine,
-        })
+        if let Some(engine) = &routed.followed {
+            engine.prefetch();
+        }
+        Some(SelectedTenant { routed })
     }
 }
 
 /// The tenant a host selected, as the per-request path gets it: the tenant (its methods through
-/// `Deref`) and its engine, both read from the host table's slot, so that the decision reaches
-/// the engine without first reading the tenant's own lines.
+/// `Deref`) and the policy that decides its requests, read from the host table's slot.
 #[derive(Clone, Copy)]
 pub struct SelectedTenant<'t> {
-    tenant: &'t Arc<TenantPolicy>,
-    engine: &'t Arc<Engine>,
+    routed: &'t Routed,
 }
 
 impl<'t> SelectedTenant<'t> {
     /// The engine holding the tenant's live policy (the same as [`TenantPolicy::engine`]).
     pub fn engine(&self) -> &'t Arc<Engine> {
-        self.engine
+        &self.routed.tenant.engine
+    }
+
+    /// The tenant's policy in service, for one decision (one snapshot: no reference count
+    /// written, as [`Engine::snapshot`]).
+    #[inline]
+    pub fn policy(&self) -> arc_swap::Guard<Arc<CompiledPolicy>> {
+        match &self.routed.followed {
+            Some(engine) => engine.snapshot(),
+            None => self.routed.policy.load(),
+        }
     }
 
     /// The tenant itself.
     pub fn tenant(&self) -> &'t Arc<TenantPolicy> {
-        self.tenant
+        &self.routed.tenant
     }
 }
 
 impl std::ops::Deref for SelectedTenant<'_> {
     type Target = TenantPolicy;
     fn deref(&self) -> &TenantPolicy {
-        self.tenant
+        &self.routed.tenant
     }
 }
 
@@ -603,7 +671,10 @@ impl TenantRouter {
     /// Allocates nothing, takes no lock.
     pub fn select(&self, host: &str) -> Option<Arc<TenantPolicy>> {
         let host = tenant_host(host)?;
-        self.table.load().tenant(host).map(|t| Arc::clone(t.tenant))
+        self.table
+            .load()
+            .tenant(host)
+            .map(|t| Arc::clone(t.tenant()))
     }
 
     /// Calls `f` with the tenant serving `host` (as [`select`](Self::select), without touching
@@ -689,7 +760,7 @@ impl TenantRouter {
         };
         for given in [header, hosts.authority].into_iter().flatten() {
             match find(given) {
-                Some(t) if Arc::ptr_eq(t.tenant, chosen.tenant) => {}
+                Some(t) if Arc::ptr_eq(t.tenant(), chosen.tenant()) => {}
                 _ => return None,
             }
         }
@@ -752,7 +823,13 @@ impl TenantRouter {
                             next.insert(policy.id.clone(), Some(policy));
                             rebuild = true;
                         }
-                        Ok(None) => {}
+                        Ok(None) => {
+                            // Its rules alone changed: the table in service serves the new
+                            // policy from here on (a table this batch builds copies it).
+                            if let Some(e) = &existing {
+                                current.refresh(e);
+                            }
+                        }
                         Err(err) => report.failed.push(err),
                     }
                 }
@@ -820,21 +897,26 @@ impl TenantRouter {
                 Ok(Some(self.tenant_policy(
                     id,
                     domains,
-                    Arc::new(engine),
+                    (Arc::new(engine), false),
                     connection,
                     1,
                     counts,
                 )))
             }
             (TenantRules::Keep, existing) => {
-                let (engine, connection) = match existing {
-                    Some(e) => (e.engine.clone(), e.connection_rules.load_full()),
-                    None => (Arc::new(Engine::new()), empty_connection_rules(0)),
+                let (engine, followed, connection) = match existing {
+                    Some(e) => (e.engine.clone(), e.followed, e.connection_rules.load_full()),
+                    None => (Arc::new(Engine::new()), false, empty_connection_rules(0)),
                 };
                 let compiles = existing.map_or(0, |e| e.compiles());
                 let counts = TenantRuleCounts::carry(existing.map(|e| &e.rule_counts), None);
                 Ok(Some(self.tenant_policy(
-                    id, domains, engine, connection, compiles, counts,
+                    id,
+                    domains,
+                    (engine, followed),
+                    connection,
+                    compiles,
+                    counts,
                 )))
             }
             (TenantRules::Follow { engine, rules }, _) => {
@@ -851,7 +933,7 @@ impl TenantRouter {
                 Ok(Some(self.tenant_policy(
                     id,
                     domains,
-                    engine.clone(),
+                    (engine.clone(), true),
                     connection,
                     0,
                     counts,
@@ -864,7 +946,7 @@ impl TenantRouter {
         &self,
         id: &str,
         domains: Vec<Arc<str>>,
-        engine: Arc<Engine>,
+        (engine, followed): (Arc<Engine>, bool),
         connection: Arc<ConnectionRules>,
         compiles: u64,
         rule_counts: Arc<TenantRuleCounts>,
@@ -878,6 +960,7 @@ impl TenantRouter {
             id: Arc::from(id),
             domains: domains.into_boxed_slice(),
             engine,
+            followed,
             connection_rules: ArcSwap::new(connection),
             counters,
             compiles: AtomicU64::new(compiles),
@@ -1105,6 +1188,110 @@ mod tests {
         assert_eq!(b.engine().policy().version(), 1);
     }
 
+    /// The version a request for `host` is decided by, as the per-request path reads it.
+    fn decided_version(router: &TenantRouter, host: &str) -> Option<u64> {
+        router.with_tenant(host, |t| t.policy().version())
+    }
+
+    #[test]
+    fn the_host_table_serves_each_rule_change_at_once() {
+        let router = TenantRouter::new();
+        router.apply(vec![
+            TenantChange::put("a", ["a.example", "www.a.example"], empty(1)),
+            TenantChange::put("b", ["b.example"], empty(1)),
+        ]);
+        for version in 2..40 {
+            // Rules alone (the table stays), then rules with a tenant added or removed in the
+            // same batch (a new table), then two changes of one tenant in one batch.
+            let batch = match version % 3 {
+                0 => vec![TenantChange::put(
+                    "a",
+                    ["a.example", "www.a.example"],
+                    empty(version),
+                )],
+                1 => vec![
+                    TenantChange::put("a", ["a.example", "www.a.example"], empty(version)),
+                    TenantChange::put(
+                        &format!("c{version}"),
+                        [format!("c{version}.example")],
+                        empty(1),
+                    ),
+                ],
+                _ => vec![
+                    TenantChange::put("a", ["a.example", "www.a.example"], empty(version + 100)),
+                    TenantChange::remove(&format!("c{}", version - 1)),
+                    TenantChange::put("a", ["a.example", "www.a.example"], empty(version)),
+                ],
+            };
+            let report = router.apply(batch);
+            assert!(report.failed.is_empty(), "{:?}", report.failed);
+            for host in ["a.example", "WWW.A.example:443"] {
+                assert_eq!(decided_version(&router, host), Some(version), "{host}");
+            }
+            assert_eq!(decided_version(&router, "b.example"), Some(1));
+            assert_eq!(
+                router.tenant("a").unwrap().engine().policy().version(),
+                version
+            );
+        }
+        // New domains with new rules in one change: the old host names no tenant, the new
+        // one is decided by the new rules; then the rules change again, the table staying.
+        router.apply(vec![TenantChange::put("a", ["new.a.example"], empty(50))]);
+        assert_eq!(decided_version(&router, "a.example"), None);
+        assert_eq!(decided_version(&router, "new.a.example"), Some(50));
+        router.apply(vec![TenantChange::put("a", ["new.a.example"], empty(51))]);
+        assert_eq!(decided_version(&router, "new.a.example"), Some(51));
+        // Rules that do not compile (one rule twice) leave the policy in service, in the
+        // table too.
+        let mut bad = RuleSet::from_json(
+            &serde_json::json!([{
+                "id": netacl_model::AclId::from_random(7).to_string(), "description": "",
+                "active": true, "priority": 1,
+                "rule": {"action": {"block": true}, "scope": "tenant",
+                         "match": {"asns": [1]}},
+                "created_at": "2026-01-01T00:00:00.000Z",
+                "updated_at": "2026-01-01T00:00:00.000Z"
+            }]),
+            52,
+            &Limits::default(),
+        )
+        .unwrap();
+        bad.acls.push(bad.acls[0].clone());
+        let report = router.apply([TenantChange::put("a", ["new.a.example"], bad)]);
+        assert!(matches!(
+            report.failed.as_slice(),
+            [TenantChangeError::Compile { .. }]
+        ));
+        assert_eq!(decided_version(&router, "new.a.example"), Some(51));
+    }
+
+    #[test]
+    fn a_followed_engine_decides_as_its_feeder_installs() {
+        let router = TenantRouter::new();
+        let engine = Arc::new(Engine::new());
+        engine.publish(&empty(3)).unwrap();
+        let follow = |rules: TenantRules| TenantChange::Put {
+            id: "f".into(),
+            domains: vec!["f.example".into()],
+            rules,
+        };
+        router.apply([follow(TenantRules::Follow {
+            engine: Arc::clone(&engine),
+            rules: None,
+        })]);
+        assert_eq!(decided_version(&router, "f.example"), Some(3));
+        // Its feeder installs without telling the router: the next request sees it.
+        engine.publish(&empty(4)).unwrap();
+        assert_eq!(decided_version(&router, "f.example"), Some(4));
+        // Rules compiled by the router into a followed engine, and a change of domains that
+        // keeps the rules: still the engine's policy at each request.
+        router.apply([TenantChange::put("f", ["f.example"], empty(5))]);
+        assert_eq!(decided_version(&router, "f.example"), Some(5));
+        router.apply([follow(TenantRules::Keep)]);
+        engine.publish(&empty(6)).unwrap();
+        assert_eq!(decided_version(&router, "f.example"), Some(6));
+    }
+
     #[test]
     fn removal_and_domain_changes() {
         let router = TenantRouter::new();
@@ -1218,6 +1405,11 @@ mod tests {
         assert_eq!(pick(None, Some("b.example"), Some("a.example")), None);
         assert_eq!(pick(None, None, None), None);
         assert_eq!(pick(None, Some("c.example"), None), None);
+    }
+
+    #[test]
+    fn a_host_entry_is_one_pair_of_cache_lines() {
+        assert_eq!(crate::host_table::slot_bytes::<Routed>(), 128);
     }
 
     #[test]
