@@ -79,9 +79,10 @@ fn tenants(c: &mut Criterion) {
             b.iter(|| {
                 i = (i + 1) % digests.len();
                 let (host, request) = &digests[i];
-                black_box(p.router.with_tenant(black_box(host), |t| {
-                    t.policy().evaluate(black_box(request))
-                }))
+                black_box(
+                    p.router
+                        .with_tenant(black_box(host), |t| t.policy().evaluate(black_box(request))),
+                )
             })
         });
         group.bench_function(BenchmarkId::new("decide_policy_held", size), |b| {
