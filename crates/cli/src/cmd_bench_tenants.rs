@@ -527,11 +527,14 @@ fn time_rule_changes(
         let update = TenantChange::put(&g.id, [hosts[i].as_str()], rules);
         let t = Instant::now();
         let report = router.apply([&update]);
-        let decided = router.select(&hosts[i]).and_then(|tenant| {
-            let policy = tenant.engine().policy();
-            let decision = policy.evaluate(&request);
-            decision.rule().map(|r| policy.rule_id(r).clone())
-        });
+        // Decided as a request is: the host's entry, its policy.
+        let decided = router
+            .with_tenant(&hosts[i], |tenant| {
+                let policy = tenant.policy();
+                let decision = policy.evaluate(&request);
+                decision.rule().map(|r| policy.rule_id(r).clone())
+            })
+            .flatten();
         let elapsed = t.elapsed().as_secs_f64() * 1e3;
         anyhow::ensure!(
             report.failed.is_empty() && report.compiled == 1,
@@ -615,7 +618,7 @@ fn measure_geo(
     let mut naming = 0usize;
     for ((host, b), (_, g)) in bare.iter().zip(&given) {
         let same = router.with_tenant(host, |tenant| {
-            let policy = tenant.engine().policy();
+            let policy = tenant.policy();
             naming += usize::from(names_geo(policy.needed_signals()));
             let from_table = policy.evaluate(&in_service.table.enrich(*b));
             policy.outcome(&from_table) == policy.outcome(&policy.evaluate(g))

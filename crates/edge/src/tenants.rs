@@ -478,48 +478,47 @@ pub struct ApplyReport {
 /// [`TenantRules::Follow`]) is decided from that engine's snapshot.
 struct Routed {
     tenant: Arc<TenantPolicy>,
+    decides: Decides,
+}
+
+/// What decides a host's requests.
+enum Decides {
+    /// The policy in service of a tenant whose rules the router compiles.
+    Held(ArcSwap<CompiledPolicy>),
     /// The engine of a tenant that follows an engine fed by someone else.
-    followed: Option<Arc<Engine>>,
-    /// The policy in service of a tenant whose rules the router compiles (a shared empty
-    /// policy, never read, for a followed engine).
-    policy: ArcSwap<CompiledPolicy>,
+    Followed(Arc<Engine>),
 }
 
 impl Clone for Routed {
     fn clone(&self) -> Self {
         Routed {
             tenant: Arc::clone(&self.tenant),
-            followed: self.followed.clone(),
-            policy: ArcSwap::new(self.policy.load_full()),
+            decides: match &self.decides {
+                Decides::Held(policy) => Decides::Held(ArcSwap::new(policy.load_full())),
+                Decides::Followed(engine) => Decides::Followed(Arc::clone(engine)),
+            },
         }
     }
-}
-
-/// The policy a [`Routed`] holds for a followed engine: one, shared, never read.
-fn unread_policy() -> Arc<CompiledPolicy> {
-    static UNREAD: std::sync::OnceLock<Arc<CompiledPolicy>> = std::sync::OnceLock::new();
-    Arc::clone(UNREAD.get_or_init(|| Arc::new(CompiledPolicy::empty())))
 }
 
 impl Routed {
     /// The entry of `tenant`, its policy read from its engine (the writer lock held).
     fn new(tenant: &Arc<TenantPolicy>) -> Self {
-        let (followed, policy) = match tenant.followed {
-            true => (Some(Arc::clone(&tenant.engine)), unread_policy()),
-            false => (None, tenant.engine.policy()),
+        let decides = match tenant.followed {
+            true => Decides::Followed(Arc::clone(&tenant.engine)),
+            false => Decides::Held(ArcSwap::new(tenant.engine.policy())),
         };
         Routed {
             tenant: Arc::clone(tenant),
-            followed,
-            policy: ArcSwap::new(policy),
+            decides,
         }
     }
 
     /// Puts the policy in service of the tenant's engine in this entry (the writer lock
     /// held, after the router installed it).
     fn refresh(&self) {
-        if self.followed.is_none() {
-            self.policy.store(self.tenant.engine.policy());
+        if let Decides::Held(policy) = &self.decides {
+            policy.store(self.tenant.engine.policy());
         }
     }
 }
@@ -555,7 +554,7 @@ impl TenantTable {
     #[inline]
     fn tenant(&self, host: &str) -> Option<SelectedTenant<'_>> {
         let routed = self.hosts.get(host)?;
-        if let Some(engine) = &routed.followed {
+        if let Decides::Followed(engine) = &routed.decides {
             engine.prefetch();
         }
         Some(SelectedTenant { routed })
@@ -579,9 +578,9 @@ impl<'t> SelectedTenant<'t> {
     /// written, as [`Engine::snapshot`]).
     #[inline]
     pub fn policy(&self) -> arc_swap::Guard<Arc<CompiledPolicy>> {
-        match &self.routed.followed {
-            Some(engine) => engine.snapshot(),
-            None => self.routed.policy.load(),
+        match &self.routed.decides {
+            Decides::Held(policy) => policy.load(),
+            Decides::Followed(engine) => engine.snapshot(),
         }
     }
 
