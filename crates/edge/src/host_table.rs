@@ -49,22 +49,48 @@ impl<V> Slot<V> {
     #[inline]
     fn holds(&self, host: &str) -> bool {
         let bytes = host.as_bytes();
-        if self.len as usize != bytes.len() {
+        let n = bytes.len();
+        if self.len as usize != n {
             return false;
         }
-        let head = bytes.len().min(INLINE);
+        if !(8..=INLINE).contains(&n) {
+            return self.holds_rare(bytes);
+        }
+        // The words at 0, 8, ... before the last, then the last 8 bytes (overlapping the
+        // word before when the length is not a multiple of 8): every byte compared, no
+        // partial word to assemble. The stored bytes are read at the same offsets.
         let mut at = 0;
-        while at < head {
-            let stored = u64::from_le_bytes(self.inline[at..at + 8].try_into().unwrap_or([0; 8]));
-            if ascii_lowercase(word(&bytes[..head], at)) != stored {
+        while at + 8 < n {
+            if ascii_lowercase(read(bytes, at)) != read(&self.inline, at) {
                 return false;
             }
             at += 8;
+        }
+        ascii_lowercase(read(bytes, n - 8)) == read(&self.inline, n - 8)
+    }
+
+    /// [`holds`](Self::holds) for a host shorter than a word or longer than the inline bytes
+    /// (its length already compared).
+    #[cold]
+    #[inline(never)]
+    fn holds_rare(&self, bytes: &[u8]) -> bool {
+        let head = bytes.len().min(INLINE);
+        if !self.inline[..head].eq_ignore_ascii_case(&bytes[..head]) {
+            return false;
         }
         match &self.long {
             None => bytes.len() <= INLINE,
             Some(long) => long.as_bytes()[INLINE..].eq_ignore_ascii_case(&bytes[INLINE..]),
         }
+    }
+}
+
+/// The 8 bytes of `bytes` from `at` (`at + 8 <= bytes.len()`) as a little-endian word.
+#[inline(always)]
+fn read(bytes: &[u8], at: usize) -> u64 {
+    match bytes.get(at..at + 8).and_then(|b| b.first_chunk::<8>()) {
+        Some(chunk) => u64::from_le_bytes(*chunk),
+        None => 0,
     }
 }
 
@@ -164,17 +190,25 @@ impl<V> HostTable<V> {
 
     /// The keyed hash of `host` with its case folded, a word at a time (each byte ORed with
     /// 0x20: every case of a name hashes alike; a few other bytes fold together too, which the
-    /// exact comparison tells apart), never 0.
+    /// exact comparison tells apart), never 0. The words are those [`Slot::holds`] compares:
+    /// at 0, 8, ... before the last, then the last 8 bytes; a host shorter than a word is
+    /// hashed zero-padded.
     #[inline]
     fn hash(&self, host: &str) -> u64 {
         let bytes = host.as_bytes();
+        let n = bytes.len();
         let mut hasher = self.state.build_hasher();
-        let mut at = 0;
-        while at < bytes.len() {
-            hasher.write_u64(word(bytes, at) | (ONES * 0x20));
-            at += 8;
+        if n < 8 {
+            hasher.write_u64(word(bytes, 0) | (ONES * 0x20));
+        } else {
+            let mut at = 0;
+            while at + 8 < n {
+                hasher.write_u64(read(bytes, at) | (ONES * 0x20));
+                at += 8;
+            }
+            hasher.write_u64(read(bytes, n - 8) | (ONES * 0x20));
         }
-        hasher.write_usize(bytes.len());
+        hasher.write_usize(n);
         hasher.finish() | 1
     }
 
@@ -327,6 +361,46 @@ mod tests {
         assert_eq!(table.insert(&host(7).to_ascii_uppercase(), 70), Some(7));
         assert_eq!(table.get(&host(7)), Some(&70));
         assert_eq!(table.len(), 5_000);
+    }
+
+    #[test]
+    fn every_length_every_byte_position_and_case() {
+        // Every length from 1 to past the inline bytes: the host is found in any case, and a
+        // host differing from it in any one byte (or by one byte more or less) is not, whether
+        // the byte falls in a whole word, in the last word that overlaps the one before it, or
+        // past the inline bytes.
+        let mut table = HostTable::with_capacity(4);
+        let host = |n: usize| -> String {
+            (0..n)
+                .map(|i| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789.-"[(i * 7 + n) % 38]))
+                .collect()
+        };
+        for n in 1..=INLINE + 20 {
+            table.insert(&host(n), n);
+        }
+        for n in 1..=INLINE + 20 {
+            let h = host(n);
+            assert_eq!(table.get(&h), Some(&n), "{h}");
+            assert_eq!(table.get(&h.to_ascii_uppercase()), Some(&n), "{h}");
+            for at in 0..n {
+                let original = h.as_bytes()[at];
+                // Another letter or digit, and the byte that folds with it in the hash (bit
+                // 0x20 flipped: `a` and `A` are one name, `1` and `\x11` are not).
+                for changed in [if original == b'z' { b'y' } else { b'z' }, original ^ 0x20] {
+                    if changed.eq_ignore_ascii_case(&original) {
+                        continue;
+                    }
+                    let mut other = h.clone().into_bytes();
+                    other[at] = changed;
+                    let other = String::from_utf8(other).unwrap();
+                    assert_eq!(table.get(&other), None, "{h} changed at {at}: {other:?}");
+                }
+            }
+            assert_eq!(table.get(&format!("{h}a")), None, "{h}");
+            let shorter = table.get(&h[..n - 1]).copied();
+            let expected = (n > 1 && host(n - 1) == h[..n - 1]).then_some(n - 1);
+            assert_eq!(shorter, expected, "{h}");
+        }
     }
 
     #[test]

@@ -56,12 +56,13 @@ const MAX_HOST: usize = 253;
 /// The label value under which tenants without their own series are counted.
 pub const OTHER_TENANTS: &str = "_other";
 
-/// A host name as tenants are looked up by: surrounding blanks trimmed, the port removed
+/// A host name as tenants are looked up by: surrounding ASCII blanks trimmed (HTTP's optional
+/// white space; any other character is part of the name, which then names no tenant), the port removed
 /// (`acme.test:8443` → `acme.test`, `[2001:db8::1]:443` → `2001:db8::1`), one trailing dot
 /// removed. Case is left as it is (lookups ignore ASCII case). `None` for an empty or overlong
 /// name.
 pub fn tenant_host(value: &str) -> Option<&str> {
-    let value = value.trim();
+    let value = value.trim_ascii();
     let host = if let Some(rest) = value.strip_prefix('[') {
         rest.split_once(']').map(|(h, _)| h)?
     } else {
@@ -1106,6 +1107,10 @@ mod tests {
         assert_eq!(tenant_host("acme.test.:443"), Some("acme.test"));
         assert_eq!(tenant_host("[2001:db8::1]:443"), Some("2001:db8::1"));
         assert_eq!(tenant_host(" acme.test "), Some("acme.test"));
+        assert_eq!(tenant_host("\tacme.test\t"), Some("acme.test"));
+        // Only ASCII blanks are trimmed: a name with another space character around it is
+        // another name (which no tenant has).
+        assert_eq!(tenant_host("\u{a0}acme.test"), Some("\u{a0}acme.test"));
         assert_eq!(tenant_host(":80"), None);
         assert_eq!(tenant_host(""), None);
         assert_eq!(tenant_host("."), None);
