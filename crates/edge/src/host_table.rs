@@ -10,11 +10,20 @@
 //! lines, requested together, so a lookup is one memory access; a host longer than [`INLINE`]
 //! bytes (rare: most names are far shorter) also compares its rest, kept out of line.
 //!
+//! The slot's value usually points elsewhere (a tenant's policy), and that line is the next
+//! memory access, which could only start once the slot had arrived. So the table also keeps,
+//! by each host's first slot, a hint: the address of the line its value points to, recorded by
+//! the owner ([`HostTable::hint`]) and requested from the processor (a prefetch, never read)
+//! while the slot is read, so that the two accesses overlap. The hints are one word a slot, a
+//! small array that stays in cache where the slots do not. A hint is only a hint: hosts sharing
+//! a first slot share it (the last recorded wins), and a stale one costs only the request.
+//!
 //! Open addressing with linear probing, at most half full (a miss ends at the first empty
 //! slot, most probes read one slot). The hash is keyed (a per-table random seed), so hosts a
 //! client chooses cannot be made to collide. Lookups take no lock and allocate nothing.
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Host bytes held in the slot itself.
@@ -85,6 +94,19 @@ impl<V> Slot<V> {
     }
 }
 
+/// Requests the cache line holding `address` (0: none). Only a hint to the processor: nothing is
+/// read, and a stale address costs only the request.
+#[inline(always)]
+fn prefetch_address(address: usize) {
+    static ANCHOR: u8 = 0;
+    if address != 0 {
+        // `prefetch_index` forms its address by wrapping arithmetic from the slice's start and
+        // never reads it.
+        let anchor = std::ptr::addr_of!(ANCHOR) as usize;
+        prefetch_index::prefetch_index(std::slice::from_ref(&ANCHOR), address.wrapping_sub(anchor));
+    }
+}
+
 /// The 8 bytes of `bytes` from `at` (`at + 8 <= bytes.len()`) as a little-endian word.
 #[inline(always)]
 fn read(bytes: &[u8], at: usize) -> u64 {
@@ -148,6 +170,8 @@ impl<V: Clone> Clone for Slot<V> {
 pub(crate) struct HostTable<V> {
     state: foldhash::quality::RandomState,
     slots: Box<[Slot<V>]>,
+    /// By a host's first slot: an address to request while its slot is read.
+    hints: Box<[AtomicUsize]>,
     len: usize,
 }
 
@@ -156,6 +180,11 @@ impl<V: Clone> Clone for HostTable<V> {
         Self {
             state: self.state.clone(),
             slots: self.slots.clone(),
+            hints: self
+                .hints
+                .iter()
+                .map(|h| AtomicUsize::new(h.load(Relaxed)))
+                .collect(),
             len: self.len,
         }
     }
@@ -184,6 +213,7 @@ impl<V> HostTable<V> {
         Self {
             state,
             slots: (0..slots).map(|_| Slot::EMPTY).collect(),
+            hints: (0..slots).map(|_| AtomicUsize::new(0)).collect(),
             len: 0,
         }
     }
@@ -231,10 +261,18 @@ impl<V> HostTable<V> {
         }
     }
 
+    /// Records `address` as the line to request whenever `host` is looked up, while its slot
+    /// is read (a hint: hosts sharing a first slot share it, the last recorded wins).
+    pub(crate) fn hint(&self, host: &str, address: usize) {
+        let home = (self.hash(host) >> 7) as usize & self.mask();
+        self.hints[home].store(address, Relaxed);
+    }
+
     /// The value for `host` (any ASCII case).
     #[inline]
     pub(crate) fn get(&self, host: &str) -> Option<&V> {
         let hash = self.hash(host);
+        prefetch_address(self.hints[(hash >> 7) as usize & self.mask()].load(Relaxed));
         let slot = &self.slots[self.find(hash, host)];
         if slot.hash == 0 {
             return None;
@@ -284,6 +322,20 @@ impl<V> HostTable<V> {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The hint requested with `host`'s slot; `None` when another host of the table has the
+    /// same first slot (which of the two recorded it last is not this host's business).
+    #[cfg(test)]
+    pub(crate) fn hint_of(&self, host: &str) -> Option<usize> {
+        let home = |hash: u64| (hash >> 7) as usize & self.mask();
+        let mine = home(self.hash(host));
+        let sharing = self
+            .slots
+            .iter()
+            .filter(|s| s.hash != 0 && home(s.hash) == mine)
+            .count();
+        (sharing == 1).then(|| self.hints[mine].load(Relaxed))
     }
 }
 
