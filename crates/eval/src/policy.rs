@@ -414,37 +414,44 @@ pub(crate) struct Indexes {
 /// A rule set compiled into indexes: immutable, `Send + Sync`, evaluated in nanoseconds.
 ///
 /// Build it with [`CompiledPolicy::compile`]; the crate documentation explains the design.
+///
+/// Laid out in the order declared (`repr(C)`): what every evaluation reads first (the version,
+/// which signals are indexed and anchored, the rules' metadata and the rules without `match`,
+/// the postings) sits in the first cache lines, together, so that requesting the policy's
+/// first line (as the multi-tenant edge does while it reads the host's slot) brings most of it;
+/// the indexes follow, each read only for the signals a request carries.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct CompiledPolicy {
     pub(crate) version: u64,
-    pub(crate) meta: Vec<RuleMeta>,
-    pub(crate) ids: Vec<AclId>,
-    pub(crate) redirects: Vec<Option<Arc<str>>>,
-    /// Per request scope: active rules without `match` covering it, in order.
-    pub(crate) unanchored: [Vec<u32>; REQUEST_SCOPES],
-    pub(crate) postings: Postings,
-    pub(crate) indexes: Indexes,
-    /// The managed lists this policy was compiled against.
-    pub(crate) managed: Arc<ManagedIndex>,
-    /// Per mask of managed lists (see [`ManagedIndex`]): the posting of the rules naming any
-    /// of them, [`NONE`] when there is none.
-    pub(crate) managed_postings: [u32; MASKS],
-    pub(crate) needed: SignalSet,
     /// Signals that have a non-empty index.
     pub(crate) indexed: SignalSet,
+    pub(crate) needed: SignalSet,
     /// Per request scope: the signals some rule covering it is anchored on. Only these are
     /// probed up front; the others are probed when a candidate needs them.
     pub(crate) anchored: [u16; REQUEST_SCOPES],
+    pub(crate) meta: Vec<RuleMeta>,
+    /// Per request scope: active rules without `match` covering it, in order.
+    pub(crate) unanchored: [Vec<u32>; REQUEST_SCOPES],
+    pub(crate) postings: Postings,
+    /// Geo/ASN answers per client address, compiled from databases (see [`GeoIntervals`]).
+    pub(crate) geo: Option<Arc<GeoIntervals>>,
+    /// The managed lists this policy was compiled against.
+    pub(crate) managed: Arc<ManagedIndex>,
+    pub(crate) indexes: Indexes,
+    /// Per mask of managed lists (see [`ManagedIndex`]): the posting of the rules naming any
+    /// of them, [`NONE`] when there is none.
+    pub(crate) managed_postings: [u32; MASKS],
+    /// Per value id of `geo`, the postings of this policy's country, subdivision and ASN
+    /// indexes.
+    pub(crate) geo_postings: GeoPostings,
+    pub(crate) ids: Vec<AclId>,
+    pub(crate) redirects: Vec<Option<Arc<str>>>,
     pub(crate) stats: PolicyStats,
     /// Data an embedder swaps together with the rules (see [`CompiledPolicy::with_attachment`]).
     pub(crate) attachment: Option<Arc<dyn Any + Send + Sync>>,
     /// The countries, subdivisions and ASNs the active rules list.
     pub(crate) geo_values: Arc<GeoValues>,
-    /// Geo/ASN answers per client address, compiled from databases (see [`GeoIntervals`]).
-    pub(crate) geo: Option<Arc<GeoIntervals>>,
-    /// Per value id of `geo`, the postings of this policy's country, subdivision and ASN
-    /// indexes.
-    pub(crate) geo_postings: GeoPostings,
 }
 
 /// Inline capacity for the postings a request hits.
@@ -1084,5 +1091,30 @@ impl CompiledPolicy {
                 return Ok(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn what_every_evaluation_reads_first_is_in_the_first_three_cache_lines() {
+        let ends = [
+            offset_of!(CompiledPolicy, version) + size_of::<u64>(),
+            offset_of!(CompiledPolicy, indexed) + size_of::<SignalSet>(),
+            offset_of!(CompiledPolicy, needed) + size_of::<SignalSet>(),
+            offset_of!(CompiledPolicy, anchored) + size_of::<[u16; REQUEST_SCOPES]>(),
+            offset_of!(CompiledPolicy, meta) + size_of::<Vec<RuleMeta>>(),
+            offset_of!(CompiledPolicy, unanchored) + size_of::<[Vec<u32>; REQUEST_SCOPES]>(),
+            offset_of!(CompiledPolicy, postings) + size_of::<Postings>(),
+            offset_of!(CompiledPolicy, geo) + size_of::<Option<Arc<GeoIntervals>>>(),
+            offset_of!(CompiledPolicy, managed) + size_of::<Arc<ManagedIndex>>(),
+        ];
+        for end in ends {
+            assert!(end <= 3 * 64, "{ends:?}");
+        }
+        assert_eq!(offset_of!(CompiledPolicy, version), 0);
     }
 }
