@@ -14,9 +14,10 @@
 //! memory access, which could only start once the slot had arrived. So the table also keeps,
 //! by each host's first slot, a hint: the address of the line its value points to, recorded by
 //! the owner ([`HostTable::hint`]) and requested from the processor (a prefetch, never read)
-//! while the slot is read, so that the two accesses overlap. The hints are one word a slot, a
-//! small array that stays in cache where the slots do not. A hint is only a hint: hosts sharing
-//! a first slot share it (the last recorded wins), and a stale one costs only the request.
+//! while the slot is read, so that the two accesses overlap. The hints are one word a slot, an
+//! array sixteen times smaller than the slots and so far more often in cache. A hint is only a
+//! hint: hosts sharing a first slot share it (the last recorded wins), and a stale one costs
+//! only the request.
 //!
 //! Open addressing with linear probing, at most half full (a miss ends at the first empty
 //! slot, most probes read one slot). The hash is keyed (a per-table random seed), so hosts a

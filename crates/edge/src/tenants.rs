@@ -56,11 +56,11 @@ const MAX_HOST: usize = 253;
 /// The label value under which tenants without their own series are counted.
 pub const OTHER_TENANTS: &str = "_other";
 
-/// A host name as tenants are looked up by: surrounding ASCII blanks trimmed (HTTP's optional
-/// white space; any other character is part of the name, which then names no tenant), the port removed
-/// (`acme.test:8443` → `acme.test`, `[2001:db8::1]:443` → `2001:db8::1`), one trailing dot
-/// removed. Case is left as it is (lookups ignore ASCII case). `None` for an empty or overlong
-/// name.
+/// A host name as tenants are looked up by: surrounding ASCII white space trimmed (space, tab,
+/// CR, LF, form feed; any other character, a non-ASCII space included, is part of the name,
+/// which then names no tenant), the port removed (`acme.test:8443` → `acme.test`,
+/// `[2001:db8::1]:443` → `2001:db8::1`), one trailing dot removed. Case is left as it is
+/// (lookups ignore ASCII case). `None` for an empty or overlong name.
 pub fn tenant_host(value: &str) -> Option<&str> {
     let value = value.trim_ascii();
     let host = if let Some(rest) = value.strip_prefix('[') {
