@@ -1,8 +1,9 @@
 //! `netacl eval` and `netacl bench` through the real binary: the README's quick tour, the
 //! rule-file errors (exit status 2, naming the rule and the property path), request-line errors,
 //! the envelope form, the limit flags, and the bench's JSON report.
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod stdin_support;
+
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
@@ -31,23 +32,9 @@ fn write_rules(dir: &tempfile::TempDir, rules: &Value) -> std::path::PathBuf {
 }
 
 fn eval(rules: &std::path::Path, extra: &[&str], stdin: &str) -> Output {
-    let mut child = netacl()
-        .arg("eval")
-        .arg("--rules")
-        .arg(rules)
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn netacl eval");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write requests");
-    child.wait_with_output().expect("netacl eval")
+    let mut command = netacl();
+    command.arg("eval").arg("--rules").arg(rules).args(extra);
+    stdin_support::run_with_stdin(command, stdin)
 }
 
 fn lines(output: &Output) -> Vec<Value> {

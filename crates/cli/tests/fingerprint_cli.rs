@@ -1,8 +1,9 @@
 //! `netacl fingerprint` through the real binary.
 
-use std::io::Write;
+mod stdin_support;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -19,22 +20,9 @@ fn vectors(path: PathBuf) -> Vec<serde_json::Value> {
 }
 
 fn run(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netacl"))
-        .arg("fingerprint")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_owned();
-    let writer = std::thread::spawn(move || {
-        pipe.write_all(input.as_bytes()).unwrap();
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    output
+    let mut command = Command::new(env!("CARGO_BIN_EXE_netacl"));
+    command.arg("fingerprint").args(args);
+    stdin_support::run_with_stdin(command, stdin)
 }
 
 fn output_lines(output: &Output) -> Vec<serde_json::Value> {

@@ -3,8 +3,9 @@
 //! never a crash); a request line nested 50,000 deep, or given as a JSON array (serde's
 //! positional form of a struct), is an `{"error": ...}` line and the lines after it are
 //! evaluated.
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod stdin_support;
+
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
@@ -15,20 +16,9 @@ fn netacl() -> Command {
 }
 
 fn run(args: &[&std::ffi::OsStr], stdin: &str) -> Output {
-    let mut child = netacl()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn netacl");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("netacl")
+    let mut command = netacl();
+    command.args(args);
+    stdin_support::run_with_stdin(command, stdin)
 }
 
 fn nested_arrays(depth: usize) -> String {
