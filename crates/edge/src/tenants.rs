@@ -572,14 +572,12 @@ impl TenantTable {
         self
     }
 
-    /// The tenant serving `host` (already trimmed by [`tenant_host`]); a followed engine's line
-    /// requested on the way.
+    /// The tenant serving `host` (already trimmed by [`tenant_host`]). The line its decision
+    /// reads next (the policy, or the followed engine) was requested with the host's slot, from
+    /// the slot's hint.
     #[inline]
     fn tenant(&self, host: &str) -> Option<SelectedTenant<'_>> {
         let routed = self.hosts.get(host)?;
-        if let Decides::Followed(engine) = &routed.decides {
-            engine.prefetch();
-        }
         Some(SelectedTenant { routed })
     }
 }
