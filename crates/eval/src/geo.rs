@@ -2,10 +2,14 @@
 //!
 //! For a given pair of databases, the country, first subdivision and ASN of a client address
 //! are a property of the address: the networks that carry a value some rule lists form address
-//! intervals. [`GeoIntervals`] holds them (adjacent networks with the same answer merged) in the
-//! interval tables the evaluator uses for the client address, so that a decision answers its
-//! geo/ASN conditions with one more address lookup (prefetched together with the client-address
-//! lookup when the evaluation begins) instead of a walk through the databases' search trees.
+//! intervals. [`GeoIntervals`] holds them (adjacent networks with the same answer merged) in
+//! address tables, so that a decision answers its geo/ASN conditions with one more address
+//! lookup (prefetched together with the client-address lookup when the evaluation begins)
+//! instead of a walk through the databases' search trees. A large IPv4 table is laid out in
+//! aligned units with a byte per range (the `units` module: a policy's answers take few
+//! distinct values), a few megabytes for a million networks, so that the lookup of a
+//! never-seen address mostly finds its line in the last-level cache; the others use the
+//! interval tables of the client-address index.
 //!
 //! This crate does not read databases: whoever does (`netacl-edge`'s `geo` module, for
 //! MaxMind files) walks their networks once, keeps those whose values
@@ -45,6 +49,7 @@ use crate::hash::short_key_caseless;
 use crate::lines::{LineTable, Width};
 use crate::range::RangeTable;
 use crate::request::{v4_bits, Request};
+use crate::units::UnitTable;
 
 /// What the databases say about an address: the values the geo/ASN signals take. A field is
 /// `None` when the address is absent from the database, no database gives it, or the record
@@ -436,6 +441,8 @@ enum V4Intervals {
     Ranges(RangeTable<u32>),
     /// One cache line per block of addresses (large tables of small values).
     Lines(LineTable),
+    /// Aligned units with one-byte values (large tables of a policy's few values).
+    Units(UnitTable),
 }
 
 impl Default for V4Intervals {
@@ -448,14 +455,20 @@ impl Default for V4Intervals {
 const LINES_MIN: usize = 1 << 14;
 
 impl AddressIntervals {
-    /// The tables of disjoint, sorted ranges.
+    /// The tables of disjoint, sorted ranges; a large IPv4 table laid out in aligned units
+    /// ([`UnitTable`]: a policy's intervals take few distinct values, a byte each).
     pub(crate) fn build(
         v4: Vec<(u32, u32, u32)>,
         v6: Vec<(u128, u128, u32)>,
         aliases: Vec<(u128, u8)>,
     ) -> Self {
+        let v4 = if v4.len() >= LINES_MIN {
+            V4Intervals::Units(UnitTable::build(&v4))
+        } else {
+            V4Intervals::Ranges(RangeTable::build(v4))
+        };
         AddressIntervals {
-            v4: V4Intervals::Ranges(RangeTable::build(v4)),
+            v4,
             v6: RangeTable::build(v6),
             aliases,
         }
@@ -505,6 +518,7 @@ impl AddressIntervals {
         match (self.key(ip), &self.v4) {
             (Ok(a), V4Intervals::Ranges(v4)) => v4.prefetch(a),
             (Ok(a), V4Intervals::Lines(v4)) => v4.prefetch(a),
+            (Ok(a), V4Intervals::Units(v4)) => v4.prefetch(a),
             (Err(a), _) => self.v6.prefetch(a),
         }
     }
@@ -516,6 +530,7 @@ impl AddressIntervals {
         match (self.key(ip), &self.v4) {
             (Ok(a), V4Intervals::Ranges(v4)) => v4.innermost(a).0,
             (Ok(a), V4Intervals::Lines(v4)) => v4.get(a),
+            (Ok(a), V4Intervals::Units(v4)) => v4.get(a),
             (Err(a), _) => self.v6.innermost(a).0,
         }
     }
@@ -523,7 +538,7 @@ impl AddressIntervals {
     /// IPv4 lines whose ranges did not fit in them (0 unless laid out in lines).
     pub(crate) fn spilled_lines(&self) -> usize {
         match &self.v4 {
-            V4Intervals::Ranges(_) => 0,
+            V4Intervals::Ranges(_) | V4Intervals::Units(_) => 0,
             V4Intervals::Lines(v4) => v4.spilled_lines(),
         }
     }
@@ -533,6 +548,7 @@ impl AddressIntervals {
         let v4 = match &self.v4 {
             V4Intervals::Ranges(v4) => v4.bytes(),
             V4Intervals::Lines(v4) => v4.bytes(),
+            V4Intervals::Units(v4) => v4.bytes(),
         };
         v4 + self.v6.bytes() + self.aliases.capacity() * 32
     }

@@ -177,6 +177,7 @@ pub mod reference;
 mod request;
 mod search;
 pub mod synthetic;
+mod units;
 mod useragent;
 
 pub use compile::CompileError;
