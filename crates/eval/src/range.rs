@@ -832,7 +832,7 @@ mod tests {
     fn a_large_fenced_table_prefetches_its_groups() {
         let nets: Vec<(u128, u128, u32)> = (0..6_000u32)
             .map(|i| {
-                let first = (0x2a00u128 << 112) | (u128::from(i) * 3 << 80);
+                let first = (0x2a00u128 << 112) | ((u128::from(i) * 3) << 80);
                 (first, first | ((1u128 << 80) - 1), i)
             })
             .collect();
