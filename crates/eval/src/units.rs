@@ -369,6 +369,47 @@ mod tests {
         assert!(fallback_regions >= 2, "{fallback_regions}");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(48))]
+
+        /// Range boundaries of random alignment (mostly coarse, some fine), spread over the
+        /// space or crowded into a few regions, values from few or many: the table answers as
+        /// a search.
+        #[test]
+        fn random_boundaries_answer_as_a_search(
+            seed: u64,
+            cuts in 1usize..4_000,
+            align in 0u32..20,
+            distinct in 1u64..2_000,
+            crowded: bool,
+        ) {
+            let mut rng = Rng::new(seed);
+            let regions = 1 + rng.below(4) as u32;
+            let mut points: Vec<u32> = (0..cuts)
+                .map(|_| {
+                    let bits = if rng.below(50) == 0 { rng.below(8) as u32 } else { align };
+                    let point = if crowded {
+                        (rng.below(u64::from(regions)) as u32 * 0x0131_0000)
+                            .wrapping_add(rng.below(1 << 20) as u32)
+                    } else {
+                        rng.next_u64() as u32
+                    };
+                    point & (u32::MAX << bits)
+                })
+                .collect();
+            points.sort_unstable();
+            points.dedup();
+            let ranges: Vec<(u32, u32, u32)> = points
+                .windows(2)
+                .filter_map(|w| {
+                    let value = rng.below(3 * distinct);
+                    (value < 2 * distinct).then(|| (w[0], w[1] - 1, (value / 2) as u32))
+                })
+                .collect();
+            check(&ranges, &mut rng);
+        }
+    }
+
     #[test]
     fn empty_and_single_tables() {
         let mut rng = Rng::new(1);
