@@ -604,11 +604,7 @@ impl<A: Address> RangeTable<A> {
                 }
                 (entry as usize, (table[high + 1] & INTERVAL) as usize)
             }
-            FirstLevel::Fences(fences) => {
-                let j = partition_point(fences, |&f| f <= address).saturating_sub(1);
-                let lo = j * FENCE_STRIDE;
-                (lo, (lo + FENCE_STRIDE).min(self.intervals.len() - 1))
-            }
+            FirstLevel::Fences(fences) => self.fenced_group(fences, address),
         };
         let index = lo + partition_point(&self.intervals[lo + 1..=hi], |i| i.start <= address);
         let interval = self.intervals[index];
@@ -629,17 +625,24 @@ impl<A: Address> RangeTable<A> {
             // A large IPv6 table: the fences stay in cache, the group of intervals they lead
             // to does not. Its lines are requested now, so the search finds them arriving.
             FirstLevel::Fences(fences) if self.intervals.len() >= FENCES_PREFETCH_MIN => {
-                let j = partition_point(fences, |&f| f <= address).saturating_sub(1);
-                let lo = j * FENCE_STRIDE;
+                let (lo, hi) = self.fenced_group(fences, address);
                 let per_line = (64 / std::mem::size_of::<Interval<A>>()).max(1);
-                let end = (lo + FENCE_STRIDE + 1).min(self.intervals.len());
-                for k in (lo..end).step_by(per_line) {
+                for k in (lo..=hi).step_by(per_line) {
                     prefetch_index::prefetch_index(&self.intervals, k);
                 }
             }
             // The other layouts are small enough to stay in cache.
             FirstLevel::Direct { .. } | FirstLevel::None | FirstLevel::Fences(_) => {}
         }
+    }
+
+    /// The intervals `lo..=hi` among which a fenced lookup of `address` searches (and whose
+    /// lines the prefetch requests).
+    #[inline(always)]
+    fn fenced_group(&self, fences: &[A], address: A) -> (usize, usize) {
+        let j = partition_point(fences, |&f| f <= address).saturating_sub(1);
+        let lo = j * FENCE_STRIDE;
+        (lo, (lo + FENCE_STRIDE).min(self.intervals.len() - 1))
     }
 
     /// The network node `index`.
@@ -826,8 +829,9 @@ mod tests {
         }
     }
 
-    /// A fenced IPv6 table large enough to prefetch its groups: prefetching any address (the
-    /// ends of the space, every boundary) is harmless, and lookups answer as a search.
+    /// A fenced IPv6 table large enough to prefetch its groups: for any address (the ends of
+    /// the space, every boundary) the group whose lines the prefetch requests holds the
+    /// interval the lookup finds, prefetching is harmless, and lookups answer as a search.
     #[test]
     fn a_large_fenced_table_prefetches_its_groups() {
         let nets: Vec<(u128, u128, u32)> = (0..6_000u32)
@@ -837,13 +841,22 @@ mod tests {
             })
             .collect();
         let table = RangeTable::build(nets.clone());
-        assert!(matches!(table.first, FirstLevel::Fences(_)));
         assert!(table.intervals() >= FENCES_PREFETCH_MIN);
         let mut probes = vec![0, u128::MAX];
         for &(first, last, _) in &nets {
             probes.extend([first - 1, first, last, last + 1]);
         }
+        let FirstLevel::Fences(fences) = &table.first else {
+            panic!("expected fences");
+        };
         for a in probes {
+            let (lo, hi) = table.fenced_group(fences, a);
+            let holding = table.intervals.partition_point(|i| i.start <= a) - 1;
+            assert!(
+                (lo..=hi).contains(&holding),
+                "{a:#x}: {holding} not in {lo}..={hi}"
+            );
+            assert!(hi - lo <= FENCE_STRIDE);
             table.prefetch(a);
             let expected = nets
                 .iter()
