@@ -64,6 +64,33 @@ impl Width {
     }
 }
 
+/// The elementary intervals of disjoint, sorted IPv4 ranges `(first, last, value)`: the
+/// address space cut where the value changes, `starts[i]..starts[i + 1]` holding `values[i]`
+/// (`NONE` in a gap). `starts[0]` is 0; neighbours never hold the same value.
+pub(crate) fn elementary_intervals(ranges: &[(u32, u32, u32)]) -> (Vec<u32>, Vec<u32>) {
+    let mut starts: Vec<u32> = Vec::with_capacity(2 * ranges.len() + 1);
+    let mut values: Vec<u32> = Vec::with_capacity(2 * ranges.len() + 1);
+    starts.push(0);
+    values.push(NONE);
+    let mut push = |start: u32, value: u32| {
+        if starts.last() == Some(&start) {
+            if let Some(last) = values.last_mut() {
+                *last = value;
+            }
+        } else if values.last() != Some(&value) {
+            starts.push(start);
+            values.push(value);
+        }
+    };
+    for &(first, last, value) in ranges {
+        push(first, value);
+        if let Some(next) = last.checked_add(1) {
+            push(next, NONE);
+        }
+    }
+    (starts, values)
+}
+
 /// Disjoint IPv4 ranges, each with a value (see the module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct LineTable {
@@ -80,27 +107,7 @@ impl LineTable {
     /// The table of `ranges`: `(first, last, value)`, sorted, disjoint, no value `NONE` (and,
     /// for [`Width::U16`], none from `u16::MAX` on).
     pub(crate) fn build(ranges: &[(u32, u32, u32)], width: Width) -> Self {
-        // The elementary intervals: `starts[i]..starts[i + 1]` has `values[i]`.
-        let mut starts: Vec<u32> = Vec::with_capacity(2 * ranges.len() + 1);
-        let mut values: Vec<u32> = Vec::with_capacity(2 * ranges.len() + 1);
-        starts.push(0);
-        values.push(NONE);
-        let mut push = |start: u32, value: u32| {
-            if starts.last() == Some(&start) {
-                if let Some(last) = values.last_mut() {
-                    *last = value;
-                }
-            } else if values.last() != Some(&value) {
-                starts.push(start);
-                values.push(value);
-            }
-        };
-        for &(first, last, value) in ranges {
-            push(first, value);
-            if let Some(next) = last.checked_add(1) {
-                push(next, NONE);
-            }
-        }
+        let (starts, values) = elementary_intervals(ranges);
         let bits = Self::choose_bits(&starts, width.per_line());
         let shift = 32 - bits;
         let mut lines = vec![0u8; LINE << bits];

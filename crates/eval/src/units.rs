@@ -16,6 +16,7 @@
 //! among the common ones) is answered by a [`RangeTable`] of those ranges, which the region's
 //! entry or the line's escape byte sends the lookup to.
 
+use crate::lines::elementary_intervals;
 use crate::pages::PageBytes;
 use crate::range::{RangeTable, NONE};
 
@@ -62,23 +63,7 @@ pub(crate) struct UnitTable {
 impl UnitTable {
     /// The table of `ranges`: `(first, last, value)`, sorted, disjoint, no value `NONE`.
     pub(crate) fn build(ranges: &[(u32, u32, u32)]) -> Self {
-        // The elementary intervals: where each begins and its value (NONE in a gap).
-        let mut starts = vec![0u32];
-        let mut values = vec![NONE];
-        for &(first, last, value) in ranges {
-            if starts.last() == Some(&first) {
-                if let Some(v) = values.last_mut() {
-                    *v = value;
-                }
-            } else {
-                starts.push(first);
-                values.push(value);
-            }
-            if let Some(next) = last.checked_add(1) {
-                starts.push(next);
-                values.push(NONE);
-            }
-        }
+        let (starts, values) = elementary_intervals(ranges);
 
         // First pass: how each region is answered, and how often each value is met in the
         // regions laid out in units.
@@ -296,6 +281,7 @@ mod tests {
     fn check(ranges: &[(u32, u32, u32)], rng: &mut Rng) -> UnitTable {
         let table = UnitTable::build(ranges);
         for address in probes(ranges, rng) {
+            table.prefetch(address);
             assert_eq!(
                 table.get(address),
                 search(ranges, address),
