@@ -26,6 +26,10 @@ if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]
 fi
 echo "fuzz: cargo-fuzz ready after $((SECONDS - started)) s"
 
+# fuzz/ is its own workspace with its own lock: a stale fuzz/Cargo.lock (a crate the targets now
+# link missing from it) fails here, so the advisory audit never reads an old lock.
+cargo metadata --locked --format-version 1 --manifest-path fuzz/Cargo.toml >/dev/null
+
 # The same flags for build and run, or `cargo fuzz run` would build again.
 flags=(--fuzz-dir fuzz --release --debug-assertions --sanitizer address)
 timeout 1500 cargo fuzz build "${flags[@]}"
