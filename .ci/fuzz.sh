@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of fuzz/ (cargo-fuzz, libFuzzer, AddressSanitizer) for a bounded time
 # and fails on any crash, leak, timeout or out-of-memory (run by .ci/run; by hand:
-# `bash .ci/fuzz.sh`, or one target as the README's Security section says).
+# `bash .ci/fuzz.sh`, or one target as the book's "Fuzzing" says).
 #
 # - Installs cargo-fuzz (pinned, --locked) unless that version is already on PATH.
 # - Builds all targets once (release, debug assertions, ASan), on stable through
