@@ -134,19 +134,38 @@ def heading_ids(text: str) -> set:
     return ids
 
 
+def blocks(text: str):
+    """Yields (first line number, text) for each run of non-blank lines outside code blocks, so
+    that a link wrapped over two lines is found whole."""
+    start, lines, previous = None, [], None
+    for number, line in outside_code(text):
+        if not line.strip() or (previous is not None and number != previous + 1):
+            if lines:
+                yield start, "\n".join(lines)
+            start, lines = None, []
+        if line.strip():
+            if start is None:
+                start = number
+            lines.append(line)
+        previous = number
+    if lines:
+        yield start, "\n".join(lines)
+
+
 def links(text: str):
     """Yields (line number, destination) for every link, image and reference definition."""
-    for number, line in outside_code(text):
-        definition = REFERENCE_DEF.match(line)
-        if definition:
-            yield number, definition.group(1)
-            continue
-        plain = CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+    for first, block in blocks(text):
+        for offset, line in enumerate(block.split("\n")):
+            definition = REFERENCE_DEF.match(line)
+            if definition:
+                yield first + offset, definition.group(1)
+        # code spans blanked out (same length, newlines kept) so that their text is no link
+        plain = CODE_SPAN.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), block)
         for match in INLINE_LINK.finditer(plain):
             dest = match.group(2)
             if dest.startswith("<") and dest.endswith(">"):
                 dest = dest[1:-1]
-            yield number, dest
+            yield first + plain.count("\n", 0, match.start()), dest
 
 
 def rel(path: Path) -> str:
