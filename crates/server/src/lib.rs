@@ -58,14 +58,8 @@
 //!
 //! # Bodies
 //!
-//! `application/json`, or `application/x-www-form-urlencoded` where the public API takes forms.
-//! A form carries nested properties with bracketed keys (`rule[action][block]=true`,
-//! `rule[match][ipv4_cidrs][]=192.0.2.0/24`, `[]` appending an array item), or the whole `rule`
-//! as JSON text (`rule={"action":...}`). Values are coerced by position only: `true`/`false`
-//! where the schema has a boolean (`active`, the actions), decimal integers where it has an
-//! integer (`priority`, `asns` items); everything else stays a string, so a wrong type is
-//! reported by the validator with its property path. Any other content type is a 415; a body
-//! over the configured limit a 413; both with the error body.
+//! JSON, or forms where the public API takes them: the book's "Bodies and forms" chapter
+//! (`docs/src/api/bodies.md`) is the one statement of the rules.
 //!
 //! # Several nodes
 //!
