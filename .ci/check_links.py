@@ -10,7 +10,9 @@ Run by .ci/book.sh; by hand: `python3 .ci/check_links.py [--html target/book]`.
   heading's text (inline code, emphasis and links reduced to their text, HTML tags and the
   entities &lt; &gt; &amp; &quot; &#39; dropped), trimmed; then every alphanumeric character
   (ASCII lowercased), `_` and `-` kept, every white-space character made a `-`, everything else
-  dropped; a repeated id on one page gets `-1`, `-2`, ...
+  dropped; a repeated id on one page gets `-1`, `-2`, ... (Checked against mdbook 0.4.52's
+  pages: the same id for each of the book's headings, and for repeats, `&`, quotes, tags,
+  emphasis, links, `8.x` and non-ASCII letters in a heading.)
 - `{{#include FILE}}` and `{{#include FILE:ANCHOR}}` are expanded as mdBook expands them, so the
   headings and links of included text count for the chapter that includes it.
 - Every relative link of README.md names an existing file of the repository; into a markdown
