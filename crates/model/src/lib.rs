@@ -105,6 +105,7 @@ mod schema;
 mod scope;
 mod summary;
 mod timestamp;
+mod trusted_proxies;
 mod validate;
 
 pub use acl::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority, RuleSet};
@@ -143,3 +144,4 @@ pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
 pub use summary::{AclSummary, MAX_SUMMARY_INTERVAL_S, SUMMARY_ACTIONS};
 pub use timestamp::Timestamp;
+pub use trusted_proxies::{TrustedProxies, TrustedProxyError};
