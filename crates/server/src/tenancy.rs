@@ -146,6 +146,8 @@ pub(crate) struct Registry {
     follow_rules: std::sync::atomic::AtomicBool,
     /// Every tenant's changes, for the operator's tenants watch.
     feed: Arc<crate::tenant_feed::ChangeFeed>,
+    /// The console's sessions: a tenant no longer served loses its sessions at once.
+    sessions: Arc<crate::console::Sessions>,
 }
 
 /// The hosts that select the default tenant: its configured domain without the port.
@@ -172,6 +174,7 @@ impl Registry {
         store: Arc<dyn Store>,
         kek: Arc<Kek>,
         default: AppState,
+        sessions: Arc<crate::console::Sessions>,
     ) -> Result<Arc<Self>, StartError> {
         let generation = store.tenants_generation().await?;
         let mut table = Table {
@@ -211,6 +214,7 @@ impl Registry {
             changes: tokio::sync::Mutex::new(()),
             follow_rules: std::sync::atomic::AtomicBool::new(false),
             feed: crate::tenant_feed::ChangeFeed::new(),
+            sessions,
         });
         registry.publish();
         crate::tenant_feed::follow(&registry, Arc::clone(&registry.feed));
@@ -332,7 +336,7 @@ impl Registry {
     }
 
     /// Stops serving a tenant (deleted): its hosts answer 421 from now on, its tokens select
-    /// no tenant.
+    /// no tenant, its console sessions are gone.
     pub(crate) async fn remove(&self, id: &TenantId) {
         let _guard = self.changes.lock().await;
         self.remove_locked(id);
@@ -356,7 +360,8 @@ impl Registry {
             generation: current.generation,
         }));
         self.publish();
-        tracing::info!(tenant = %id, "tenant no longer served");
+        let sessions = self.sessions.drop_tenant(id);
+        tracing::info!(tenant = %id, console_sessions = sessions, "tenant no longer served");
     }
 
     /// Catches tenant `id` up with the store now (another node announced a change of its
