@@ -10,6 +10,9 @@
 //! - As soon as another tenant exists, routing is strict: a host that is no tenant's domain, or
 //!   a request without a host, is refused with `421 Misdirected Request` and one fixed body
 //!   (`errorCode: unknown_host`) before any other work; a malformed host is a `400`.
+//! - Whatever the number of tenants, a request naming two hosts (two `Host` headers, or a
+//!   `Host` and a URI authority that differ) is refused with `421` (`errorCode:
+//!   ambiguous_host`), as the edge refuses it: a proxy in front could route by the other one.
 //! - Tenants are loaded at start and added or removed at run time (the operator API, and a poll
 //!   of the store's tenants generation for the CLI and other nodes).
 use std::collections::HashMap;
@@ -293,6 +296,7 @@ impl Registry {
 
     /// The tenant a request's host selects (see the module docs).
     fn resolve(&self, request: &Request) -> Result<AppState, ApiError> {
+        check_one_host(request)?;
         let table = self.table.load();
         if !table.strict() {
             return Ok(self.default.clone());
@@ -438,6 +442,34 @@ impl Registry {
             generation,
         }));
         Ok(())
+    }
+}
+
+/// Refuses a request naming more than one host ([`ApiError::ambiguous_host`]): two `Host`
+/// headers, or a `Host` and a URI authority (an absolute-form target over HTTP/1.1, the
+/// `:authority` of HTTP/2) that are not the same host in canonical form (case, port and a
+/// trailing dot aside; compared as bytes, without case, when either is not a host name). A
+/// proxy in front of the service could pick the other one than the tenant selection would, so
+/// the request is refused whatever the number of tenants, as the edge refuses it (421).
+fn check_one_host(request: &Request) -> Result<(), ApiError> {
+    let mut hosts = request.headers().get_all(http::header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Err(ApiError::ambiguous_host());
+    }
+    let (Some(host), Some(authority)) = (first, request.uri().authority()) else {
+        return Ok(());
+    };
+    let authority = authority.as_str();
+    let canonical = |raw: &str| netacl_model::request_host(raw).ok();
+    let same = match (host.to_str().ok().and_then(canonical), canonical(authority)) {
+        (Some(host), Some(authority)) => host == authority,
+        _ => host.as_bytes().eq_ignore_ascii_case(authority.as_bytes()),
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(ApiError::ambiguous_host())
     }
 }
 
