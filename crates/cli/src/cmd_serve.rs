@@ -96,6 +96,9 @@ pub struct Args {
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
+    /// The console's session bounds and its HTTPS behind a proxy.
+    #[command(flatten)]
+    console: crate::console_args::ConsoleArgs,
     /// The content of a managed list (`auth0_managed`) from a file of this node: NAME=PATH
     /// (auth0.tor=/etc/netacl/tor.txt), one entry a line; repeatable (comma-separated in the
     /// variable). The file wins over the list stored through the API, which is then read-only
@@ -280,6 +283,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .with_limits(args.limits.limits())
         .with_managed_list_files(file_lists)
         .with_operator_token(operator_token);
+    config = args.console.apply(config)?;
     if let Some(path) = &args.signing_key_file {
         config = config.with_signing_key(load_signing_key(path)?);
     }

@@ -18,6 +18,7 @@ mod cmd_lint;
 mod cmd_secrets_key;
 mod cmd_serve;
 mod cmd_tenant;
+mod console_args;
 mod geoip_args;
 mod limits_args;
 mod managed_list_args;

@@ -289,3 +289,46 @@ fn the_in_process_edge_answers_each_tenants_geo_rules_from_the_databases() {
     wait_for_edge_status(edge, "beta.test", 200);
     check_tenants_geo_rules(server.addr, edge, &alpha, &beta);
 }
+
+/// Issue 28: the in-process edge forwards the host it judged, and no other (see
+/// `cluster_support::check_the_upstream_gets_the_judged_host`): beta blocks every request, and
+/// a request judged as alpha's cannot reach the upstream as beta's.
+#[test]
+fn the_in_process_edge_forwards_the_host_it_judged() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::echo_upstream();
+    let upstream_url = format!("http://{upstream}");
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let edge_listen = edge.to_string();
+    let server = Server::start(
+        data.path(),
+        "127.0.0.1:0",
+        "default.test",
+        &[
+            "--edge-upstream",
+            upstream_url.as_str(),
+            "--edge-listen",
+            edge_listen.as_str(),
+            "--edge-metrics-listen",
+            "off",
+            "--edge-tenants",
+        ],
+    );
+    create_tenant(data.path(), "alpha", "alpha.test");
+    let (beta_id, beta_secret) = create_tenant(data.path(), "beta", "beta.test");
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    let beta = tenant_token(server.addr, "beta.test", &beta_id, &beta_secret);
+    let answer = at_host(
+        server.addr,
+        "beta.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&beta),
+        Some(&cluster_support::block_rule(1, "0.0.0.0/0")),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    cluster_support::check_the_upstream_gets_the_judged_host(edge);
+}

@@ -7,6 +7,7 @@ mod decision;
 mod enforce;
 mod enrich;
 pub mod fingerprint;
+mod forwarding;
 pub mod geo;
 mod host_table;
 pub mod httpsig;

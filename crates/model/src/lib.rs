@@ -22,6 +22,7 @@ mod schema;
 mod scope;
 mod summary;
 mod timestamp;
+mod trusted_proxies;
 mod validate;
 
 pub use acl::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Priority, RuleSet};
@@ -60,3 +61,4 @@ pub use rule::{Action, Rule};
 pub use scope::{RequestScope, RuleScope};
 pub use summary::{AclSummary, MAX_SUMMARY_INTERVAL_S, SUMMARY_ACTIONS};
 pub use timestamp::Timestamp;
+pub use trusted_proxies::{TrustedProxies, TrustedProxyError};

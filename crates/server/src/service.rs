@@ -212,12 +212,14 @@ impl AdminService {
                 signing_keys: Arc::clone(&prepared.keys),
             }),
         };
-        let registry = Registry::load(config, store, kek, state.clone()).await?;
+        let console = Arc::new(crate::console::Sessions::new(config.console_sessions));
+        let registry =
+            Registry::load(config, store, kek, state.clone(), Arc::clone(&console)).await?;
         Ok((
             Self {
                 state,
                 registry,
-                console: Arc::default(),
+                console,
             },
             report,
         ))
@@ -285,6 +287,13 @@ impl AdminService {
     #[doc(hidden)]
     pub fn set_tenants_watch_budget(&self, bytes: usize) {
         self.registry.feed().set_budget(bytes);
+    }
+
+    /// The console sessions this process holds, every tenant's (live, or expired and not yet
+    /// collected); for tests of their bounds.
+    #[doc(hidden)]
+    pub fn console_session_count(&self) -> usize {
+        self.console.len()
     }
 
     /// Every tenant this service serves, a new value on every tenant added or removed (or its
