@@ -77,6 +77,10 @@ pub(crate) fn router(registry: Arc<Registry>) -> Router {
             post(crate::operator_edge::post_sample),
         )
         .route("/_netacl/v1/tenants/{id}", get(show).delete(delete))
+        .route(
+            "/_netacl/v1/tenants/{id}/edge-clients",
+            post(create_edge_client),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&registry),
             guard,
@@ -318,6 +322,40 @@ async fn delete(State(registry): State<Arc<Registry>>, Path(id): Path<String>) -
         }
         Err(err) => provision_error(err).into_response(),
     }
+}
+
+/// `POST /_netacl/v1/tenants/{id}/edge-clients` → 201 with the edge client's secret (shown
+/// once): a client of the tenant holding the watch, key material and edge report scopes. This
+/// node serves it at once; other nodes on the same database within their client refresh.
+async fn create_edge_client(
+    State(registry): State<Arc<Registry>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    if let Err(err) = Query::parse(raw.as_deref(), &[]) {
+        return err.into_response();
+    }
+    let created = match provisioning::create_edge_client(registry.store(), &id).await {
+        Ok(created) => created,
+        Err(err) => return provision_error(err).into_response(),
+    };
+    if let Some((state, _)) = registry.served(&created.tenant) {
+        let authority = &state.inner.authority;
+        let record = authority.management_client(
+            created.client_id.clone(),
+            created.secret_hash.clone(),
+            created.scopes.iter().cloned(),
+        );
+        if let Err(err) = authority.upsert_client(record) {
+            tracing::error!(tenant = %created.tenant, error = %err, "cannot serve the new edge client yet");
+        }
+    }
+    let mut response = json_response(StatusCode::CREATED, &created.to_json());
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// A `since` cursor of the tenants watch, as read.
@@ -736,6 +774,30 @@ pub(crate) fn extend_document(document: &mut Value) {
                     "401": unauthorized,
                     "404": error("No such tenant"),
                     "409": error("The default tenant cannot be deleted"),
+                    "503": error("The database is unavailable")
+                }
+            }
+        },
+        "/_netacl/v1/tenants/{id}/edge-clients": {
+            "post": {
+                "operationId": "netacl_create_edge_client",
+                "summary": "Create an edge client of the tenant (its secret shown once): the watch, network ACL key material sealed to the edge, the edge's reports",
+                "description": "The only clients that receive network ACL key material are those created here (scopes read:network_acls, read:network_acl_key_material, create:edge_summaries): give its id and secret to netacl edge --rules-url. The default tenant's id is default.",
+                "security": security,
+                "parameters": [id_parameter],
+                "responses": {
+                    "201": {"description": "The edge client, with its secret", "content": {"application/json": {"schema": {
+                        "type": "object", "additionalProperties": false,
+                        "required": ["tenant", "client_id", "client_secret", "scopes"],
+                        "properties": {
+                            "tenant": {"type": "string"},
+                            "client_id": {"type": "string"},
+                            "client_secret": {"type": "string"},
+                            "scopes": {"type": "array", "items": {"type": "string"}}
+                        }}}}},
+                    "400": error("Bad query parameter"),
+                    "401": unauthorized,
+                    "404": error("No such tenant"),
                     "503": error("The database is unavailable")
                 }
             }
