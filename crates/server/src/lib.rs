@@ -93,6 +93,7 @@ mod error;
 mod groups;
 mod guard;
 mod history;
+mod integral_numbers;
 mod internal;
 mod key_material;
 mod logs;
