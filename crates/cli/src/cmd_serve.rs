@@ -18,7 +18,8 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, env = "NETACL_LISTEN", default_value = "127.0.0.1:8080")]
     listen: String,
-    /// Directory of the embedded database (created if missing).
+    /// Directory of the embedded database (created if missing, mode 0700; its files are 0600,
+    /// and looser modes found there are tightened, logged).
     #[arg(long, env = "NETACL_DATA_DIR", default_value = "./netacl-data")]
     data_dir: PathBuf,
     /// The tenant's host: the token issuer is https://HOST/ and the management audience
@@ -128,7 +129,7 @@ pub(crate) fn resolve_secrets_key(
 ) -> anyhow::Result<netacl_secrets::Kek> {
     let data_dir = match (secrets_key_file, database_url) {
         (None, None) => {
-            std::fs::create_dir_all(data_dir).with_context(|| {
+            netacl_store::prepare_data_dir(data_dir).with_context(|| {
                 format!("cannot create the data directory {}", data_dir.display())
             })?;
             Some(data_dir)
@@ -155,7 +156,7 @@ fn load_operator_token(
         None => (args.data_dir.join(OPERATOR_TOKEN_FILE), true),
     };
     if generate && !path.exists() {
-        std::fs::create_dir_all(&args.data_dir).with_context(|| {
+        netacl_store::prepare_data_dir(&args.data_dir).with_context(|| {
             format!(
                 "cannot create the data directory {}",
                 args.data_dir.display()
