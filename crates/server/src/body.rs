@@ -107,7 +107,9 @@ pub fn form_body_to_json(bytes: &[u8], resource: FormResource) -> Result<Value, 
 }
 
 /// Reads a body of at most `limit` bytes and turns it into JSON. `form` is the shape of form
-/// bodies, `None` when the endpoint takes JSON only.
+/// bodies, `None` when the endpoint takes JSON only. In a JSON body, a number written with a
+/// zero fraction where the operation's schema says integer becomes that integer
+/// (`crate::integral_numbers`).
 pub(crate) async fn read_json_body(
     headers: &HeaderMap,
     body: Body,
@@ -157,12 +159,15 @@ pub(crate) async fn read_json_body(
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Err(ApiError::malformed_body("Request body is empty"));
             }
-            parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
+            let mut value = parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
                 JsonTextError::Syntax(err) => {
                     ApiError::malformed_body(format!("Invalid JSON: {err}"))
                 }
                 too_deep => ApiError::malformed_body(too_deep),
-            })
+            })?;
+            // `635.0` where the operation's schema says integer is that integer.
+            crate::integral_numbers::apply_current(&mut value);
+            Ok(value)
         }
     }
 }

@@ -87,7 +87,9 @@ mod error;
 mod groups;
 mod guard;
 mod history;
+mod integral_numbers;
 mod internal;
+mod key_material;
 mod logs;
 mod managed_lists;
 mod network_acls;
@@ -142,8 +144,7 @@ pub use tenant::LoadError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TlsTransport;
 
-/// The scope that lets a watch caller receive network ACL key material (sealed to it).
-pub const KEY_MATERIAL_SCOPE: &str = "read:network_acl_key_material";
+pub use auth::KEY_MATERIAL_SCOPE;
 
 /// Shared by every handler.
 #[derive(Clone)]

@@ -550,7 +550,9 @@ pub(crate) async fn load_tenant(
         |key| Ok(Arc::new(TenantAuthority::new(authority_config, key, [])?)),
     )
     .await?;
-    for client in store.clients(&record.id).await? {
+    let mut clients = store.clients(&record.id).await?;
+    crate::key_material::drop_from_bootstrap_clients(store, &record.id, &mut clients).await?;
+    for client in clients {
         authority.upsert_client(authority.management_client(
             client.client_id.clone(),
             client.secret_hash.clone(),
