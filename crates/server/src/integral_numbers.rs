@@ -18,7 +18,7 @@
 //! report route); [`read_json_body`](crate::body::read_json_body) applies it.
 use std::future::Future;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 /// 2^53: below it every integer is exactly one double and every double with a zero fraction
 /// is exactly one integer.
@@ -141,6 +141,18 @@ fn make_integral(value: &mut Value) {
     } else {
         Value::from(float as u64)
     };
+}
+
+/// The OpenAPI document's `x-netacl-refusals-beyond-schema` entry for the bound above: a number
+/// of magnitude 2^53 or more written with a fraction is refused where an integer is required,
+/// which JSON Schema cannot say (it calls `9007199254740992.0` an integer).
+pub(crate) fn large_fraction_refusal() -> Value {
+    json!({
+        "message": "invalid type: floating point `-?[0-9.eE+-]+`, expected ",
+        "why": "A number written with a fraction is read as an integer only below 2^53 in \
+                magnitude (beyond it a double no longer names the integer its text wrote); \
+                write larger integers without a fraction."
+    })
 }
 
 #[cfg(test)]

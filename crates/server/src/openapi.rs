@@ -237,6 +237,11 @@ fn operation_object(op: &Operation) -> Value {
         None => operation.insert("security".into(), json!([])),
     };
     let mut refusals = refusals_beyond_schema(op.operation_id).unwrap_or_else(|| json!([]));
+    if op.body.is_some() {
+        if let Value::Array(list) = &mut refusals {
+            list.push(crate::integral_numbers::large_fraction_refusal());
+        }
+    }
     let names: Vec<&str> = op.query.iter().map(|(name, _, _)| *name).collect();
     if names.contains(&"page") && names.contains(&"from") {
         if let Value::Array(list) = &mut refusals {

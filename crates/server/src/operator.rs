@@ -728,7 +728,8 @@ pub(crate) fn extend_document(document: &mut Value) {
                 },
                 "x-netacl-refusals-beyond-schema": [
                     {"message": "^Payload validation error: 'Too many items in all tenants together, maximum [0-9]+' on property tenants\\.$",
-                     "why": "The bound is on the summaries of all tenants together."}
+                     "why": "The bound is on the summaries of all tenants together."},
+                    crate::integral_numbers::large_fraction_refusal()
                 ]
             }
         },
@@ -756,7 +757,8 @@ pub(crate) fn extend_document(document: &mut Value) {
                 },
                 "x-netacl-refusals-beyond-schema": [
                     {"message": "^Payload validation error: 'Too many items in all tenants together, maximum [0-9]+' on property tenants\\.$",
-                     "why": "The bound is on the requests of all tenants together."}
+                     "why": "The bound is on the requests of all tenants together."},
+                    crate::integral_numbers::large_fraction_refusal()
                 ]
             }
         },

@@ -508,24 +508,34 @@ async fn integers_are_what_json_schema_calls_integers_and_bounds_are_in_the_sche
             "{name}"
         );
     }
+    // What these operations still list beyond the schema is only the 2^53 bound (a number
+    // written with a fraction from 2^53 up is refused: JSON Schema cannot say that), never the
+    // refusal of a zero fraction below it.
+    let large_fraction = |refusal: &serde_json::Value| {
+        refusal["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("invalid type: floating point"))
+    };
     for (path, method) in [
         ("/_netacl/v1/network-acls/rollback", "post"),
         ("/_netacl/v1/edge/summaries", "post"),
+        ("/_netacl/v1/tenants/edge/summaries", "post"),
     ] {
+        let refusals = doc["paths"][path][method]["x-netacl-refusals-beyond-schema"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         assert!(
-            doc["paths"][path][method]
-                .get("x-netacl-refusals-beyond-schema")
-                .is_none(),
-            "{method} {path}: {}",
-            doc["paths"][path][method]
+            refusals.iter().any(large_fraction),
+            "{method} {path}: the 2^53 bound is stated"
         );
+        for refusal in refusals.iter().filter(|r| !large_fraction(r)) {
+            assert!(
+                !refusal.to_string().contains("fraction"),
+                "{method} {path}: {refusal}"
+            );
+        }
     }
-    let operator_summaries = &doc["paths"]["/_netacl/v1/tenants/edge/summaries"]["post"]
-        ["x-netacl-refusals-beyond-schema"];
-    assert!(
-        !operator_summaries.to_string().contains("fraction"),
-        "{operator_summaries}"
-    );
 
     // A network ACL: priority and asns items written with a zero fraction.
     let body = json!({"description": "integral", "active": true, "priority": 63.0,
