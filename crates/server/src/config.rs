@@ -14,97 +14,6 @@ pub const DEFAULT_WATCH_TIMEOUT_MS: u64 = 25_000;
 /// Longest wait of the watch long poll, in milliseconds.
 pub const MAX_WATCH_TIMEOUT_MS: u64 = 60_000;
 
-/// How the console's sessions are bounded (README, "The console"): each client of a tenant
-/// holds at most `per_client` (its oldest replaced by its new one), each tenant at most
-/// `per_tenant` (the tenant's oldest replaced), the process at most `total`, which is above
-/// `per_tenant` so that no tenant fills it alone (a sign-in that finds it full replaces the
-/// oldest session of the tenant holding the most). A sign-in is never refused for want of room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ConsoleSessionLimits {
-    /// Live sessions of one client of a tenant.
-    pub per_client: usize,
-    /// Live sessions of one tenant.
-    pub per_tenant: usize,
-    /// Live sessions of the process (a memory bound).
-    pub total: usize,
-}
-
-/// Default of [`ConsoleSessionLimits::per_client`].
-pub const DEFAULT_CONSOLE_SESSIONS_PER_CLIENT: usize = 10;
-/// Default of [`ConsoleSessionLimits::per_tenant`].
-pub const DEFAULT_CONSOLE_SESSIONS_PER_TENANT: usize = 1_000;
-/// Default of [`ConsoleSessionLimits::total`].
-pub const DEFAULT_CONSOLE_SESSIONS: usize = 10_000;
-
-/// Console session limits that do not fit together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConsoleSessionLimitsError {
-    /// A limit is 0.
-    #[error("console session limits must be at least 1")]
-    Zero,
-    /// More sessions for a client than for its tenant.
-    #[error(
-        "the console sessions of a client ({per_client}) cannot exceed those of a tenant \
-         ({per_tenant})"
-    )]
-    ClientAboveTenant {
-        /// The per-client limit.
-        per_client: usize,
-        /// The per-tenant limit.
-        per_tenant: usize,
-    },
-    /// One tenant could fill the whole table.
-    #[error(
-        "the console sessions of the process ({total}) must be more than those of one tenant \
-         ({per_tenant}), so that no tenant fills them alone"
-    )]
-    TotalNotAboveTenant {
-        /// The per-tenant limit.
-        per_tenant: usize,
-        /// The process's limit.
-        total: usize,
-    },
-}
-
-impl ConsoleSessionLimits {
-    /// Checked limits: each at least 1, `per_client <= per_tenant < total`.
-    pub fn new(
-        per_client: usize,
-        per_tenant: usize,
-        total: usize,
-    ) -> Result<Self, ConsoleSessionLimitsError> {
-        if per_client == 0 || per_tenant == 0 || total == 0 {
-            return Err(ConsoleSessionLimitsError::Zero);
-        }
-        if per_client > per_tenant {
-            return Err(ConsoleSessionLimitsError::ClientAboveTenant {
-                per_client,
-                per_tenant,
-            });
-        }
-        if total <= per_tenant {
-            return Err(ConsoleSessionLimitsError::TotalNotAboveTenant { per_tenant, total });
-        }
-        Ok(Self {
-            per_client,
-            per_tenant,
-            total,
-        })
-    }
-}
-
-impl Default for ConsoleSessionLimits {
-    fn default() -> Self {
-        Self {
-            per_client: DEFAULT_CONSOLE_SESSIONS_PER_CLIENT,
-            per_tenant: DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
-            total: DEFAULT_CONSOLE_SESSIONS,
-        }
-    }
-}
-
 /// How the admin service runs.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -140,15 +49,9 @@ pub struct ServerConfig {
     /// [`DEFAULT_LOG_RETENTION_EVENTS`](crate::DEFAULT_LOG_RETENTION_EVENTS) events and
     /// [`DEFAULT_LOG_RETENTION_DAYS`](crate::DEFAULT_LOG_RETENTION_DAYS) days.
     pub log_retention: netacl_store::LogRetention,
-    /// How the console's sessions are bounded.
-    pub console_sessions: ConsoleSessionLimits,
-    /// The URL clients reach this service at, when a proxy is in front (`--public-url`): with
-    /// `https`, the console's cookie is `Secure` whatever the transport to this process.
-    pub public_url: Option<http::Uri>,
-    /// Peers whose `X-Forwarded-Proto` is believed (`--trusted-proxy`): a request from one of
-    /// them saying `https` gets a `Secure` console cookie. The header is ignored from any other
-    /// peer.
-    pub trusted_proxies: netacl_model::TrustedProxies,
+    /// The console's settings: its session bounds, and how it knows a browser came over HTTPS
+    /// through a proxy.
+    pub console: crate::console::ConsoleSettings,
     /// Where the impact preview reads the in-process edge's traffic sample (shared by every
     /// tenant's copy of the configuration; set through
     /// [`AdminService::set_edge_sample_source`](crate::AdminService::set_edge_sample_source)).
@@ -169,9 +72,7 @@ impl ServerConfig {
             signing_key: None,
             operator_token: None,
             log_retention: crate::logs::default_log_retention(),
-            console_sessions: ConsoleSessionLimits::default(),
-            public_url: None,
-            trusted_proxies: netacl_model::TrustedProxies::none(),
+            console: Default::default(),
             local_samples: Default::default(),
         }
     }
@@ -183,29 +84,21 @@ impl ServerConfig {
     }
 
     /// With other bounds on the console's sessions.
-    pub fn with_console_sessions(mut self, limits: ConsoleSessionLimits) -> Self {
-        self.console_sessions = limits;
+    pub fn with_console_sessions(mut self, limits: crate::ConsoleSessionLimits) -> Self {
+        self.console.sessions = limits;
         self
     }
 
     /// With the URL clients reach this service at (a proxy in front).
     pub fn with_public_url(mut self, url: http::Uri) -> Self {
-        self.public_url = Some(url);
+        self.console.public_url = Some(url);
         self
     }
 
     /// With the peers whose `X-Forwarded-Proto` is believed.
     pub fn with_trusted_proxies(mut self, trusted: netacl_model::TrustedProxies) -> Self {
-        self.trusted_proxies = trusted;
+        self.console.trusted_proxies = trusted;
         self
-    }
-
-    /// Whether the URL clients reach this service at is `https://`.
-    pub(crate) fn public_https(&self) -> bool {
-        self.public_url
-            .as_ref()
-            .and_then(|u| u.scheme())
-            .is_some_and(|s| *s == http::uri::Scheme::HTTPS)
     }
 
     /// With the key-encryption key of secrets at rest.

@@ -119,9 +119,11 @@ use std::sync::Arc;
 
 pub use body::{form_body_to_json, FormResource};
 pub use config::{
-    ConsoleSessionLimits, ConsoleSessionLimitsError, ServerConfig, DEFAULT_BODY_LIMIT,
-    DEFAULT_CONSOLE_SESSIONS, DEFAULT_CONSOLE_SESSIONS_PER_CLIENT,
-    DEFAULT_CONSOLE_SESSIONS_PER_TENANT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
+    ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
+};
+pub use console::{
+    ConsoleSessionLimits, ConsoleSessionLimitsError, ConsoleSettings, DEFAULT_CONSOLE_SESSIONS,
+    DEFAULT_CONSOLE_SESSIONS_PER_CLIENT, DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
 };
 pub use error::ApiError;
 pub use logs::sample::EdgeSampleSource;

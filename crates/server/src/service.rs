@@ -209,7 +209,7 @@ impl AdminService {
                 signing_keys: Arc::clone(&prepared.keys),
             }),
         };
-        let console = Arc::new(crate::console::Sessions::new(config.console_sessions));
+        let console = Arc::new(crate::console::Sessions::new(config.console.sessions));
         let registry =
             Registry::load(config, store, kek, state.clone(), Arc::clone(&console)).await?;
         Ok((

@@ -10,10 +10,8 @@
 //!   browser gets an opaque session id in an `HttpOnly`, `SameSite=Strict` cookie scoped to
 //!   `/console`, and a CSRF token in the answer's body, which it keeps in memory only. The cookie
 //!   is `Secure` whenever the console is reached over HTTPS: TLS to this process, a `https://`
-//!   public URL ([`ServerConfig::public_url`](crate::ServerConfig::public_url)), or
-//!   `X-Forwarded-Proto: https` from a trusted proxy
-//!   ([`ServerConfig::trusted_proxies`](crate::ServerConfig::trusted_proxies); from any other
-//!   peer the header is ignored).
+//!   public URL ([`ConsoleSettings::public_url`]), or `X-Forwarded-Proto: https` from a trusted
+//!   proxy ([`ConsoleSettings::trusted_proxies`]; from any other peer the header is ignored).
 //! - **Every API call** goes to `/console/api/<path>` (`<path>` under `api/v2/` or
 //!   `_netacl/v1/`): the session's token is added as `Authorization: Bearer` and the request is
 //!   answered by the API router itself, so scopes are enforced exactly as for any client (a
@@ -43,8 +41,38 @@ use tower::ServiceExt;
 use crate::error::{json_response, ApiError};
 use crate::{AppState, TlsTransport};
 
+pub use sessions::{
+    ConsoleSessionLimits, ConsoleSessionLimitsError, DEFAULT_CONSOLE_SESSIONS,
+    DEFAULT_CONSOLE_SESSIONS_PER_CLIENT, DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
+};
 pub(crate) use sessions::{Owner, Sessions};
 use sessions::{Session, SessionError};
+
+/// The console's settings ([`ServerConfig::console`](crate::ServerConfig::console)).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ConsoleSettings {
+    /// How its sessions are bounded (`--console-sessions-per-client`, `-per-tenant`,
+    /// `--console-sessions`).
+    pub sessions: ConsoleSessionLimits,
+    /// The URL clients reach the service at, when a proxy is in front (`--public-url`): with
+    /// `https`, the session cookie is `Secure` whatever the transport to this process.
+    pub public_url: Option<http::Uri>,
+    /// Peers whose `X-Forwarded-Proto` is believed (`--trusted-proxy`): a request from one of
+    /// them saying `https` gets a `Secure` session cookie. The header is ignored from any other
+    /// peer.
+    pub trusted_proxies: netacl_model::TrustedProxies,
+}
+
+impl ConsoleSettings {
+    /// Whether the URL clients reach the service at is `https://`.
+    fn public_https(&self) -> bool {
+        self.public_url
+            .as_ref()
+            .and_then(|u| u.scheme())
+            .is_some_and(|s| *s == http::uri::Scheme::HTTPS)
+    }
+}
 
 /// The longest a console session lives, whatever the token lifetime.
 pub const MAX_SESSION: std::time::Duration = std::time::Duration::from_secs(8 * 3600);
@@ -198,7 +226,7 @@ async fn sign_in(State(console): State<Console>, request: Request) -> Response {
     );
     let info = session.info();
     let id = console.sessions.insert(session);
-    let secure = reached_over_https(&parts, &state.inner.config);
+    let secure = reached_over_https(&parts, &state.inner.config.console);
     let mut response = json_response(StatusCode::CREATED, &info);
     if let Ok(cookie) = HeaderValue::from_str(&cookie_value(&id, lifetime.as_secs(), secure)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
@@ -222,11 +250,11 @@ fn cookie_value(id: &str, max_age: u64, secure: bool) -> String {
 /// Whether the browser reached the console over HTTPS: TLS to this process, a `https://`
 /// public URL, or `X-Forwarded-Proto: https` written by a trusted proxy (the last value of the
 /// header, the one the nearest proxy wrote; ignored from any other peer).
-fn reached_over_https(parts: &http::request::Parts, config: &crate::ServerConfig) -> bool {
-    if parts.extensions.get::<TlsTransport>().is_some() || config.public_https() {
+fn reached_over_https(parts: &http::request::Parts, settings: &ConsoleSettings) -> bool {
+    if parts.extensions.get::<TlsTransport>().is_some() || settings.public_https() {
         return true;
     }
-    let trusted = &config.trusted_proxies;
+    let trusted = &settings.trusted_proxies;
     let from_trusted = parts
         .extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
@@ -269,7 +297,7 @@ async fn sign_out(State(console): State<Console>, request: Request) -> Response 
     let secure = parts
         .extensions
         .get::<AppState>()
-        .is_some_and(|state| reached_over_https(&parts, &state.inner.config));
+        .is_some_and(|state| reached_over_https(&parts, &state.inner.config.console));
     let mut response = StatusCode::NO_CONTENT.into_response();
     if let Ok(cookie) = HeaderValue::from_str(&cookie_value("", 0, secure)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);

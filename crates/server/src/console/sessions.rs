@@ -19,7 +19,96 @@ use rand::RngCore;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::config::ConsoleSessionLimits;
+/// How the console's sessions are bounded (README, "The console"): each client of a tenant
+/// holds at most `per_client` (its oldest replaced by its new one), each tenant at most
+/// `per_tenant` (the tenant's oldest replaced), the process at most `total`, which is above
+/// `per_tenant` so that no tenant fills it alone (a sign-in that finds it full replaces the
+/// oldest session of the tenant holding the most). A sign-in is never refused for want of room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConsoleSessionLimits {
+    /// Live sessions of one client of a tenant.
+    pub per_client: usize,
+    /// Live sessions of one tenant.
+    pub per_tenant: usize,
+    /// Live sessions of the process (a memory bound).
+    pub total: usize,
+}
+
+/// Default of [`ConsoleSessionLimits::per_client`].
+pub const DEFAULT_CONSOLE_SESSIONS_PER_CLIENT: usize = 10;
+/// Default of [`ConsoleSessionLimits::per_tenant`].
+pub const DEFAULT_CONSOLE_SESSIONS_PER_TENANT: usize = 1_000;
+/// Default of [`ConsoleSessionLimits::total`].
+pub const DEFAULT_CONSOLE_SESSIONS: usize = 10_000;
+
+/// Console session limits that do not fit together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsoleSessionLimitsError {
+    /// A limit is 0.
+    #[error("console session limits must be at least 1")]
+    Zero,
+    /// More sessions for a client than for its tenant.
+    #[error(
+        "the console sessions of a client ({per_client}) cannot exceed those of a tenant \
+         ({per_tenant})"
+    )]
+    ClientAboveTenant {
+        /// The per-client limit.
+        per_client: usize,
+        /// The per-tenant limit.
+        per_tenant: usize,
+    },
+    /// One tenant could fill the whole table.
+    #[error(
+        "the console sessions of the process ({total}) must be more than those of one tenant \
+         ({per_tenant}), so that no tenant fills them alone"
+    )]
+    TotalNotAboveTenant {
+        /// The per-tenant limit.
+        per_tenant: usize,
+        /// The process's limit.
+        total: usize,
+    },
+}
+
+impl ConsoleSessionLimits {
+    /// Checked limits: each at least 1, `per_client <= per_tenant < total`.
+    pub fn new(
+        per_client: usize,
+        per_tenant: usize,
+        total: usize,
+    ) -> Result<Self, ConsoleSessionLimitsError> {
+        if per_client == 0 || per_tenant == 0 || total == 0 {
+            return Err(ConsoleSessionLimitsError::Zero);
+        }
+        if per_client > per_tenant {
+            return Err(ConsoleSessionLimitsError::ClientAboveTenant {
+                per_client,
+                per_tenant,
+            });
+        }
+        if total <= per_tenant {
+            return Err(ConsoleSessionLimitsError::TotalNotAboveTenant { per_tenant, total });
+        }
+        Ok(Self {
+            per_client,
+            per_tenant,
+            total,
+        })
+    }
+}
+
+impl Default for ConsoleSessionLimits {
+    fn default() -> Self {
+        Self {
+            per_client: DEFAULT_CONSOLE_SESSIONS_PER_CLIENT,
+            per_tenant: DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
+            total: DEFAULT_CONSOLE_SESSIONS,
+        }
+    }
+}
 
 /// Why a console request has no usable session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -519,7 +608,7 @@ mod tests {
 
     #[test]
     fn limits_must_fit_together() {
-        use crate::config::ConsoleSessionLimitsError as E;
+        use super::ConsoleSessionLimitsError as E;
         assert_eq!(ConsoleSessionLimits::new(0, 1, 2), Err(E::Zero));
         assert!(matches!(
             ConsoleSessionLimits::new(3, 2, 5),
