@@ -87,35 +87,34 @@ async fn previous(
         )
         .await?
         .map(|row| row.get(0));
-    match manifest {
-        Some(hash) => {
-            let text = content_text(tx, tenant, &hash)
-                .await?
-                .ok_or_else(|| missing(tenant, version))?;
-            let stubs = parse_manifest(tenant, version - 1, &text)?;
-            Ok(Previous::Manifest { hash, stubs })
-        }
-        None => {
-            let rows = tx
-                .query(
-                    "SELECT record FROM network_acls WHERE tenant_id = $1 ORDER BY priority, id",
-                    &[&tenant.as_str()],
-                )
-                .await?;
-            let mut records = Vec::with_capacity(rows.len());
-            for row in rows {
-                let text: &str = row.get(0);
-                let record: Value =
-                    serde_json::from_str(text).map_err(|err| StoreError::Corrupt {
-                        tenant: tenant.to_string(),
-                        id: "network ACL".into(),
-                        reason: err.to_string(),
-                    })?;
-                records.push(record);
-            }
-            Ok(Previous::Unknown { records })
+    if let Some(hash) = manifest {
+        let stubs = content_text(tx, tenant, &hash)
+            .await?
+            .ok_or_else(|| missing(tenant, version - 1))
+            .and_then(|text| parse_manifest(tenant, version - 1, &text));
+        match stubs {
+            Ok(stubs) => return Ok(Previous::Manifest { hash, stubs }),
+            // A damaged history never stops a write: the manifest is built afresh.
+            Err(err) => tracing::warn!(tenant = %tenant, error = %err, "rule-set history"),
         }
     }
+    let rows = tx
+        .query(
+            "SELECT record FROM network_acls WHERE tenant_id = $1 ORDER BY priority, id",
+            &[&tenant.as_str()],
+        )
+        .await?;
+    let mut records = Vec::with_capacity(rows.len());
+    for row in rows {
+        let text: &str = row.get(0);
+        let record: Value = serde_json::from_str(text).map_err(|err| StoreError::Corrupt {
+            tenant: tenant.to_string(),
+            id: "network ACL".into(),
+            reason: err.to_string(),
+        })?;
+        records.push(record);
+    }
+    Ok(Previous::Unknown { records })
 }
 
 fn missing(tenant: &TenantId, version: u64) -> StoreError {
@@ -164,10 +163,12 @@ async fn use_content(
     if updated > 0 {
         return Ok(0);
     }
-    let text = content
-        .text
-        .as_deref()
-        .ok_or_else(|| missing(tenant, version))?;
+    let Some(text) = content.text.as_deref() else {
+        // A content to count down that is not there: nothing to count (reads of the versions
+        // referring to it report it).
+        tracing::warn!(tenant = %tenant, error = %missing(tenant, version), "rule-set history");
+        return Ok(0);
+    };
     let size = i64::try_from(text.len()).unwrap_or(i64::MAX);
     tx.execute(
         "INSERT INTO network_acl_history_contents (tenant_id, hash, size, live, last_version)
@@ -256,7 +257,7 @@ async fn remove_through(
         .query_one(
             "WITH gone AS (
                  DELETE FROM network_acl_history_contents
-                 WHERE tenant_id = $1 AND live = 0 AND last_version <= $2
+                 WHERE tenant_id = $1 AND live <= 0 AND last_version <= $2
                  RETURNING size)
              SELECT COALESCE(SUM(size), 0)::BIGINT FROM gone",
             &[&tenant.as_str(), &last],

@@ -81,30 +81,30 @@ fn previous(tx: &Transaction<'_>, tenant: &TenantId, version: u64) -> Result<Pre
         )?
         .query_row(params![tenant.as_str(), before], |row| row.get(0))
         .optional()?;
-    match manifest {
-        Some(hash) => {
-            let text = content_text(tx, tenant, &hash)?.ok_or_else(|| missing(tenant, version))?;
-            let stubs = parse_manifest(tenant, version - 1, &text)?;
-            Ok(Previous::Manifest { hash, stubs })
-        }
-        None => {
-            let mut statement = tx.prepare_cached(
-                "SELECT record FROM network_acls WHERE tenant_id = ?1 ORDER BY priority, id",
-            )?;
-            let rows = statement.query_map([tenant.as_str()], |row| row.get::<_, String>(0))?;
-            let mut records = Vec::new();
-            for text in rows {
-                let record: Value =
-                    serde_json::from_str(&text?).map_err(|err| StoreError::Corrupt {
-                        tenant: tenant.to_string(),
-                        id: "network ACL".into(),
-                        reason: err.to_string(),
-                    })?;
-                records.push(record);
-            }
-            Ok(Previous::Unknown { records })
+    if let Some(hash) = manifest {
+        let stubs = content_text(tx, tenant, &hash)?
+            .ok_or_else(|| missing(tenant, version - 1))
+            .and_then(|text| parse_manifest(tenant, version - 1, &text));
+        match stubs {
+            Ok(stubs) => return Ok(Previous::Manifest { hash, stubs }),
+            // A damaged history never stops a write: the manifest is built afresh.
+            Err(err) => tracing::warn!(tenant = %tenant, error = %err, "rule-set history"),
         }
     }
+    let mut statement = tx.prepare_cached(
+        "SELECT record FROM network_acls WHERE tenant_id = ?1 ORDER BY priority, id",
+    )?;
+    let rows = statement.query_map([tenant.as_str()], |row| row.get::<_, String>(0))?;
+    let mut records = Vec::new();
+    for text in rows {
+        let record: Value = serde_json::from_str(&text?).map_err(|err| StoreError::Corrupt {
+            tenant: tenant.to_string(),
+            id: "network ACL".into(),
+            reason: err.to_string(),
+        })?;
+        records.push(record);
+    }
+    Ok(Previous::Unknown { records })
 }
 
 fn missing(tenant: &TenantId, version: u64) -> StoreError {
@@ -151,10 +151,12 @@ fn use_content(
     if updated > 0 {
         return Ok(0);
     }
-    let text = content
-        .text
-        .as_deref()
-        .ok_or_else(|| missing(tenant, version))?;
+    let Some(text) = content.text.as_deref() else {
+        // A content to count down that is not there: nothing to count (reads of the versions
+        // referring to it report it).
+        tracing::warn!(tenant = %tenant, error = %missing(tenant, version), "rule-set history");
+        return Ok(0);
+    };
     let size = i64::try_from(text.len()).unwrap_or(i64::MAX);
     tx.prepare_cached(
         "INSERT INTO network_acl_history_contents (tenant_id, hash, size, live, last_version)
@@ -235,7 +237,7 @@ fn remove_through(tx: &Transaction<'_>, tenant: &TenantId, last: i64) -> Result<
          RETURNING bytes",
     )?;
     let contents = sum("DELETE FROM network_acl_history_contents
-         WHERE tenant_id = ?1 AND live = 0 AND last_version <= ?2
+         WHERE tenant_id = ?1 AND live <= 0 AND last_version <= ?2
          RETURNING size")?;
     Ok(versions + contents)
 }
