@@ -86,16 +86,22 @@ pub struct Args {
           default_value_t = netacl_server::DEFAULT_LOG_RETENTION_DAYS,
           value_parser = clap::value_parser!(u64).range(0..=36_500))]
     log_retention_days: u64,
-    /// Rule-set history: the newest N versions of each tenant are kept whatever their age
-    /// (at least 1).
+    /// Rule-set history: at most N versions of each tenant are kept (at least 1; the oldest
+    /// go first).
     #[arg(long, env = "NETACL_HISTORY_VERSIONS", default_value_t = 1_000,
           value_parser = clap::value_parser!(u64).range(1..))]
     history_versions: u64,
-    /// Rule-set history: versions younger than D days are kept whatever their number (a
-    /// version is removed only once both this and --history-versions let it go).
+    /// Rule-set history: versions older than D days are removed (0: no age limit). The
+    /// current version is always kept.
     #[arg(long, env = "NETACL_HISTORY_DAYS", default_value_t = 90,
           value_parser = clap::value_parser!(u64).range(0..=36_500))]
     history_days: u64,
+    /// Rule-set history: the most bytes each tenant's history holds (its versions' changes
+    /// and the rule and manifest texts they refer to, each stored once); the oldest versions
+    /// go first, the current one is always kept. 0: no size limit.
+    #[arg(long, env = "NETACL_HISTORY_BYTES", value_name = "BYTES",
+          default_value_t = netacl_store::DEFAULT_HISTORY_BYTES)]
+    history_bytes: u64,
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
@@ -295,6 +301,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let retention = netacl_store::HistoryRetention {
         versions: args.history_versions,
         days: args.history_days,
+        bytes: args.history_bytes,
     };
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
         Some(url) => {
