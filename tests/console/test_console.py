@@ -1,5 +1,5 @@
 """The netacl console in a real browser (Debian's chromium, headless, through chromedriver and
-Selenium), against a running `netacl serve`. Run by crates/cli/tests/console_browser.rs.
+Selenium), against a running `netacl serve`. Run by crates/cli/tests/cli/console_browser.rs.
 
 Environment: NETACL_BASE (http://127.0.0.1:PORT), NETACL_CLIENT_ID, NETACL_CLIENT_SECRET,
 NETACL_READER_ID, NETACL_READER_SECRET (a client holding read:network_acls only),

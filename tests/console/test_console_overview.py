@@ -1,6 +1,6 @@
 """The console's traffic counts, tenant overview, keys and managed lists in a real browser
 (Debian's chromium, headless, through chromedriver and Selenium), against a running
-`netacl serve` with a fresh tenant. Run by crates/cli/tests/console_browser.rs.
+`netacl serve` with a fresh tenant. Run by crates/cli/tests/cli/console_browser.rs.
 
 Environment: NETACL_BASE, NETACL_CLIENT_ID, NETACL_CLIENT_SECRET (the bootstrap client, which
 holds every scope, create:edge_summaries included), NETACL_READER_ID, NETACL_READER_SECRET (a

@@ -7,7 +7,7 @@
 // answer the SDK received is checked for the key material (base64, base64url and hex): none
 // may carry it.
 //
-// Run by crates/cli/tests/network_acl_keys_node.rs, which starts the real binary with TLS and
+// Run by crates/cli/tests/cli/network_acl_keys_node.rs, which starts the real binary with TLS and
 // passes NETACL_DOMAIN (localhost:PORT, the tenant domain), NETACL_CLIENT_ID,
 // NETACL_CLIENT_SECRET, NETACL_KEY_A and NETACL_KEY_B (the materials, standard base64; 32 and
 // 64 bytes) and NODE_EXTRA_CA_CERTS (the test CA). Prints what the SDK put on the wire, then

@@ -5,7 +5,7 @@
 // https, so its handler is driven directly, with the SDK's resource clients pointed at the
 // server's `http://` base URL.
 //
-// Run by `crates/cli/tests/organizations_node.rs` with NETACL_DOMAIN (host:port, the tenant
+// Run by `crates/cli/tests/cli/organizations_node.rs` with NETACL_DOMAIN (host:port, the tenant
 // domain), NETACL_CLIENT_ID, NETACL_CLIENT_SECRET and NETACL_DIRECTORY (the imported directory
 // file). Prints "deploy cli: organizations export/import without drift" and exits 0, or exits 1
 // on the first failed check.

@@ -6,7 +6,7 @@
 // organization; the tenant's connections, clients and client grants. Refusals are checked as the
 // SDK's typed errors, with the error body.
 //
-// Run by `crates/cli/tests/organizations_node.rs` with NETACL_DOMAIN (host:port, the tenant
+// Run by `crates/cli/tests/cli/organizations_node.rs` with NETACL_DOMAIN (host:port, the tenant
 // domain), NETACL_CLIENT_ID, NETACL_CLIENT_SECRET and NETACL_DIRECTORY (the imported directory
 // file). Prints "node sdk: all organization checks passed" and exits 0, or exits 1 on the first
 // failed check.

@@ -2,7 +2,7 @@
 // with `rule.match_all` and `match.auth0_managed` / `not_match.auth0_managed`, as the SDK's
 // NetworkAclsClient sends them (it talks to any base URL, plain HTTP included).
 //
-// Run by crates/cli/tests/serve_node_sdk.rs, which starts the real binary and passes
+// Run by crates/cli/tests/cli/serve_node_sdk.rs, which starts the real binary and passes
 // NETACL_DOMAIN (host:port, also the tenant domain), NETACL_CLIENT_ID and NETACL_CLIENT_SECRET.
 // The token and netacl's own endpoints (managed-list content, dry runs) are plain fetch calls:
 // the SDK has no operation for them. Prints every request body the SDK sent, then

@@ -101,8 +101,8 @@ excluded=(
     # The operator API on tenants (/_netacl/v1/tenants): it takes the operator token, not the
     # tenant token this run holds, and a tenant it created would switch the deployment to strict
     # host routing (every later request on 127.0.0.1 refused with 421). Tested in Rust instead
-    # (crates/cli/tests/tenant_cli.rs, tenant_isolation.rs, edge_platform.rs;
-    # crates/server/tests/tenancy_directory.rs). The operator endpoints edges report to
+    # (crates/cli/tests/cli/tenant_cli.rs, tenant_isolation.rs, edge_platform.rs;
+    # crates/server/tests/server/tenancy_directory.rs). The operator endpoints edges report to
     # (/_netacl/v1/tenants/edge/...) are run, with the operator token (schemathesis.toml).
     netacl_list_tenants
     netacl_create_tenant
@@ -110,7 +110,7 @@ excluded=(
     netacl_delete_tenant
     netacl_watch_tenants
     # POST /_netacl/v1/tenants/{id}/edge-clients (operator token too): tested in Rust
-    # (crates/cli/tests/edge_signatures.rs, crates/server/tests/tenancy_directory.rs).
+    # (crates/cli/tests/cli/edge_signatures.rs, crates/server/tests/server/tenancy_directory.rs).
     netacl_create_edge_client
 )
 "$venv/bin/python" - "$out/openapi.json" "${excluded[@]}" <<'PY'

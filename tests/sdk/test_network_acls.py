@@ -1,6 +1,6 @@
 """Drives `netacl serve` with the official Python SDK (auth0-python 6.x), unchanged.
 
-Run by `crates/cli/tests/serve_sdk.rs`, which starts the real binary and passes:
+Run by `crates/cli/tests/cli/serve_sdk.rs`, which starts the real binary and passes:
 NETACL_DOMAIN (host:port; the tenant domain, so issuer and audience match what the SDK sends),
 NETACL_CLIENT_ID and NETACL_CLIENT_SECRET (the bootstrap client). Exits non-zero on the first
 failed check.

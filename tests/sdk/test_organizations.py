@@ -5,7 +5,7 @@ create, get, update, delete: two views of the same rows); organizations.client_g
 connections.list, clients.list and client_grants.list. Every refusal the SDK turns into its typed
 error is checked with the error body.
 
-Run by `crates/cli/tests/tenant_sdk.rs`, which imports testdata/directory.json with
+Run by `crates/cli/tests/cli/tenant_sdk.rs`, which imports testdata/directory.json with
 `netacl directory import`, starts the real binary and passes NETACL_DOMAIN (host:port, the tenant
 domain), NETACL_CLIENT_ID, NETACL_CLIENT_SECRET and NETACL_DIRECTORY (the imported file).
 Exits non-zero on the first failed check.

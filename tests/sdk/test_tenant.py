@@ -3,7 +3,7 @@ unchanged: organizations.create (and its 409), groups.members.get paged to the e
 users.sessions.list paged to the end, branding.update / branding.get, keys.signing (list, get,
 rotate, revoke).
 
-Run by `crates/cli/tests/tenant_sdk.rs`, which imports testdata/directory.json with
+Run by `crates/cli/tests/cli/tenant_sdk.rs`, which imports testdata/directory.json with
 `netacl directory import`, starts the real binary and passes NETACL_DOMAIN (host:port, the tenant
 domain), NETACL_CLIENT_ID, NETACL_CLIENT_SECRET and NETACL_DIRECTORY (the imported file, to
 compare against). Exits non-zero on the first failed check.

@@ -6,12 +6,14 @@
 //! This stops the whole test PostgreSQL server, so it is the only test of its binary (cargo runs
 //! test binaries one after another). It needs `NETACL_TEST_PG_BINDIR`, `NETACL_TEST_PG_DATA` and
 //! `NETACL_TEST_PG_USER` from `.ci/postgres.sh`.
-mod cluster_support;
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+#[path = "cli/cluster_support/mod.rs"]
+mod cluster_support;
 
 use cluster_support::*;
 
