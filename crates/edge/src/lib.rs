@@ -19,6 +19,7 @@ mod proxy;
 mod sample;
 mod sni;
 mod source;
+mod source_error;
 mod summaries;
 mod tenant_counts;
 mod tenant_source;

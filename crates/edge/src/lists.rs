@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 
 use crate::enforce::Enforcer;
 use crate::httpsig::SigningKeys;
-use crate::source::SourceError;
+use crate::source_error::SourceError;
 
 /// The inputs of an edge's policy, and the enforcer they are installed in. Share it (`Arc`)
 /// between the rule source and whatever reloads list files.

@@ -19,12 +19,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::serve_support::{repo_root, start_for_sdk, wait_with_output, CLIENT_ID, CLIENT_SECRET};
 use netacl_model::{AclId, NetworkAcl, NetworkAclSpec, Timestamp};
 use netacl_store::{
     CredentialStore, HistoryStore, LogRetention, LogStore, NetworkAclStore, NewLogEvent,
     SqliteStore, StoredClient, TenantId, WriteOrigin,
 };
-use crate::serve_support::{repo_root, start_for_sdk, wait_with_output, CLIENT_ID, CLIENT_SECRET};
 
 const READER_ID: &str = "console-reader";
 const READER_SECRET: &str = "console-reader-secret-0123456789abcdef";

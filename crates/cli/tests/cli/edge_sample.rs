@@ -7,9 +7,11 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::cluster_support::{call, edge_address, free_port, http, spawn_edge, upstream, wait_for, BIN};
-use serde_json::{json, Value};
+use crate::cluster_support::{
+    call, edge_address, free_port, http, spawn_edge, upstream, wait_for, BIN,
+};
 use crate::serve_support::{Server, CLIENT_ID, CLIENT_SECRET};
+use serde_json::{json, Value};
 
 const PREVIEW: &str = "/_netacl/v1/network-acls/preview";
 

@@ -14,14 +14,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::cluster_support::{edge_address, free_port, upstream, wait_for, BIN};
+use crate::serve_support::{CLIENT_ID, CLIENT_SECRET};
 use aws_lc_rs::hmac;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use crate::cluster_support::{edge_address, free_port, upstream, wait_for, BIN};
 use netacl_secrets::transit::TransitKeyPair;
 use netacl_secrets::SecretContext;
 use serde_json::{json, Value};
-use crate::serve_support::{CLIENT_ID, CLIENT_SECRET};
 
 const POLL: Duration = Duration::from_millis(50);
 

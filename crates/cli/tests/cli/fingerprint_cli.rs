@@ -1,6 +1,5 @@
 //! `netacl fingerprint` through the real binary.
 
-
 use std::path::PathBuf;
 use std::process::{Command, Output};
 

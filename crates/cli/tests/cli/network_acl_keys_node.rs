@@ -14,7 +14,9 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::serve_support::{free_port, repo_root, wait_with_output, Server, CLIENT_ID, CLIENT_SECRET};
+use crate::serve_support::{
+    free_port, repo_root, wait_with_output, Server, CLIENT_ID, CLIENT_SECRET,
+};
 use crate::tls_support::TestCa;
 
 /// A 32-byte key's material (standard base64, padded) and the same bytes in hex.

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
 use crate::serve_support::{
     free_port, repo_root, wait_with_output, Answer, Server, CLIENT_ID, CLIENT_SECRET,
 };
 use crate::tls_support::{create_over_https, https_request, https_token, TestCa};
+use serde_json::{json, Value};
 
 /// One CLI run may take a while: the import validates its input against the schema of every
 /// resource type (tens of seconds of CPU on a loaded 2-core machine).

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
 use crate::serve_support::{request, Server};
+use serde_json::{json, Value};
 
 const CYCLES: usize = 24;
 const DOMAIN: &str = "durability.test";

@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::Value;
 use crate::serve_support::{free_port, request, Server};
+use serde_json::Value;
 
 /// Starts `netacl serve` with the edge in process in front of a test upstream; returns the
 /// server and the edge's plain-HTTP address (bound once the server reports its address).
@@ -124,9 +124,9 @@ fn the_edge_enforces_the_rules_of_a_restarted_server_from_the_start() {
 /// `NETACL_TEST_DATABASE_URL` (see `cluster_support`).
 #[test]
 fn rules_written_on_another_node_reach_the_in_process_edge() {
-    let Some(server_url) =
-        crate::cluster_support::database_url("rules_written_on_another_node_reach_the_in_process_edge")
-    else {
+    let Some(server_url) = crate::cluster_support::database_url(
+        "rules_written_on_another_node_reach_the_in_process_edge",
+    ) else {
         return;
     };
     let url = crate::cluster_support::fresh_database(&server_url, "inprocess_edge");
@@ -159,20 +159,22 @@ fn rules_written_on_another_node_reach_the_in_process_edge() {
     assert_eq!(through_edge(edge).0, 200);
 
     let id = create_block_rule(a.addr, &token, 1);
-    let blocked =
-        crate::cluster_support::wait_for(Duration::from_secs(15), Duration::from_millis(20), || {
-            crate::cluster_support::edge_status(edge, "/") == Some(403)
-        });
+    let blocked = crate::cluster_support::wait_for(
+        Duration::from_secs(15),
+        Duration::from_millis(20),
+        || crate::cluster_support::edge_status(edge, "/") == Some(403),
+    );
     assert!(
         blocked.is_some(),
         "the edge of node B never enforced node A's rule"
     );
 
     delete_rule(a.addr, &token, &id);
-    let passed =
-        crate::cluster_support::wait_for(Duration::from_secs(15), Duration::from_millis(20), || {
-            crate::cluster_support::edge_status(edge, "/") == Some(200)
-        });
+    let passed = crate::cluster_support::wait_for(
+        Duration::from_secs(15),
+        Duration::from_millis(20),
+        || crate::cluster_support::edge_status(edge, "/") == Some(200),
+    );
     assert!(
         passed.is_some(),
         "the edge of node B kept enforcing a deleted rule"

@@ -1,8 +1,8 @@
 //! `netacl serve`'s rule-set limit flags reach validation: a member over
 //! `--max-entries-per-member` is a 400 `invalid_body` naming the property, and nothing is written.
 
-use serde_json::json;
 use crate::serve_support::{free_port, request, Server};
+use serde_json::json;
 
 #[test]
 fn limit_flags_apply_to_the_admin_api() {

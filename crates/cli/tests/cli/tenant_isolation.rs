@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
 use crate::serve_support::{exchange, free_port, Answer, Server};
+use serde_json::{json, Value};
 
 const KEY_VALUE: &str =
     "uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ==";

@@ -2,9 +2,9 @@
 //! /_netacl/v1/network-acls/analyze`, `POST /_netacl/v1/network-acls/preview` and the
 //! `Netacl-Findings` header of the ACL write answers.
 
+use crate::support::{api, scoped_token, Answer, Api};
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
-use crate::support::{api, scoped_token, Answer, Api};
 
 const ANALYZE: &str = "/_netacl/v1/network-acls/analyze";
 const PREVIEW: &str = "/_netacl/v1/network-acls/preview";

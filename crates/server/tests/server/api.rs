@@ -5,6 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{
+    api, api_with, config, scoped_token, start_in, token_for, Answer, Api, AUDIENCE, CLIENT, SECRET,
+};
 use axum::body::Body;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
@@ -13,9 +16,6 @@ use netacl_server::rate_limit::RateLimitConfig;
 use netacl_server::{AdminService, BootstrapClient};
 use netacl_store::SqliteStore;
 use serde_json::{json, Value};
-use crate::support::{
-    api, api_with, config, scoped_token, start_in, token_for, Answer, Api, AUDIENCE, CLIENT, SECRET,
-};
 use tower::ServiceExt;
 
 impl Api {

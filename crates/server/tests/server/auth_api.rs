@@ -2,7 +2,7 @@
 //! mounts them: `token_router` at the root, and a guard in front of `/api/v2` that verifies
 //! the bearer token, rate-limits per client and checks the operation's scope.
 
-
+use crate::support::key_pem;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -21,7 +21,6 @@ use netacl_server::rate_limit::{ManualClock, RateLimitConfig, RateLimiter};
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use crate::support::key_pem;
 
 const DOMAIN: &str = "localhost:8080";
 const ISSUER: &str = "https://localhost:8080/";

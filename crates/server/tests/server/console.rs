@@ -3,11 +3,11 @@
 //! API and its scopes. (The browser test, `crates/cli/tests/cli/console_browser.rs`, drives the
 //! pages themselves.)
 
+use crate::support::{api, Answer, Api, CLIENT, SECRET};
 use axum::body::Body;
 use http::{Method, Request, StatusCode};
 use netacl_server::auth::hash_client_secret;
 use serde_json::{json, Value};
-use crate::support::{api, Answer, Api, CLIENT, SECRET};
 
 async fn sign_in(api: &Api, client: &str, secret: &str) -> Answer {
     api.call(
@@ -567,7 +567,13 @@ async fn one_tenant_signing_in_without_end_cannot_keep_another_from_signing_in()
             ))
             .unwrap();
         for _ in 0..3 {
-            let answer = sign_in_at(&api, crate::support::DOMAIN, &format!("client-{n}"), &secret).await;
+            let answer = sign_in_at(
+                &api,
+                crate::support::DOMAIN,
+                &format!("client-{n}"),
+                &secret,
+            )
+            .await;
             assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
         }
     }
@@ -697,7 +703,8 @@ async fn behind_a_tls_terminating_proxy_the_cookie_is_secure() {
     ));
 
     let trusted = netacl_model::TrustedProxies::parse(["10.0.0.0/8"]).unwrap();
-    let api = crate::support::api_with(crate::support::config().with_trusted_proxies(trusted)).await;
+    let api =
+        crate::support::api_with(crate::support::config().with_trusted_proxies(trusted)).await;
     let from_proxy = api
         .call(proxied_sign_in("10.0.0.2:4000", Some("https")))
         .await;

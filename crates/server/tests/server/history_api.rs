@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
+use crate::support::{config, oneshot, scoped_token, Answer, Api};
 use axum::body::Body;
 use http::{Method, Request, StatusCode};
 use netacl_model::Limits;
 use netacl_server::{AdminService, BootstrapClient, OperatorToken};
 use netacl_store::{PostgresStore, Store};
 use serde_json::{json, Value};
-use crate::support::{config, oneshot, scoped_token, Answer, Api};
 
 /// RFC 9421 Appendix B.1.5's shared secret, as a network ACL key's material.
 const KEY_VALUE: &str =
@@ -124,7 +124,9 @@ async fn history_and_rollback(api: Api) {
     assert_eq!(versions_of(&page), [4, 3, 2, 1]);
     assert!(page.get("next").is_none(), "one page: {page}");
     let entries = page["versions"].as_array().expect("entries");
-    assert!(entries.iter().all(|e| e["client_id"] == crate::support::CLIENT));
+    assert!(entries
+        .iter()
+        .all(|e| e["client_id"] == crate::support::CLIENT));
     assert_eq!(entries[3]["request_id"], "req-create-a");
     assert_eq!(entries[0]["request_id"], json!(generated));
     assert_eq!(
@@ -554,7 +556,12 @@ async fn versions_of_one_tenant_are_not_served_on_another_tenants_host() {
     )
     .await;
     assert_eq!(stale.status, StatusCode::NOT_FOUND, "{}", stale.body);
-    let own = get(crate::support::DOMAIN, token.clone(), format!("{VERSIONS}/1")).await;
+    let own = get(
+        crate::support::DOMAIN,
+        token.clone(),
+        format!("{VERSIONS}/1"),
+    )
+    .await;
     assert_eq!(own.status, StatusCode::OK);
     assert_eq!(own.body["network_acls"][0]["priority"], 10);
     assert_eq!(

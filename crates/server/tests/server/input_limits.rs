@@ -8,9 +8,9 @@
 //! for the dry run's request, `["client_credentials", "id", "secret", "aud"]` for a token
 //! request) is refused.
 
+use crate::support::{api, Answer, Api, AUDIENCE, CLIENT, SECRET};
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
-use crate::support::{api, Answer, Api, AUDIENCE, CLIENT, SECRET};
 
 /// The limit the README documents.
 const LIMIT: usize = 32;

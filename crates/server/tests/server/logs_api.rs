@@ -4,13 +4,13 @@
 
 use std::net::SocketAddr;
 
+use crate::support::{api, api_with, config, oneshot, scoped_token, start_in, Api};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use http::{Method, Request, StatusCode};
 use netacl_server::OperatorToken;
 use netacl_store::LogRetention;
 use serde_json::{json, Value};
-use crate::support::{api, api_with, config, oneshot, scoped_token, start_in, Api};
 
 fn acl_body(priority: u64, cidr: &str) -> Value {
     json!({"description": "logged", "active": true, "priority": priority,
@@ -609,8 +609,16 @@ async fn a_tenant_never_sees_another_tenants_events() {
         .to_owned();
     for (host, token, cidr) in [
         ("acme.test", acme_token.as_str(), "192.0.2.0/24"),
-        (crate::support::DOMAIN, default_token.as_str(), "198.51.100.0/24"),
-        (crate::support::DOMAIN, default_token.as_str(), "203.0.113.0/24"),
+        (
+            crate::support::DOMAIN,
+            default_token.as_str(),
+            "198.51.100.0/24",
+        ),
+        (
+            crate::support::DOMAIN,
+            default_token.as_str(),
+            "203.0.113.0/24",
+        ),
     ] {
         let priority = if cidr.starts_with("203") { 2 } else { 1 };
         let answer = oneshot(

@@ -9,10 +9,10 @@
 //! The document's regular expressions are compiled here with the `regex` crate; they keep to the
 //! part of the syntax that it, Python's `re` (the hooks) and ECMA-262 (JSON Schema) read alike.
 
+use crate::support::{api, api_with, config, Answer, Api};
 use http::{Method, StatusCode};
 use regex::Regex;
 use serde_json::{json, Value};
-use crate::support::{api, api_with, config, Answer, Api};
 
 /// Connection ids the body schemas take (1 to 50 characters of any kind) that no connection
 /// has: whitespace and control characters of every kind, quotes, backslashes, text that looks

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use crate::support::{api, api_with, scoped_token, Answer, Api, AUDIENCE, CLIENT, DOMAIN, SECRET};
 use http::{Method, StatusCode};
 use netacl_model::Limits;
 use netacl_server::auth::MANAGEMENT_SCOPES;
@@ -13,7 +14,6 @@ use netacl_server::rate_limit::RateLimitConfig;
 use netacl_server::ServerConfig;
 use netacl_store::{CredentialStore, SqliteStore, StoredClient, TenantId};
 use serde_json::{json, Value};
-use crate::support::{api, api_with, scoped_token, Answer, Api, AUDIENCE, CLIENT, DOMAIN, SECRET};
 
 const DB: &str = "con_Db00000000000001";
 const SAML: &str = "con_Saml000000000002";

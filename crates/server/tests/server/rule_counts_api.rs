@@ -2,10 +2,10 @@
 //! `acls_summary` events summed by rule and bucket, the tenant's totals, the window's bounds,
 //! scopes, and a 10,000-rule tenant with several edges.
 
+use crate::support::{api, scoped_token};
 use http::{Method, StatusCode};
 use netacl_model::{AclId, AclSummary};
 use serde_json::{json, Value};
-use crate::support::{api, scoped_token};
 
 fn summary(rule_id: &str, action: &str, evaluated: u64, matched: u64) -> Value {
     json!({"rule_id": rule_id, "action": action, "scope": "tenant", "policy_version": 1,

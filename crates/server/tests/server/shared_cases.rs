@@ -15,9 +15,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::{api, Api};
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
-use crate::support::{api, Api};
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")

@@ -125,7 +125,8 @@ async fn rotate_and_revoke_through_the_api() {
         StatusCode::OK,
         "a previous key's token verifies"
     );
-    let new_token = crate::support::token_for(&api.service, crate::support::CLIENT, crate::support::SECRET);
+    let new_token =
+        crate::support::token_for(&api.service, crate::support::CLIENT, crate::support::SECRET);
     assert_eq!(
         api.service.authority().signing_key().kid(),
         new_kid,
@@ -355,8 +356,8 @@ async fn keys_stored_in_clear_are_sealed_at_first_start() {
     // Another key-encryption key: refused, and the database is left as it is.
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(dir.path(), Limits::default()).expect("open"));
-    let other =
-        crate::support::config().with_secrets_key(Arc::new(netacl_secrets::Kek::generate().expect("kek")));
+    let other = crate::support::config()
+        .with_secrets_key(Arc::new(netacl_secrets::Kek::generate().expect("kek")));
     let err = AdminService::start(store, other, bootstrap.clone())
         .await
         .err()
@@ -496,7 +497,8 @@ async fn two_nodes_on_postgres_rotate_and_revoke() {
         crate::support::Api::new(b.clone(), String::new()),
     );
     assert_eq!(b.service.authority().signing_key().kid(), brought.kid());
-    let first_token = crate::support::token_for(&a.service, crate::support::CLIENT, crate::support::SECRET);
+    let first_token =
+        crate::support::token_for(&a.service, crate::support::CLIENT, crate::support::SECRET);
     for node in [&a, &b] {
         let answer = node
             .send_as(&first_token, Method::GET, "/api/v2/network-acls", None)
@@ -511,7 +513,8 @@ async fn two_nodes_on_postgres_rotate_and_revoke() {
         .await;
     assert_eq!(rotated.status, StatusCode::CREATED, "{}", rotated.body);
     let new_kid = rotated.body["kid"].as_str().expect("kid").to_owned();
-    let new_token = crate::support::token_for(&a.service, crate::support::CLIENT, crate::support::SECRET);
+    let new_token =
+        crate::support::token_for(&a.service, crate::support::CLIENT, crate::support::SECRET);
     let answer = b
         .send_as(&new_token, Method::GET, "/api/v2/network-acls", None)
         .await;

@@ -2,10 +2,10 @@
 //! tenant and every host selects it; a tenant created through the operator API appears with its
 //! domains and engine (strict routing from then on), and goes when deleted.
 
+use crate::support::{config, oneshot, start_in};
 use axum::body::Body;
 use http::{Request, StatusCode};
 use netacl_server::OperatorToken;
-use crate::support::{config, oneshot, start_in};
 
 const OPERATOR: &str = "operator-token-of-the-tenancy-directory-test";
 

@@ -5,12 +5,12 @@
 
 use std::collections::HashSet;
 
+use crate::support::{api, api_with, config, scoped_token, start_in, Answer, Api, DOMAIN};
 use axum::body::Body;
 use http::{Method, Request, StatusCode};
 use netacl_server::rate_limit::RateLimitConfig;
 use netacl_server::ServerConfig;
 use serde_json::{json, Value};
-use crate::support::{api, api_with, config, scoped_token, start_in, Answer, Api, DOMAIN};
 use tower::ServiceExt;
 
 const T: &str = "2026-02-03T04:05:06.789Z";
