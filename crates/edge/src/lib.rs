@@ -3,6 +3,7 @@
 
 mod client_addr;
 mod connection;
+mod connection_rules;
 mod decision;
 mod enforce;
 mod enrich;

@@ -42,8 +42,8 @@ use netacl_eval::{CompileError, CompiledPolicy, Engine, ManagedIndex};
 use netacl_model::{Limits, RuleSet};
 
 use crate::connection::TlsInfo;
+use crate::connection_rules::ConnectionRules;
 use crate::decision::AclVerdict;
-use crate::enforce::ConnectionRules;
 use crate::host_table::HostTable;
 use crate::httpsig::SigningKeys;
 use crate::metrics::Stripes;
