@@ -20,6 +20,7 @@ mod cmd_serve;
 mod cmd_tenant;
 mod geoip_args;
 mod limits_args;
+mod listener_args;
 mod managed_list_args;
 mod serve_tenants;
 mod tls;
@@ -73,5 +74,16 @@ fn main() -> ExitCode {
             eprintln!("netacl: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every flag of every subcommand has its own id (two flattened groups with a field of the
+    /// same name would collide only when parsed).
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

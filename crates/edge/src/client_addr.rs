@@ -78,6 +78,12 @@ impl TrustedProxies {
         self.v4.is_empty() && self.v6.is_empty()
     }
 
+    /// The trusted networks (IPv4-mapped ones as IPv4).
+    pub fn networks(&self) -> impl Iterator<Item = ipnet::IpNet> + '_ {
+        let v4 = self.v4.iter().map(|n| ipnet::IpNet::V4(*n));
+        v4.chain(self.v6.iter().map(|n| ipnet::IpNet::V6(*n)))
+    }
+
     /// Whether `ip` (canonicalised) lies inside a trusted network.
     pub fn contains(&self, ip: IpAddr) -> bool {
         match canonical_ip(ip) {
