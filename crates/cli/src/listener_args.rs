@@ -278,6 +278,7 @@ pub fn spawn_stats_log(name: &'static str, gate: ConnectionGate) -> tokio::task:
                         header_timeouts = now.header_timeouts,
                         idle_timeouts = now.idle_timeouts,
                         body_timeouts = now.body_timeouts,
+                        send_timeouts = now.send_timeouts,
                         accept_errors = now.accept_errors,
                         "listener counters (since start)"
                     )

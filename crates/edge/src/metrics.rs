@@ -323,11 +323,12 @@ pub(crate) fn render_listeners(listeners: &[(&str, netacl_listener::ListenerStat
         (
             "netacl_edge_listener_timeouts_total",
             "counter",
-            "Connections closed (header, idle) or request bodies failed (body) by a timeout.",
+            "Connections closed (header, idle, send: an answer not read) or request bodies failed (body) by a timeout.",
             &[
                 ("timeout=\"header\"", |s| s.header_timeouts),
                 ("timeout=\"idle\"", |s| s.idle_timeouts),
                 ("timeout=\"body\"", |s| s.body_timeouts),
+                ("timeout=\"send\"", |s| s.send_timeouts),
             ],
         ),
         (

@@ -55,6 +55,12 @@ pub(crate) struct ConnState {
     idle_since_ms: AtomicU64,
     /// One more than when the first byte of the next HTTP/1 request head arrived; 0 for none.
     head_started_ms: AtomicU64,
+    /// One more than when a write to the client found its socket full; 0 when the last write
+    /// went through.
+    write_stalled_ms: AtomicU64,
+    /// When the last write with nothing in flight went through: the tail of an answer whose
+    /// body hyper has taken whole is still being sent.
+    last_write_ms: AtomicU64,
     /// The connection speaks HTTP/2.
     h2: AtomicBool,
     /// The byte stream has not been dropped (an upgrade keeps it past the HTTP connection).
@@ -88,12 +94,14 @@ impl Drop for InFlight {
 pub(crate) enum Expiry {
     Header,
     Idle,
+    /// The client read nothing of an answer for the idle timeout.
+    Send,
 }
 
 /// What the watchdog finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Watch {
-    /// A request is in flight: look again later.
+    /// A request is in flight and its answer is not stuck: look again later.
     Busy,
     /// Nothing in flight: the connection is closed at this time (ms since the epoch).
     Until(u64, Expiry),
@@ -122,6 +130,8 @@ impl ConnState {
             requests: AtomicU64::new(0),
             idle_since_ms: AtomicU64::new(0),
             head_started_ms: AtomicU64::new(0),
+            write_stalled_ms: AtomicU64::new(0),
+            last_write_ms: AtomicU64::new(0),
             h2: AtomicBool::new(false),
             io_open: AtomicBool::new(true),
             marked: AtomicBool::new(false),
@@ -174,6 +184,23 @@ impl ConnState {
         }
     }
 
+    /// A write to the client found the socket full (`true`) or went through.
+    pub(crate) fn on_write(&self, stalled: bool) {
+        let since = self.write_stalled_ms.load(Relaxed);
+        if stalled {
+            if since == 0 {
+                self.write_stalled_ms.store(self.now_ms() + 1, Relaxed);
+            }
+            return;
+        }
+        if since != 0 {
+            self.write_stalled_ms.store(0, Relaxed);
+        }
+        if self.in_flight.load(Relaxed) == 0 {
+            self.last_write_ms.store(self.now_ms(), Relaxed);
+        }
+    }
+
     pub(crate) fn in_flight(&self) -> u32 {
         self.in_flight.load(Relaxed)
     }
@@ -202,7 +229,15 @@ impl ConnState {
     /// Where the connection stands against the header and idle timeouts.
     pub(crate) fn watch(&self, limits: &ConnectionLimits) -> Watch {
         if self.in_flight.load(Relaxed) > 0 {
-            return Watch::Busy;
+            // A client that reads nothing of its answer (its socket stays full) for the idle
+            // timeout holds the connection for nothing.
+            return match self.write_stalled_ms.load(Relaxed) {
+                0 => Watch::Busy,
+                since => Watch::Until(
+                    (since - 1).saturating_add(millis(limits.idle_timeout)),
+                    Expiry::Send,
+                ),
+            };
         }
         let header = millis(limits.header_read_timeout);
         if self.requests.load(Relaxed) == 0 {
@@ -215,12 +250,19 @@ impl ConnState {
         if head > 0 {
             return Watch::Until((head - 1).saturating_add(header), Expiry::Header);
         }
-        Watch::Until(
-            self.idle_since_ms
-                .load(Relaxed)
-                .saturating_add(millis(limits.idle_timeout)),
-            Expiry::Idle,
-        )
+        // Idle from the end of the last answer: its last byte written, not its body handed over.
+        let idle_since = self
+            .idle_since_ms
+            .load(Relaxed)
+            .max(self.last_write_ms.load(Relaxed));
+        let idle = millis(limits.idle_timeout);
+        match self.write_stalled_ms.load(Relaxed) {
+            0 => Watch::Until(idle_since.saturating_add(idle), Expiry::Idle),
+            since => Watch::Until(
+                (since - 1).max(idle_since).saturating_add(idle),
+                Expiry::Send,
+            ),
+        }
     }
 
     /// The connection's eviction rank, `None` when it may not be evicted (a request in
@@ -289,6 +331,24 @@ mod tests {
         ));
         conn.marked.store(true, Relaxed);
         assert_eq!(conn.rank(), None, "already chosen");
+    }
+
+    #[test]
+    fn an_answer_the_client_does_not_read_is_watched() {
+        let limits = ConnectionLimits::default();
+        let conn = state();
+        let _request = conn.begin(false);
+        assert_eq!(conn.watch(&limits), Watch::Busy);
+        conn.on_write(true);
+        assert!(matches!(conn.watch(&limits), Watch::Until(_, Expiry::Send)));
+        conn.on_write(false);
+        assert_eq!(conn.watch(&limits), Watch::Busy);
+        // The body handed over whole, its tail still stuck in the socket.
+        conn.on_write(true);
+        drop(_request);
+        assert!(matches!(conn.watch(&limits), Watch::Until(_, Expiry::Send)));
+        conn.on_write(false);
+        assert!(matches!(conn.watch(&limits), Watch::Until(_, Expiry::Idle)));
     }
 
     #[test]

@@ -82,7 +82,8 @@
 //! - [`idle_timeout`](ConnectionLimits::idle_timeout): a connection with no request in flight
 //!   and none begun (HTTP/1.1 keep-alive, HTTP/2 with no open stream) closes after it. A
 //!   request in flight (a long poll) is never idle; its response body counts as in flight
-//!   until it is sent.
+//!   until it is sent. A client that reads nothing of its answer (its socket stays full) for
+//!   the idle timeout is closed too, so a busy connection cannot be held by not reading.
 //! - [`body_timeout`](ConnectionLimits::body_timeout) and
 //!   [`min_body_rate`](ConnectionLimits::min_body_rate): every request body is a
 //!   [`RequestBody`], which fails with [`BodyError::TimedOut`] once it is late: it must arrive

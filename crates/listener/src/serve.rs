@@ -57,7 +57,9 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for TrackedIo<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.state.on_write(polled.is_pending());
+        polled
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -73,7 +75,9 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for TrackedIo<I> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.state.on_write(polled.is_pending());
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -117,7 +121,8 @@ impl Admitted {
     ///
     /// - the first request head is due within the header-read timeout of this call (the end of
     ///   any handshake), each later HTTP/1.1 head within the header-read timeout of its first
-    ///   byte; a connection with nothing in flight closes after the idle timeout;
+    ///   byte; a connection with nothing in flight closes after the idle timeout, and so does
+    ///   one whose client reads nothing of its answer (its socket stays full) for that long;
     /// - every request body is a [`RequestBody`] under its deadline;
     /// - evicted (with nothing in flight), the connection closes at once;
     /// - when the gate closes, a connection with nothing in flight closes at once (HTTP/2 after
@@ -191,10 +196,15 @@ impl Admitted {
                                 timer.as_mut().reset(state.instant(ms));
                                 continue;
                             }
+                            Watch::Until(_, Expiry::Send) => {
+                                // The client does not read its answer: nothing to wait for.
+                                bump(&state.counters.send_timeouts);
+                                Close::Now
+                            }
                             Watch::Until(_, expiry) => {
                                 bump(match expiry {
                                     Expiry::Header => &state.counters.header_timeouts,
-                                    Expiry::Idle => &state.counters.idle_timeouts,
+                                    _ => &state.counters.idle_timeouts,
                                 });
                                 nothing_in_flight(&state)
                             }

@@ -26,6 +26,8 @@ pub struct ListenerStats {
     pub idle_timeouts: u64,
     /// Request bodies failed for missing their deadline.
     pub body_timeouts: u64,
+    /// Connections closed because the client read nothing of an answer for the idle timeout.
+    pub send_timeouts: u64,
     /// Failed `accept` calls (out of descriptors and the like).
     pub accept_errors: u64,
 }
@@ -41,6 +43,7 @@ pub(crate) struct Counters {
     pub(crate) header_timeouts: AtomicU64,
     pub(crate) idle_timeouts: AtomicU64,
     pub(crate) body_timeouts: AtomicU64,
+    pub(crate) send_timeouts: AtomicU64,
     pub(crate) accept_errors: AtomicU64,
 }
 
@@ -61,6 +64,7 @@ impl Counters {
             header_timeouts: self.header_timeouts.load(Relaxed),
             idle_timeouts: self.idle_timeouts.load(Relaxed),
             body_timeouts: self.body_timeouts.load(Relaxed),
+            send_timeouts: self.send_timeouts.load(Relaxed),
             accept_errors: self.accept_errors.load(Relaxed),
         }
     }

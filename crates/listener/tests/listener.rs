@@ -40,6 +40,27 @@ async fn handle(request: Request<RequestBody>) -> Result<Response<Full<Bytes>>, 
     answer(StatusCode::OK, "ok".into())
 }
 
+/// An answer streamed in 1 MiB frames (`count` of them): the response body stays in flight
+/// while it is sent.
+struct Chunks(usize);
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        if self.0 == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        self.0 -= 1;
+        let frame = http_body::Frame::data(Bytes::from(vec![b'x'; 1 << 20]));
+        std::task::Poll::Ready(Some(Ok(frame)))
+    }
+}
+
 /// A server on 127.0.0.1 under `limits`.
 async fn server(limits: ConnectionLimits) -> (SocketAddr, ConnectionGate) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -48,7 +69,15 @@ async fn server(limits: ConnectionLimits) -> (SocketAddr, ConnectionGate) {
     let accepting = gate.clone();
     tokio::spawn(async move {
         while let Some((stream, _, admitted)) = accepting.accept(&listener).await {
-            tokio::spawn(admitted.serve(stream, hyper::service::service_fn(handle)));
+            let service = hyper::service::service_fn(|request: Request<RequestBody>| async move {
+                if request.uri().path() == "/stream" {
+                    let body = http_body_util::Either::Left(Chunks(64));
+                    return Ok::<_, Infallible>(Response::new(body));
+                }
+                let response = handle(request).await?;
+                Ok(response.map(http_body_util::Either::Right))
+            });
+            tokio::spawn(admitted.serve(stream, service));
         }
     });
     (addr, gate)
@@ -301,6 +330,25 @@ async fn under_the_global_cap_idle_connections_make_room_and_busy_ones_are_kept(
         "the connection serving a request was never evicted"
     );
     assert_eq!(gate.stats().evicted_max_connections, 2);
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_read_its_answer_is_closed_after_the_idle_timeout() {
+    let (addr, gate) = server(limits()).await;
+    // 64 MiB streamed: more than the socket buffers hold (the client's is kept small), the
+    // answer in flight all along; the client reads none of it.
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    send(&mut stream, "/stream").await;
+    let waited = tokio::time::timeout(WAIT, async {
+        while gate.stats().send_timeouts == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the stuck answer's connection was closed");
+    assert_eq!(gate.stats().open, 0);
 }
 
 #[tokio::test]
