@@ -155,6 +155,7 @@ impl AdminTransport {
             if let Some(listener) = self.plain {
                 serve_plain(listener, gate.clone(), router.clone()).await;
             }
+            Ok::<_, std::io::Error>(())
         };
         let main = async {
             match &self.certificate {
@@ -170,8 +171,7 @@ impl AdminTransport {
             }
             Ok::<_, std::io::Error>(())
         };
-        let (main, ()) = tokio::join!(main, plain);
-        main
+        tokio::try_join!(main, plain).map(|_| ())
     }
 }
 

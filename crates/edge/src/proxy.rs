@@ -14,6 +14,11 @@
 //! an ordinary one without its `Upgrade` header. Not supported: upgrades over HTTP/2 (extended
 //! CONNECT), a path prefix on the upstream. An
 //! unreachable upstream, or one whose certificate is not trusted, is a `502` with a JSON body.
+//!
+//! Every connection is admitted and served through [`netacl_listener`] under
+//! [`EdgeConfig::limits`]: connection caps (global, per client, the trusted proxies exempt),
+//! header, idle and body timeouts (a late body is a `408` with a JSON body), and a graceful stop
+//! ([`RunningEdge::close`], [`RunningEdge::drained`]).
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
