@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use netacl_listener::{ConnectionGate, ConnectionLimits, ListenerStats};
+use netacl_model::TrustedProxies;
 
 use crate::cmd_edge::parse_duration;
 
@@ -37,7 +38,9 @@ fn parse_count(s: &str) -> Result<usize, String> {
     }
 }
 
-/// The admin API's listener limits (`netacl serve`; `--listen` and `--listen-http` share them).
+/// The admin API's listener limits (`netacl serve`; `--listen` and `--listen-http` share them;
+/// the reverse proxies not counted per client are the console's `--trusted-proxy`, see
+/// [`ConsoleArgs::trusted_proxies`](crate::console_args::ConsoleArgs::trusted_proxies)).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeListenerArgs {
     /// Time for a request head to arrive in full (from the connection's start, after TLS, for
@@ -65,14 +68,6 @@ pub struct ServeListenerArgs {
     #[arg(long, env = "NETACL_MAX_CONNECTIONS_PER_CLIENT", value_parser = parse_count,
           default_value_t = netacl_listener::DEFAULT_MAX_CONNECTIONS_PER_CLIENT)]
     max_connections_per_client: usize,
-    /// A CIDR (or address) of a reverse proxy in front of the admin API: its connections are
-    /// not counted per client. Repeatable; comma-separated in the environment variable.
-    #[arg(
-        long = "trusted-proxy",
-        env = "NETACL_TRUSTED_PROXIES",
-        value_delimiter = ','
-    )]
-    trusted_proxy: Vec<String>,
     /// How long requests in flight may run after SIGTERM or SIGINT (at most 8s); the process
     /// then exits (within 10 s of the signal).
     #[arg(long, env = "NETACL_SHUTDOWN_GRACE", default_value = DEFAULT_SHUTDOWN_GRACE, value_parser = parse_grace)]
@@ -80,8 +75,9 @@ pub struct ServeListenerArgs {
 }
 
 impl ServeListenerArgs {
-    /// The admin API's limits (the cap before it is fitted to the descriptor limit).
-    pub fn limits(&self) -> anyhow::Result<ConnectionLimits> {
+    /// The admin API's limits (the cap before it is fitted to the descriptor limit), the
+    /// connections of `trusted_proxies` (serve's `--trusted-proxy`) not counted per client.
+    pub fn limits(&self, trusted_proxies: TrustedProxies) -> ConnectionLimits {
         let mut limits = ConnectionLimits::default();
         limits.header_read_timeout = self.header_read_timeout;
         limits.idle_timeout = self.idle_timeout;
@@ -91,11 +87,8 @@ impl ServeListenerArgs {
             .max_connections
             .unwrap_or(netacl_listener::DEFAULT_MAX_CONNECTIONS);
         limits.max_connections_per_client = self.max_connections_per_client;
-        limits.exempt_peers = netacl_edge::TrustedProxies::parse(&self.trusted_proxy)
-            .map_err(|err| anyhow::anyhow!("--trusted-proxy: {err}"))?
-            .networks()
-            .collect();
-        Ok(limits)
+        limits.trusted_proxies = trusted_proxies;
+        limits
     }
 
     /// Whether `--max-connections` was given.

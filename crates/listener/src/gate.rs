@@ -447,7 +447,7 @@ mod tests {
         ConnectionGate::new(ConnectionLimits {
             max_connections: max,
             max_connections_per_client: per_client,
-            exempt_peers: vec!["10.9.0.0/16".parse().unwrap()],
+            trusted_proxies: netacl_model::TrustedProxies::parse(["10.9.0.0/16"]).unwrap(),
             ..ConnectionLimits::default()
         })
     }
@@ -504,7 +504,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn exempt_peers_are_not_capped_per_client() {
+    async fn trusted_proxies_are_not_capped_per_client() {
         let gate = gate(100, 1);
         let held: Vec<_> = (0..5)
             .map(|_| {

@@ -56,7 +56,7 @@
 //! HTTP, at the cost of a lock and a table lookup (nothing allocated for a refused one):
 //!
 //! - **Per client** (IPv4 address, IPv6 /64, IPv4-mapped as IPv4; peers in
-//!   [`ConnectionLimits::exempt_peers`], the reverse proxies, are not counted): over
+//!   [`ConnectionLimits::trusted_proxies`], the reverse proxies, are not counted): over
 //!   [`max_connections_per_client`](ConnectionLimits::max_connections_per_client), that
 //!   client's own longest-idle connection is closed to admit the new one; when all of its
 //!   connections are serving requests, the new one is closed.

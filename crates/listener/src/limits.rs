@@ -2,7 +2,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use ipnet::{IpNet, Ipv4Net};
+use netacl_model::TrustedProxies;
 
 /// The limits of one listener (or of several sharing a [`ConnectionGate`](crate::ConnectionGate)).
 ///
@@ -33,9 +33,10 @@ pub struct ConnectionLimits {
     /// IPv4-mapped IPv6 as IPv4). Over it, that client's own longest-idle connection is closed
     /// to admit the new one; with none idle, the new one is closed at once.
     pub max_connections_per_client: usize,
-    /// Peers exempt from [`max_connections_per_client`](Self::max_connections_per_client):
-    /// reverse proxies, behind which every client shares one address.
-    pub exempt_peers: Vec<IpNet>,
+    /// The reverse proxies in front (the `--trusted-proxy` networks, whose forwarding headers
+    /// are believed): behind one every client shares its address, so its connections are
+    /// exempt from [`max_connections_per_client`](Self::max_connections_per_client).
+    pub trusted_proxies: TrustedProxies,
     /// Streams one HTTP/2 connection may have open at once.
     pub h2_max_concurrent_streams: u32,
 }
@@ -66,20 +67,17 @@ impl Default for ConnectionLimits {
             min_body_rate: DEFAULT_MIN_BODY_RATE,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
-            exempt_peers: Vec::new(),
+            trusted_proxies: TrustedProxies::none(),
             h2_max_concurrent_streams: DEFAULT_H2_MAX_CONCURRENT_STREAMS,
         }
     }
 }
 
 impl ConnectionLimits {
-    /// Whether `ip` is one of the [`exempt_peers`](Self::exempt_peers) (an IPv4-mapped address
-    /// or network counts as IPv4).
+    /// Whether `ip` is one of the [`trusted_proxies`](Self::trusted_proxies) (an IPv4-mapped
+    /// address or network counts as IPv4), not counted per client.
     pub fn is_exempt(&self, ip: IpAddr) -> bool {
-        let ip = ip.to_canonical();
-        self.exempt_peers
-            .iter()
-            .any(|net| canonical_net(*net).contains(&ip))
+        self.trusted_proxies.contains(ip)
     }
 
     /// The shortest of the timeouts the connection watchdog enforces: how often it looks at a
@@ -89,18 +87,6 @@ impl ConnectionLimits {
             .min(self.idle_timeout)
             .max(Duration::from_millis(10))
     }
-}
-
-/// `::ffff:a.b.c.d/n` (n >= 96) as the IPv4 network it maps.
-fn canonical_net(net: IpNet) -> IpNet {
-    if let IpNet::V6(v6) = net {
-        if let (Some(v4), true) = (v6.addr().to_ipv4_mapped(), v6.prefix_len() >= 96) {
-            if let Ok(mapped) = Ipv4Net::new(v4, v6.prefix_len() - 96) {
-                return IpNet::V4(mapped.trunc());
-            }
-        }
-    }
-    net
 }
 
 /// Raises the process's soft limit of open descriptors (`RLIMIT_NOFILE`) to its hard limit and
@@ -124,13 +110,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exempt_peers_match_mapped_addresses_and_networks() {
+    fn trusted_proxies_match_mapped_addresses_and_networks() {
         let limits = ConnectionLimits {
-            exempt_peers: vec![
-                "10.0.0.0/8".parse().unwrap(),
-                "::ffff:192.0.2.0/120".parse().unwrap(),
-                "2001:db8::/32".parse().unwrap(),
-            ],
+            trusted_proxies: TrustedProxies::parse([
+                "10.0.0.0/8",
+                "::ffff:192.0.2.0/120",
+                "2001:db8::/32",
+            ])
+            .unwrap(),
             ..ConnectionLimits::default()
         };
         for yes in ["10.1.2.3", "::ffff:10.1.2.3", "192.0.2.9", "2001:db8::1"] {

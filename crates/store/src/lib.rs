@@ -89,7 +89,7 @@ pub use organizations::{
     OrganizationStore,
 };
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
-pub use sqlite::SqliteStore;
+pub use sqlite::{prepare_data_dir, SqliteStore};
 pub use tenant::{Tenant, TenantCredentials, TenantId, TenantRecord};
 
 /// Tenants: the owner of every other record.
