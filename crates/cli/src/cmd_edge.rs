@@ -15,6 +15,8 @@ use netacl_edge::{
     RulesSource, TlsFiles, TrustedProxies,
 };
 
+use crate::duration_arg::parse_duration;
+
 /// Arguments of `netacl edge`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -175,27 +177,6 @@ pub struct Args {
     /// `--shutdown-grace`.
     #[command(flatten)]
     shutdown: crate::listener_args::EdgeShutdownArgs,
-}
-
-/// Parses `250ms`, `10s`, `10m`, `1h`, or a bare number of seconds.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 250ms, 10s, 10m, 1h"))?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(format!("invalid duration unit in {s:?}: use ms, s, m or h")),
-    };
-    if d.is_zero() {
-        return Err(format!("duration {s:?} must be positive"));
-    }
-    Ok(d)
 }
 
 /// What `netacl edge` runs: the edge, its list files, and with --platform-url the platform
@@ -633,7 +614,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 stopped?;
                 return Ok(ExitCode::SUCCESS);
             }
-            () = crate::cmd_serve::shutdown_signal() => {}
+            () = crate::listener_args::shutdown_signal() => {}
         }
         // Stop accepting; connections with nothing in flight close, requests in flight get
         // the grace period.
@@ -664,8 +645,7 @@ fn parse_edge_name(value: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_edge_name};
-    use std::time::Duration;
+    use super::parse_edge_name;
 
     #[test]
     fn edge_names_are_what_the_operator_api_takes() {
@@ -675,15 +655,5 @@ mod tests {
         for bad in ["", "two words", "é", "a/b", &"x".repeat(65), "edge\n"] {
             assert!(parse_edge_name(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("5d").is_err());
-        assert!(parse_duration("ms").is_err());
     }
 }

@@ -521,7 +521,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     match edge.as_mut() {
         None => tokio::select! {
             served = &mut admin => served.context("server failed")?,
-            () = shutdown_signal() => {}
+            () = crate::listener_args::shutdown_signal() => {}
         },
         // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
         // API alone would leave the upstream unprotected without anyone noticing. So does a
@@ -542,7 +542,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                      --edge-default-tenant-only to keep the default tenant's rules for every host)"
                 );
             }
-            () = shutdown_signal() => {}
+            () = crate::listener_args::shutdown_signal() => {}
         },
     }
     // Stop accepting; connections with nothing in flight close, requests in flight get the
@@ -604,29 +604,4 @@ fn print_curl(base_url: &str, tenant_domain: &str, client_id: &str, secret: &str
         "get a token:\n  curl -s {base_url}/oauth/token -H 'content-type: application/json' \
          -d '{body}'"
     );
-}
-
-/// Completes on SIGINT or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down");
 }

@@ -1,6 +1,8 @@
 //! The console's flags of `netacl serve`: how its sessions are bounded, and how it knows that a
 //! browser reached it over HTTPS through a TLS-terminating proxy (`--public-url`,
-//! `--trusted-proxy`), which makes the session cookie `Secure`.
+//! `--trusted-proxy`), which makes the session cookie `Secure`. The same `--trusted-proxy` peers
+//! are not counted per client by the admin API's listener
+//! ([`ServeListenerArgs`](crate::listener_args::ServeListenerArgs)).
 use anyhow::Context as _;
 use netacl_server::{
     ConsoleSessionLimits, ServerConfig, DEFAULT_CONSOLE_SESSIONS,

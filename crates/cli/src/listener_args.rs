@@ -5,7 +5,7 @@ use std::time::Duration;
 use netacl_listener::{ConnectionGate, ConnectionLimits, ListenerStats};
 use netacl_model::TrustedProxies;
 
-use crate::cmd_edge::parse_duration;
+use crate::duration_arg::parse_duration;
 
 /// Default `--shutdown-grace`: how long requests in flight may run after SIGTERM or SIGINT.
 /// With the second the runtime is given after it, the process is gone within 10 s.
@@ -285,6 +285,31 @@ pub fn spawn_stats_log(name: &'static str, gate: ConnectionGate) -> tokio::task:
             last = now;
         }
     })
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod cmd_secrets_key;
 mod cmd_serve;
 mod cmd_tenant;
 mod console_args;
+mod duration_arg;
 mod geoip_args;
 mod limits_args;
 mod listener_args;
