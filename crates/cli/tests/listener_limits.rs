@@ -326,6 +326,70 @@ fn serve_closes_idle_half_sent_silent_and_trickled_connections() {
     assert!(!token.is_empty());
 }
 
+/// A connection to `addr` from the loopback address `from` (127.0.0.X).
+fn connect_from(from: &str, addr: SocketAddr) -> TcpStream {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(SocketAddr::new(from.parse().expect("address"), 0))
+            .expect("bind");
+        tokio::time::timeout(CLOSE_WITHIN, socket.connect(addr))
+            .await
+            .expect("connect in time")
+            .expect("connect")
+    });
+    let stream = stream.into_std().expect("std stream");
+    stream.set_nonblocking(false).expect("blocking");
+    stream
+}
+
+/// `serve`'s one `--trusted-proxy` (the console's, whose `X-Forwarded-Proto` is believed) is
+/// also the set of peers the listener does not count per client: four connections from a
+/// trusted proxy are all served under `--max-connections-per-client 2`, while a fourth
+/// connection from another address closes that client's oldest idle one.
+#[test]
+fn serves_trusted_proxies_are_not_counted_per_client() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_serve(
+        dir.path(),
+        &[
+            "--max-connections-per-client",
+            "2",
+            "--trusted-proxy",
+            "127.0.0.77",
+            // Only the cap closes a connection within the test's waits.
+            "--header-read-timeout",
+            "60s",
+        ],
+        None,
+    );
+    let request = b"GET /.well-known/jwks.json HTTP/1.1\r\nHost: limits.test\r\n\r\n";
+    // Another client: its third and fourth connections close its two oldest idle ones.
+    let mut other: Vec<TcpStream> = (0..4)
+        .map(|_| connect_from("127.0.0.78", server.addr))
+        .collect();
+    assert!(
+        closed_within(&mut other[0]),
+        "the per-client cap is in force for a peer that is not a trusted proxy"
+    );
+    // The trusted proxy: all four connections open, each answered.
+    let mut proxy: Vec<TcpStream> = (0..4)
+        .map(|_| connect_from("127.0.0.77", server.addr))
+        .collect();
+    for (i, stream) in proxy.iter_mut().enumerate() {
+        stream.write_all(request).expect("send");
+        assert_eq!(
+            read_response(stream).map(|a| a.0),
+            Some(200),
+            "connection {i} of the trusted proxy"
+        );
+    }
+}
+
 /// Starts `netacl edge --acl off` in front of `upstream` with `extra` flags: the process, its
 /// plain-HTTP and metrics addresses.
 fn start_edge(upstream: SocketAddr, extra: &[&str]) -> (Proc, SocketAddr, SocketAddr) {
