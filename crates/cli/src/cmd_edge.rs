@@ -15,6 +15,8 @@ use netacl_edge::{
     RulesSource, TlsFiles, TrustedProxies,
 };
 
+use crate::duration_arg::parse_duration;
+
 /// Arguments of `netacl edge`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -169,27 +171,12 @@ pub struct Args {
     /// Trust for https:// upstreams and rule sources, certificate reloads.
     #[command(flatten)]
     tls: crate::tls::EdgeTlsArgs,
-}
-
-/// Parses `250ms`, `10s`, `10m`, `1h`, or a bare number of seconds.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 250ms, 10s, 10m, 1h"))?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        _ => return Err(format!("invalid duration unit in {s:?}: use ms, s, m or h")),
-    };
-    if d.is_zero() {
-        return Err(format!("duration {s:?} must be positive"));
-    }
-    Ok(d)
+    /// The listener limits (caps and timeouts).
+    #[command(flatten)]
+    listener: crate::listener_args::EdgeListenerArgs,
+    /// `--shutdown-grace`.
+    #[command(flatten)]
+    shutdown: crate::listener_args::EdgeShutdownArgs,
 }
 
 /// What `netacl edge` runs: the edge, its list files, and with --platform-url the platform
@@ -217,6 +204,7 @@ fn read_operator_token(path: &std::path::Path) -> anyhow::Result<String> {
 fn config(args: Args) -> anyhow::Result<Plan> {
     let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
     args.tls.apply(&mut config);
+    args.listener.apply(&mut config.limits);
     let (lists, files) = crate::managed_list_args::load_all(
         &args.managed_list,
         netacl_model::Limits::default().max_entries_per_set,
@@ -407,6 +395,9 @@ pub struct ServeEdgeArgs {
     /// Trust for an https:// upstream.
     #[command(flatten)]
     edge_tls: crate::tls::ServeEdgeTlsArgs,
+    /// The edge's listener limits (`--edge-max-connections`, ...).
+    #[command(flatten)]
+    edge_listener: crate::listener_args::ServeEdgeListenerArgs,
 }
 
 /// Which tenants' rules the in-process edge enforces.
@@ -425,6 +416,20 @@ pub enum ServeEdgeMode {
 }
 
 impl ServeEdgeArgs {
+    /// The in-process edge's listener limits (before they are fitted to the descriptor
+    /// limit); `None` without `--edge-upstream`.
+    pub fn listener_limits(&self) -> Option<netacl_listener::ConnectionLimits> {
+        self.edge_upstream.as_ref()?;
+        let mut limits = netacl_listener::ConnectionLimits::default();
+        self.edge_listener.apply(&mut limits);
+        Some(limits)
+    }
+
+    /// Whether `--edge-max-connections` was given.
+    pub fn max_connections_given(&self) -> bool {
+        self.edge_listener.max_connections_given()
+    }
+
     /// The edge configuration, following the rule sets sent on `rule_updates` (send every
     /// rule set the serve command installs in the engine), and its mode given the number of
     /// tenants the store holds at start; `None` without `--edge-upstream`.
@@ -446,6 +451,7 @@ impl ServeEdgeArgs {
         };
         let mut config = EdgeConfig::new(parse_upstream(upstream)?);
         self.edge_tls.apply(&mut config);
+        self.edge_listener.apply(&mut config.limits);
         apply_common(
             &mut config,
             Common {
@@ -544,16 +550,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init()
     };
+    let grace = args.shutdown.shutdown_grace;
+    let cap_given = args.listener.max_connections_given();
     let Plan {
-        config,
+        mut config,
         list_files,
         platform,
     } = config(args)?;
+    crate::listener_args::fit_to_descriptors(&mut [crate::listener_args::Cap {
+        flag: "--max-connections",
+        value: &mut config.limits.max_connections,
+        weight: 2,
+        given: cap_given,
+    }]);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let engine = Arc::new(netacl_eval::Engine::new());
         // --platform-url: the tenants are followed into the router before the edge listens
         // (a bounded wait for the first complete snapshot; the source keeps trying after it).
@@ -594,9 +608,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             show(edge.tls_addr()),
             show(edge.metrics_addr())
         );
-        edge.wait().await?;
+        let mut edge = edge;
+        tokio::select! {
+            stopped = edge.wait() => {
+                stopped?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            () = crate::listener_args::shutdown_signal() => {}
+        }
+        // Stop accepting; connections with nothing in flight close, requests in flight get
+        // the grace period.
+        edge.close();
+        if tokio::time::timeout(grace, edge.drained()).await.is_err() {
+            tracing::warn!(
+                open = edge.listener_stats().open,
+                grace = ?grace,
+                "requests still in flight after the shutdown grace: they are cut"
+            );
+        }
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // Dropping the runtime would wait for every blocking task to finish.
+    runtime.shutdown_timeout(crate::listener_args::RUNTIME_SHUTDOWN_TIMEOUT);
+    served
 }
 
 /// `--edge-name`: what the platform's operator API takes as an edge's name.
@@ -611,8 +645,7 @@ fn parse_edge_name(value: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_edge_name};
-    use std::time::Duration;
+    use super::parse_edge_name;
 
     #[test]
     fn edge_names_are_what_the_operator_api_takes() {
@@ -622,15 +655,5 @@ mod tests {
         for bad in ["", "two words", "é", "a/b", &"x".repeat(65), "edge\n"] {
             assert!(parse_edge_name(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("5d").is_err());
-        assert!(parse_duration("ms").is_err());
     }
 }

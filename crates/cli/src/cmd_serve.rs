@@ -128,6 +128,10 @@ pub struct Args {
     /// `--allow-insecure-http`); boxed like the edge's.
     #[command(flatten)]
     tls: Box<crate::tls::ServeTlsArgs>,
+    /// The admin API's listener limits (caps, timeouts, shutdown grace; the proxies not counted
+    /// per client are the console's `--trusted-proxy`).
+    #[command(flatten)]
+    listener: Box<crate::listener_args::ServeListenerArgs>,
 }
 
 /// The key-encryption key of `--secrets-key-file`, or the data directory's (generated on first
@@ -233,7 +237,11 @@ fn load_signing_key(
     Ok(Arc::new(key))
 }
 
-/// Runs `netacl serve` until SIGINT or SIGTERM.
+/// Runs `netacl serve` until SIGINT or SIGTERM; then the listeners stop accepting, requests in
+/// flight get `--shutdown-grace`, and blocking work still running (an analysis) gets
+/// [`RUNTIME_SHUTDOWN_TIMEOUT`](crate::listener_args::RUNTIME_SHUTDOWN_TIMEOUT) before the
+/// process exits without it. Writes commit durably before they are answered (SQLite WAL with
+/// `synchronous=FULL`, PostgreSQL's commit), so a write cut short was never acknowledged.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -247,11 +255,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(args))?;
+    let served = runtime.block_on(serve(args));
+    // Dropping the runtime would wait for every blocking task to finish.
+    runtime.shutdown_timeout(crate::listener_args::RUNTIME_SHUTDOWN_TIMEOUT);
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(args: Args) -> anyhow::Result<()> {
+    // The caps are fitted to the descriptor limit (raised to the hard limit) before anything
+    // is opened: the admin API's connections take one descriptor, the edge's two.
+    let mut admin_limits = args.listener.limits(args.console.trusted_proxies()?);
+    let mut edge_limits = args.edge.listener_limits();
+    {
+        let mut caps = vec![crate::listener_args::Cap {
+            flag: "--max-connections",
+            value: &mut admin_limits.max_connections,
+            weight: 1,
+            given: args.listener.max_connections_given(),
+        }];
+        if let Some(edge) = edge_limits.as_mut() {
+            caps.push(crate::listener_args::Cap {
+                flag: "--edge-max-connections",
+                value: &mut edge.max_connections,
+                weight: 2,
+                given: args.edge.max_connections_given(),
+            });
+        }
+        crate::listener_args::fit_to_descriptors(&mut caps);
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -362,6 +394,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .context("invalid --edge-* settings")?
     {
         Some((mut edge_config, mode)) => {
+            if let Some(limits) = &edge_limits {
+                edge_config.limits = limits.clone();
+            }
             match mode {
                 ServeEdgeMode::ByHost => tracing::info!(
                     tenants = tenants_at_start,
@@ -485,19 +520,26 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         _ => {}
     }
 
-    let admin = transport.serve(listener, service.router(), shutdown_signal());
-    match edge {
-        None => admin.await.context("server failed")?,
+    let gate = netacl_listener::ConnectionGate::new(admin_limits);
+    let _stats_log = crate::listener_args::spawn_stats_log("admin API", gate.clone());
+    let admin = transport.serve(listener, service.router(), gate.clone());
+    tokio::pin!(admin);
+    let mut edge = edge;
+    match edge.as_mut() {
+        None => tokio::select! {
+            served = &mut admin => served.context("server failed")?,
+            () = crate::listener_args::shutdown_signal() => {}
+        },
         // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
         // API alone would leave the upstream unprotected without anyone noticing. So does a
         // tenant created while an edge that no flag told to ignore other tenants runs.
-        Some((edge, mode)) => tokio::select! {
-            served = admin => served.context("server failed")?,
-            stopped = edge.wait() => {
+        Some((running, mode)) => tokio::select! {
+            served = &mut admin => served.context("server failed")?,
+            stopped = running.wait() => {
                 stopped.context("the edge stopped")?;
                 anyhow::bail!("the edge stopped");
             }
-            tenant = another_tenant(mode, service.tenants()) => {
+            tenant = another_tenant(*mode, service.tenants()) => {
                 anyhow::bail!(
                     "tenant {tenant} was created while the in-process edge enforced the default \
                      tenant's rules for every host (the store held no other tenant at start, and \
@@ -507,7 +549,28 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                      --edge-default-tenant-only to keep the default tenant's rules for every host)"
                 );
             }
+            () = crate::listener_args::shutdown_signal() => {}
         },
+    }
+    // Stop accepting; connections with nothing in flight close, requests in flight get the
+    // grace period.
+    gate.close();
+    if let Some((running, _)) = &edge {
+        running.close();
+    }
+    let drained = async {
+        gate.drained().await;
+        if let Some((running, _)) = &edge {
+            running.drained().await;
+        }
+    };
+    let grace = args.listener.shutdown_grace();
+    if tokio::time::timeout(grace, drained).await.is_err() {
+        tracing::warn!(
+            open = gate.stats().open,
+            grace = ?grace,
+            "requests still in flight after the shutdown grace: they are cut"
+        );
     }
     Ok(())
 }
@@ -548,28 +611,4 @@ fn print_curl(base_url: &str, tenant_domain: &str, client_id: &str, secret: &str
         "get a token:\n  curl -s {base_url}/oauth/token -H 'content-type: application/json' \
          -d '{body}'"
     );
-}
-
-async fn shutdown_signal() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down");
 }

@@ -1,6 +1,8 @@
 //! The console's flags of `netacl serve`: how its sessions are bounded, and how it knows that a
 //! browser reached it over HTTPS through a TLS-terminating proxy (`--public-url`,
-//! `--trusted-proxy`), which makes the session cookie `Secure`.
+//! `--trusted-proxy`), which makes the session cookie `Secure`. The same `--trusted-proxy` peers
+//! are not counted per client by the admin API's listener
+//! ([`ServeListenerArgs`](crate::listener_args::ServeListenerArgs)).
 use anyhow::Context as _;
 use netacl_server::{
     ConsoleSessionLimits, ServerConfig, DEFAULT_CONSOLE_SESSIONS,
@@ -33,7 +35,8 @@ pub struct ConsoleArgs {
     public_url: Option<http::Uri>,
     /// A reverse proxy in front of the admin API (an address or a CIDR; repeatable,
     /// comma-separated in the variable) whose `X-Forwarded-Proto: https` makes the console's
-    /// session cookie Secure. The header from any other peer is ignored.
+    /// session cookie Secure (the header from any other peer is ignored), and whose
+    /// connections are not counted against --max-connections-per-client.
     #[arg(
         long = "trusted-proxy",
         env = "NETACL_TRUSTED_PROXIES",
@@ -56,6 +59,12 @@ fn parse_public_url(value: &str) -> Result<http::Uri, String> {
 }
 
 impl ConsoleArgs {
+    /// `--trusted-proxy`: the reverse proxies in front of the admin API, whose forwarding
+    /// headers are believed and whose connections the listener does not count per client.
+    pub fn trusted_proxies(&self) -> anyhow::Result<netacl_model::TrustedProxies> {
+        netacl_model::TrustedProxies::parse(&self.trusted_proxy).context("invalid --trusted-proxy")
+    }
+
     /// `config` with these settings; an error names the flags that do not fit together.
     pub fn apply(&self, mut config: ServerConfig) -> anyhow::Result<ServerConfig> {
         let limits = ConsoleSessionLimits::new(
@@ -67,10 +76,9 @@ impl ConsoleArgs {
             "invalid --console-sessions-per-client, --console-sessions-per-tenant or \
              --console-sessions",
         )?;
-        config = config.with_console_sessions(limits).with_trusted_proxies(
-            netacl_model::TrustedProxies::parse(&self.trusted_proxy)
-                .context("invalid --trusted-proxy")?,
-        );
+        config = config
+            .with_console_sessions(limits)
+            .with_trusted_proxies(self.trusted_proxies()?);
         if let Some(url) = &self.public_url {
             config = config.with_public_url(url.clone());
         }

@@ -19,8 +19,10 @@ mod cmd_secrets_key;
 mod cmd_serve;
 mod cmd_tenant;
 mod console_args;
+mod duration_arg;
 mod geoip_args;
 mod limits_args;
+mod listener_args;
 mod managed_list_args;
 mod serve_tenants;
 mod tls;
@@ -74,5 +76,16 @@ fn main() -> ExitCode {
             eprintln!("netacl: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every flag of every subcommand has its own id (two flattened groups with a field of the
+    /// same name would collide only when parsed).
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

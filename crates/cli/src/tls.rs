@@ -2,7 +2,6 @@
 //! rule that keeps plain HTTP on loopback unless an insecure flag says otherwise, and the
 //! trust flags of the edge's clients (`--rules-ca`, `--upstream-ca`). Certificates are loaded
 //! and reloaded by `netacl-tls`, the same code the edge's own TLS listener uses.
-use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,13 +9,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use netacl_edge::{EdgeConfig, RemoteRules};
+use netacl_listener::{ConnectionGate, RequestBody};
 use netacl_tls::{ClientTrust, ServerCertificate, TlsFiles};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinSet;
-use tokio_rustls::server::TlsStream;
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::cmd_edge::parse_duration;
+use crate::duration_arg::parse_duration;
 
 /// Time a client has to complete the TLS handshake with the admin API.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -141,34 +139,23 @@ impl AdminTransport {
     }
 
     /// Serves `router` on `main` (HTTPS with the certificate, or plain HTTP) and on the plain
-    /// listener, until `shutdown` completes (then gracefully); reloads the certificate when its
-    /// files are replaced.
+    /// listener, every connection admitted and served by `gate` (its caps and timeouts), until
+    /// the gate closes; reloads the certificate when its files are replaced.
+    ///
+    /// Every request carries the peer as `ConnectInfo<SocketAddr>` (what the rate limits and
+    /// logs read), and over TLS the [`netacl_server::TlsTransport`] mark (the watch sends sealed
+    /// key material over TLS only), as the router always received them.
     pub async fn serve(
         self,
         main: TcpListener,
         router: axum::Router,
-        shutdown: impl Future<Output = ()> + Send + 'static,
+        gate: ConnectionGate,
     ) -> std::io::Result<()> {
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            shutdown.await;
-            let _ = stop.send(true);
-        });
-        let signal = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        };
-        let app = router
-            .clone()
-            .into_make_service_with_connect_info::<SocketAddr>();
         let plain = async {
-            match self.plain {
-                Some(listener) => {
-                    axum::serve(listener, app.clone())
-                        .with_graceful_shutdown(signal(stopped.clone()))
-                        .await
-                }
-                None => Ok(()),
+            if let Some(listener) = self.plain {
+                serve_plain(listener, gate.clone(), router.clone()).await;
             }
+            Ok::<_, std::io::Error>(())
         };
         let main = async {
             match &self.certificate {
@@ -177,106 +164,76 @@ impl AdminTransport {
                         .acceptor()
                         .map_err(|e| std::io::Error::other(e.to_string()))?;
                     let watcher = certificate.watch(self.reload_interval);
-                    // Each connection's service is the router with the peer's address as
-                    // `ConnectInfo<SocketAddr>` (what the rate limits and logs read), as
-                    // `into_make_service_with_connect_info` gives it on plain TCP.
-                    let with_peer = tower::service_fn(
-                        move |incoming: axum::serve::IncomingStream<'_, TlsListener>| {
-                            let peer = axum::extract::ConnectInfo(*incoming.remote_addr());
-                            let router = router.clone();
-                            std::future::ready(Ok::<_, std::convert::Infallible>(
-                                tower::ServiceExt::map_request(
-                                    router,
-                                    move |mut request: axum::extract::Request| {
-                                        request.extensions_mut().insert(peer);
-                                        // The watch sends sealed key material over TLS.
-                                        request
-                                            .extensions_mut()
-                                            .insert(netacl_server::TlsTransport);
-                                        request
-                                    },
-                                ),
-                            ))
-                        },
-                    );
-                    let served = axum::serve(TlsListener::new(main, acceptor), with_peer)
-                        .with_graceful_shutdown(signal(stopped.clone()))
-                        .await;
+                    serve_tls(main, gate.clone(), router.clone(), acceptor).await;
                     watcher.abort();
-                    served
                 }
-                None => {
-                    axum::serve(main, app.clone())
-                        .with_graceful_shutdown(signal(stopped.clone()))
-                        .await
-                }
+                None => serve_plain(main, gate.clone(), router.clone()).await,
             }
+            Ok::<_, std::io::Error>(())
         };
         tokio::try_join!(main, plain).map(|_| ())
     }
 }
 
-/// A TCP listener that hands axum TLS streams: handshakes run concurrently in their own tasks
-/// (each bounded by [`HANDSHAKE_TIMEOUT`]), so a slow client never holds up the others; a
-/// failed handshake is logged at `DEBUG` and forgotten.
-struct TlsListener {
-    tcp: TcpListener,
+/// The router as the service of one connection from `peer`: each request gets
+/// `ConnectInfo(peer)`, and `TlsTransport` when the connection is TLS.
+fn connection_service(
+    router: axum::Router,
+    peer: SocketAddr,
+    tls: bool,
+) -> impl hyper::service::Service<
+    http::Request<RequestBody>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = impl Send + 'static,
+> + Send
+       + 'static {
+    hyper::service::service_fn(move |mut request: http::Request<RequestBody>| {
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        if tls {
+            request.extensions_mut().insert(netacl_server::TlsTransport);
+        }
+        tower::ServiceExt::oneshot(router.clone(), request)
+    })
+}
+
+/// Plain HTTP: every admitted connection served at once.
+async fn serve_plain(listener: TcpListener, gate: ConnectionGate, router: axum::Router) {
+    while let Some((stream, peer, admitted)) = gate.accept(&listener).await {
+        tokio::spawn(admitted.serve(stream, connection_service(router.clone(), peer, false)));
+    }
+}
+
+/// HTTPS: each admitted connection's handshake runs in its own task (bounded by
+/// [`HANDSHAKE_TIMEOUT`]), so a slow client never holds up the others; a failed handshake is
+/// logged at `DEBUG` and forgotten.
+async fn serve_tls(
+    listener: TcpListener,
+    gate: ConnectionGate,
+    router: axum::Router,
     acceptor: TlsAcceptor,
-    handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
-}
-
-impl TlsListener {
-    fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> Self {
-        Self {
-            tcp,
-            acceptor,
-            handshakes: JoinSet::new(),
-        }
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            tokio::select! {
-                accepted = self.tcp.accept() => match accepted {
-                    Ok((stream, peer)) => {
-                        let _ = stream.set_nodelay(true);
-                        let acceptor = self.acceptor.clone();
-                        self.handshakes.spawn(async move {
-                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                                Ok(Ok(tls)) => Some((tls, peer)),
-                                Ok(Err(err)) => {
-                                    tracing::debug!(%peer, error = %err, "TLS handshake failed");
-                                    None
-                                }
-                                Err(_) => {
-                                    tracing::debug!(%peer, "TLS handshake timed out");
-                                    None
-                                }
-                            }
-                        });
-                    }
-                    Err(err) => {
-                        // Out of file descriptors and the like: back off briefly.
-                        tracing::warn!(error = %err, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                },
-                Some(done) = self.handshakes.join_next(), if !self.handshakes.is_empty() => {
-                    if let Ok(Some(connection)) = done {
-                        return connection;
-                    }
+) {
+    while let Some((stream, peer, admitted)) = gate.accept(&listener).await {
+        let acceptor = acceptor.clone();
+        let router = router.clone();
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+            match admitted.handshake(handshake).await {
+                // Evicted or shutting down before the handshake completed.
+                None => {}
+                Some(Ok(Ok(tls))) => {
+                    admitted
+                        .serve(tls, connection_service(router, peer, true))
+                        .await
                 }
+                Some(Ok(Err(err))) => {
+                    tracing::debug!(%peer, error = %err, "TLS handshake failed");
+                }
+                Some(Err(_)) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.tcp.local_addr()
+        });
     }
 }
 

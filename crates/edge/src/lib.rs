@@ -41,7 +41,11 @@ pub use metrics::{EdgeMetrics, RuleStat, RuleTable, SummarySink};
 /// the scope the edge decides with, or why the path is refused.
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use netacl_tls::{ClientTrust, TlsFiles};
-pub use proxy::{run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge};
+pub use proxy::{
+    run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge,
+    DEFAULT_PROXY_MAX_CONNECTIONS, DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT,
+    METRICS_MAX_CONNECTIONS,
+};
 pub use sample::{
     TrafficSample, DEFAULT_SAMPLE_EVERY, DEFAULT_SAMPLE_SIZE, MAX_HOSTNAME, MAX_USER_AGENT,
 };

@@ -282,6 +282,78 @@ pub struct RuleStat {
     pub connections_refused: u64,
 }
 
+/// The Prometheus series of the edge's listeners (`listener="proxy"`, `"metrics"`): open
+/// connections, connections admitted, refused and evicted by cap, and connections or bodies
+/// cut by a timeout (see [`netacl_listener::ListenerStats`]).
+pub(crate) fn render_listeners(listeners: &[(&str, netacl_listener::ListenerStats)]) -> String {
+    /// One labelled value of a series: its extra label (or none) and where it is read.
+    type Value = (&'static str, fn(&netacl_listener::ListenerStats) -> u64);
+    let mut out = String::with_capacity(2048);
+    let series: [(&str, &str, &str, &[Value]); 6] = [
+        (
+            "netacl_edge_listener_connections_open",
+            "gauge",
+            "Connections open on a listener.",
+            &[("", |s| s.open)],
+        ),
+        (
+            "netacl_edge_listener_connections_accepted_total",
+            "counter",
+            "Connections a listener admitted.",
+            &[("", |s| s.accepted)],
+        ),
+        (
+            "netacl_edge_listener_connections_refused_total",
+            "counter",
+            "New connections closed at once, by the cap they were over (nothing idle to close instead).",
+            &[
+                ("cap=\"max_connections\"", |s| s.refused_max_connections),
+                ("cap=\"max_connections_per_client\"", |s| s.refused_per_client),
+            ],
+        ),
+        (
+            "netacl_edge_listener_connections_evicted_total",
+            "counter",
+            "Idle connections closed to admit a new one, by the cap that was reached.",
+            &[
+                ("cap=\"max_connections\"", |s| s.evicted_max_connections),
+                ("cap=\"max_connections_per_client\"", |s| s.evicted_per_client),
+            ],
+        ),
+        (
+            "netacl_edge_listener_timeouts_total",
+            "counter",
+            "Connections closed (header, idle, send: an answer not read) or request bodies failed (body) by a timeout.",
+            &[
+                ("timeout=\"header\"", |s| s.header_timeouts),
+                ("timeout=\"idle\"", |s| s.idle_timeouts),
+                ("timeout=\"body\"", |s| s.body_timeouts),
+                ("timeout=\"send\"", |s| s.send_timeouts),
+            ],
+        ),
+        (
+            "netacl_edge_listener_accept_errors_total",
+            "counter",
+            "Failed accepts (out of file descriptors and the like).",
+            &[("", |s| s.accept_errors)],
+        ),
+    ];
+    for (name, kind, help, values) in series {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (listener, stats) in listeners {
+            for (label, value) in values {
+                let sep = if label.is_empty() { "" } else { "," };
+                let _ = writeln!(
+                    out,
+                    "{name}{{listener=\"{listener}\"{sep}{label}}} {}",
+                    value(stats)
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Counters of an edge: per rule (see the module docs), per verdict, per connection outcome.
 #[derive(Debug)]
 pub struct EdgeMetrics {
@@ -647,6 +719,29 @@ impl std::fmt::Debug for SummarySink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listener_series_name_each_listener_and_reason() {
+        let mut proxy = netacl_listener::ListenerStats::default();
+        proxy.open = 7;
+        proxy.refused_max_connections = 3;
+        proxy.evicted_per_client = 2;
+        proxy.body_timeouts = 1;
+        let text = render_listeners(&[
+            ("proxy", proxy),
+            ("metrics", netacl_listener::ListenerStats::default()),
+        ]);
+        for line in [
+            "# TYPE netacl_edge_listener_connections_open gauge",
+            "netacl_edge_listener_connections_open{listener=\"proxy\"} 7",
+            "netacl_edge_listener_connections_refused_total{listener=\"proxy\",cap=\"max_connections\"} 3",
+            "netacl_edge_listener_connections_evicted_total{listener=\"proxy\",cap=\"max_connections_per_client\"} 2",
+            "netacl_edge_listener_timeouts_total{listener=\"proxy\",timeout=\"body\"} 1",
+            "netacl_edge_listener_timeouts_total{listener=\"metrics\",timeout=\"idle\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+    }
 
     fn rules(version: u64, specs: &[(&str, u64, &str, &str)]) -> RuleSet {
         let records: Vec<_> = specs

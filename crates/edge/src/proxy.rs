@@ -18,6 +18,11 @@
 //! an ordinary one without its `Upgrade` header. Not supported: upgrades over HTTP/2 (extended
 //! CONNECT), a path prefix on the upstream. An
 //! unreachable upstream, or one whose certificate is not trusted, is a `502` with a JSON body.
+//!
+//! Every connection is admitted and served through [`netacl_listener`] under
+//! [`EdgeConfig::limits`]: connection caps (global, per client, the trusted proxies exempt),
+//! header, idle and body timeouts (a late body is a `408` with a JSON body), and a graceful stop
+//! ([`RunningEdge::close`], [`RunningEdge::drained`]).
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -33,11 +38,14 @@ use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use netacl_eval::Engine;
+use netacl_listener::{
+    Admitted, BodyError, ConnectionGate, ConnectionLimits, ListenerStats, RequestBody,
+};
 use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
 use netacl_tls::{ClientTrust, ServerCertificate, TlsError, TlsFiles};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -192,6 +200,10 @@ pub struct EdgeConfig {
     pub acl_enabled: bool,
     /// Time allowed for a client to send its ClientHello and complete the handshake.
     pub handshake_timeout: Duration,
+    /// Caps and timeouts of the proxy's listeners (`listen` and `listen_tls` share one
+    /// [`ConnectionGate`]; its `trusted_proxies` are replaced by [`trusted_proxies`](Self::trusted_proxies)). The metrics
+    /// listener takes the same timeouts and at most [`METRICS_MAX_CONNECTIONS`] connections.
+    pub limits: ConnectionLimits,
     /// Where the rules come from.
     pub rules: RulesSource,
     /// With [`RulesSource::Engine`]: the rule sets installed in the engine, as they change.
@@ -207,7 +219,9 @@ impl EdgeConfig {
     /// Defaults for everything but the upstream: the system's roots for an `https://`
     /// upstream, no listener yet, certificate files checked every 10 s, no trusted proxies,
     /// `X-Forwarded-For`, no GeoIP, metrics on `127.0.0.1:9464`, a summary every 10 minutes,
-    /// ACL on, 10 s handshake timeout, rules from the engine's owner.
+    /// ACL on, 10 s handshake timeout, the listener limits' defaults with
+    /// [`DEFAULT_PROXY_MAX_CONNECTIONS`] connections, [`DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT`] per
+    /// client, rules from the engine's owner.
     pub fn new(upstream: Uri) -> Self {
         Self {
             upstream,
@@ -233,11 +247,29 @@ impl EdgeConfig {
             sample_every: crate::sample::DEFAULT_SAMPLE_EVERY,
             acl_enabled: true,
             handshake_timeout: Duration::from_secs(10),
+            limits: default_limits(),
             rules: RulesSource::Engine,
             rule_updates: None,
             managed_lists: ManagedLists::new(),
         }
     }
+}
+
+/// Default cap on the proxy's open connections (see [`EdgeConfig::limits`]): each may hold an
+/// upstream connection too, so it counts two descriptors.
+pub const DEFAULT_PROXY_MAX_CONNECTIONS: usize = 16_384;
+
+/// Default cap on the proxy's open connections from one client address (IPv6: one /64).
+pub const DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT: usize = 256;
+
+/// Connections the metrics listener takes at once (from any client: it is an admin listener).
+pub const METRICS_MAX_CONNECTIONS: usize = 64;
+
+fn default_limits() -> ConnectionLimits {
+    let mut limits = ConnectionLimits::default();
+    limits.max_connections = DEFAULT_PROXY_MAX_CONNECTIONS;
+    limits.max_connections_per_client = DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT;
+    limits
 }
 
 /// A started edge: its listeners are bound and serving.
@@ -247,6 +279,8 @@ pub struct RunningEdge {
     http_addr: Option<SocketAddr>,
     tls_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
+    /// The proxy listeners' gate, then the metrics listener's.
+    gates: Vec<ConnectionGate>,
     tasks: JoinSet<Result<(), EdgeError>>,
 }
 
@@ -309,20 +343,47 @@ impl RunningEdge {
         }
     }
 
-    /// Serves until a listener fails.
-    pub async fn wait(mut self) -> Result<(), EdgeError> {
+    /// The counters of the proxy's listeners (refused, evicted and timed-out connections).
+    pub fn listener_stats(&self) -> ListenerStats {
+        self.gates
+            .first()
+            .map(ConnectionGate::stats)
+            .unwrap_or_default()
+    }
+
+    /// Serves until a listener fails (or, after [`close`](Self::close), until the listeners
+    /// and background tasks have stopped).
+    pub async fn wait(&mut self) -> Result<(), EdgeError> {
         while let Some(joined) = self.tasks.join_next().await {
             match joined {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => return Err(err),
+                Err(err) if err.is_cancelled() => {}
                 Err(err) => return Err(EdgeError::Stopped(err.to_string())),
             }
         }
         Ok(())
     }
 
-    /// Stops every listener and background task.
+    /// Starts a graceful stop: the listeners stop accepting, connections with nothing in flight
+    /// close, those serving a request finish it (see [`ConnectionGate::close`]).
+    pub fn close(&self) {
+        for gate in &self.gates {
+            gate.close();
+        }
+    }
+
+    /// Waits until every connection of the listeners is closed (after [`close`](Self::close);
+    /// bound it with a timeout, the grace period).
+    pub async fn drained(&self) {
+        for gate in &self.gates {
+            gate.drained().await;
+        }
+    }
+
+    /// Stops every listener, connection and background task at once.
     pub fn shutdown(mut self) {
+        self.close();
         self.tasks.abort_all();
     }
 }
@@ -557,6 +618,12 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         )),
     };
     let service = AclLayer::new(enforcer.clone()).layer(proxy);
+    // One meaning for --trusted-proxy: the peers whose forwarding headers are believed are the
+    // peers whose connections are not counted per client.
+    let mut limits = config.limits.clone();
+    limits.trusted_proxies = config.trusted_proxies.clone();
+    let proxy_gate = ConnectionGate::new(limits.clone());
+    let mut gates = vec![proxy_gate.clone()];
 
     let mut http_addr = None;
     if let Some(addr) = config.listen {
@@ -571,6 +638,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             service: service.clone(),
             acceptor: None,
             handshake_timeout: config.handshake_timeout,
+            gate: proxy_gate.clone(),
         };
         tasks.spawn(accept_loop(listener, ctx));
     }
@@ -587,6 +655,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             service: service.clone(),
             acceptor: Some(acceptor),
             handshake_timeout: config.handshake_timeout,
+            gate: proxy_gate.clone(),
         };
         tasks.spawn(accept_loop(listener, ctx));
     }
@@ -598,7 +667,21 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                 .local_addr()
                 .map_err(|source| EdgeError::Bind { addr, source })?,
         );
-        tasks.spawn(metrics_loop(listener, metrics, config.tenants.clone()));
+        let mut metrics_limits = limits;
+        metrics_limits.max_connections = METRICS_MAX_CONNECTIONS;
+        metrics_limits.max_connections_per_client = METRICS_MAX_CONNECTIONS;
+        let metrics_gate = ConnectionGate::new(metrics_limits);
+        gates.push(metrics_gate.clone());
+        let listeners = Listeners {
+            proxy: proxy_gate.clone(),
+            metrics: metrics_gate,
+        };
+        tasks.spawn(metrics_loop(
+            listener,
+            listeners,
+            metrics,
+            config.tenants.clone(),
+        ));
     }
     tracing::info!(
         http = ?http_addr,
@@ -613,6 +696,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         http_addr,
         tls_addr,
         metrics_addr,
+        gates,
         tasks,
     })
 }
@@ -645,40 +729,42 @@ struct Accept {
     service: EdgeService,
     acceptor: Option<TlsAcceptor>,
     handshake_timeout: Duration,
+    gate: ConnectionGate,
 }
 
+/// Accepts the connections its gate admits (the others are closed at once) until the gate
+/// closes.
 async fn accept_loop(listener: TcpListener, ctx: Accept) -> Result<(), EdgeError> {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                // Out of file descriptors and the like: back off briefly, keep serving.
-                tracing::warn!(error = %err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+    while let Some((stream, peer, admitted)) = ctx.gate.accept(&listener).await {
         let ctx = ctx.clone();
-        tokio::spawn(async move { serve_connection(stream, peer, ctx).await });
+        tokio::spawn(async move { serve_connection(stream, peer, admitted, ctx).await });
     }
+    Ok(())
 }
 
-async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, ctx: Accept) {
+async fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    admitted: Admitted,
+    ctx: Accept,
+) {
     let Some(acceptor) = ctx.acceptor.clone() else {
         // Plain HTTP: no connection-level refusal; a blocked request gets its 403, which costs
         // about as much as closing and tells the client what happened.
         ctx.enforcer.metrics().record_connection(true);
-        serve_http(TokioIo::new(stream), ConnectionInfo::new(peer), ctx.service).await;
+        serve_http(stream, admitted, ConnectionInfo::new(peer), ctx.service).await;
         return;
     };
-    let (hello, consumed) = match read_client_hello(
-        &mut stream,
-        DEFAULT_MAX_HELLO_BYTES,
-        ctx.handshake_timeout,
-    )
-    .await
-    {
+    // Evicted, or the edge stopping, before the handshake completes: just close.
+    let read = admitted
+        .handshake(read_client_hello(
+            &mut stream,
+            DEFAULT_MAX_HELLO_BYTES,
+            ctx.handshake_timeout,
+        ))
+        .await;
+    let Some(read) = read else { return };
+    let (hello, consumed) = match read {
         Ok(read) => read,
         Err(failure) => {
             ctx.enforcer.metrics().record_handshake_failure();
@@ -700,7 +786,11 @@ async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, ctx: Accept) 
         return;
     }
     let handshake = acceptor.accept(Rewind::new(consumed, stream));
-    let tls = match tokio::time::timeout(ctx.handshake_timeout, handshake).await {
+    let handshake = tokio::time::timeout(ctx.handshake_timeout, handshake);
+    let Some(handshake) = admitted.handshake(handshake).await else {
+        return;
+    };
+    let tls = match handshake {
         Ok(Ok(tls)) => tls,
         Ok(Err(err)) => {
             ctx.enforcer.metrics().record_handshake_failure();
@@ -714,25 +804,20 @@ async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, ctx: Accept) 
         }
     };
     let info = ConnectionInfo::new(peer).with_tls(tls_info);
-    serve_http(TokioIo::new(tls), info, ctx.service).await;
+    serve_http(tls, admitted, info, ctx.service).await;
 }
 
-async fn serve_http<I>(io: I, info: ConnectionInfo, service: EdgeService)
+/// Serves HTTP/1.1 and HTTP/2 on an admitted connection, under its gate's timeouts (see
+/// [`netacl_listener`]); every request carries the connection's [`ConnectionInfo`].
+async fn serve_http<I>(io: I, admitted: Admitted, info: ConnectionInfo, service: EdgeService)
 where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+    let svc = hyper::service::service_fn(move |mut request: Request<RequestBody>| {
         request.extensions_mut().insert(info.clone());
         service.clone().oneshot(request)
     });
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // A timer makes hyper enforce its header-read timeout (30 s) on HTTP/1 connections, so a
-    // client trickling headers cannot hold a connection forever.
-    builder.http1().timer(TokioTimer::new());
-    builder.http2().timer(TokioTimer::new());
-    if let Err(err) = builder.serve_connection_with_upgrades(io, svc).await {
-        tracing::debug!(error = %err, "connection ended with an error");
-    }
+    admitted.serve(io, svc).await;
 }
 
 /// The body of the proxy's responses: the upstream's, or its own (502).
@@ -744,12 +829,15 @@ const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Forwards requests to the upstream.
 #[derive(Clone)]
 struct ProxyService {
-    upstream: OriginClient<Incoming>,
+    upstream: OriginClient<RequestBody>,
     /// The host, client and scheme told to the upstream.
     forwarding: Arc<Forwarding>,
 }
 
 const BAD_GATEWAY_BODY: &str = r#"{"statusCode":502,"error":"Bad Gateway","message":"Upstream unavailable","errorCode":"bad_gateway"}"#;
+
+/// The answer to a request whose body missed its deadline (see [`EdgeConfig::limits`]).
+const REQUEST_TIMEOUT_BODY: &str = r#"{"statusCode":408,"error":"Request Timeout","message":"The request body did not arrive in time","errorCode":"request_timeout"}"#;
 
 /// Whether an `Upgrade` value names WebSocket and nothing else (`websocket`, any case, with or
 /// without a version).
@@ -812,7 +900,7 @@ fn join_upgraded(client: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::On
     });
 }
 
-impl Service<Request<Incoming>> for ProxyService {
+impl Service<Request<RequestBody>> for ProxyService {
     type Response = Response<ProxyBody>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
@@ -821,7 +909,7 @@ impl Service<Request<Incoming>> for ProxyService {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+    fn call(&mut self, request: Request<RequestBody>) -> Self::Future {
         let upstream = self.upstream.clone();
         let forwarding = Arc::clone(&self.forwarding);
         Box::pin(async move {
@@ -888,6 +976,11 @@ impl Service<Request<Incoming>> for ProxyService {
                     }
                     Ok(Response::from_parts(parts, Either::Left(body)))
                 }
+                // The client's body was late: not the upstream's failure.
+                Err(err) if BodyError::is_timeout(&err) => {
+                    tracing::debug!(error = %err, "request body timed out");
+                    Ok(own(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT_BODY))
+                }
                 Err(err) => {
                     tracing::warn!(error = %err, "upstream request failed");
                     Ok(own(StatusCode::BAD_GATEWAY, BAD_GATEWAY_BODY))
@@ -911,45 +1004,48 @@ fn own(status: StatusCode, body: &'static str) -> Response<ProxyBody> {
     response
 }
 
+/// The gates whose counters the metrics listener shows.
+struct Listeners {
+    proxy: ConnectionGate,
+    metrics: ConnectionGate,
+}
+
 async fn metrics_loop(
     listener: TcpListener,
+    listeners: Listeners,
     metrics: Arc<EdgeMetrics>,
     tenants: Option<Arc<TenantRouter>>,
 ) -> Result<(), EdgeError> {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
+    let listeners = Arc::new(listeners);
+    let gate = listeners.metrics.clone();
+    while let Some((stream, _, admitted)) = gate.accept(&listener).await {
         let metrics = metrics.clone();
         let tenants = tenants.clone();
-        tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let metrics = metrics.clone();
-                let tenants = tenants.clone();
-                async move {
-                    let response = if request.uri().path() == "/metrics" {
-                        let mut text = metrics.render_prometheus();
-                        if let Some(tenants) = &tenants {
-                            text.push_str(&tenants.render_prometheus());
-                        }
-                        let mut r = Response::new(Full::new(Bytes::from(text)));
-                        r.headers_mut().insert(
-                            header::CONTENT_TYPE,
-                            HeaderValue::from_static("text/plain; version=0.0.4"),
-                        );
-                        r
-                    } else {
-                        let mut r = Response::new(Full::new(Bytes::new()));
-                        *r.status_mut() = StatusCode::NOT_FOUND;
-                        r
-                    };
-                    Ok::<_, Infallible>(response)
+        let listeners = listeners.clone();
+        let svc = hyper::service::service_fn(move |request: Request<RequestBody>| {
+            let response = if request.uri().path() == "/metrics" {
+                let mut text = metrics.render_prometheus();
+                if let Some(tenants) = &tenants {
+                    text.push_str(&tenants.render_prometheus());
                 }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+                text.push_str(&crate::metrics::render_listeners(&[
+                    ("proxy", listeners.proxy.stats()),
+                    ("metrics", listeners.metrics.stats()),
+                ]));
+                let mut r = Response::new(Full::new(Bytes::from(text)));
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4"),
+                );
+                r
+            } else {
+                let mut r = Response::new(Full::new(Bytes::new()));
+                *r.status_mut() = StatusCode::NOT_FOUND;
+                r
+            };
+            std::future::ready(Ok::<_, Infallible>(response))
         });
+        tokio::spawn(admitted.serve(stream, svc));
     }
+    Ok(())
 }

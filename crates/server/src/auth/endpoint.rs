@@ -103,7 +103,16 @@ fn json_response(status: StatusCode, body: serde_json::Value) -> Response {
 async fn read_request(headers: &HeaderMap, body: Body) -> Result<TokenRequest, OAuthError> {
     let bytes = axum::body::to_bytes(body, MAX_TOKEN_BODY_BYTES)
         .await
-        .map_err(|_| OAuthError::BodyTooLarge)?;
+        .map_err(|err| {
+            match err
+                .into_inner()
+                .downcast::<http_body_util::LengthLimitError>()
+            {
+                Ok(_) => OAuthError::BodyTooLarge,
+                // The client went away, or its body missed the listener's deadline.
+                Err(_) => OAuthError::InvalidRequest("The request body could not be read"),
+            }
+        })?;
     let mut request = parse_body(headers, &bytes)?;
     if let Some((id, secret)) = basic_credentials(headers)? {
         if request.client_secret.is_some() {
