@@ -872,7 +872,12 @@ fn success_schema(operation_id: &str) -> Value {
             "undecided": {"type": "array", "items": {"type": "object", "additionalProperties": false,
                 "required": ["rule_id", "reason"], "properties": {
                 "rule_id": {"type": "string", "pattern": patterns::ACL_ID},
-                "reason": {"type": "string"}}}}
+                "reason": {"type": "string", "examples": [netacl_analysis::BUDGET_REASON],
+                    "description": "Which questions about the rule are open and why, `; `-separated \
+                        sentences (`whether it conflicts: ...`, `whether it is shadowed: too many \
+                        cases ...`); or exactly `budget`: the analysis's work budget or deadline \
+                        ran out (or the client went away) before the rule was settled (README, \
+                        Rule analysis)."}}}}
         }}),
         "netacl_preview" => json!({"type": "object", "additionalProperties": false,
         "required": ["requests", "changed", "transitions", "by_rule", "examples"], "properties": {
