@@ -212,6 +212,14 @@ fn operation_object(op: &Operation) -> Value {
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Error");
         let mut response = json!({"description": reason});
+        if code == 429 && crate::work::EXPENSIVE_OPERATIONS.contains(&op.operation_id) {
+            response["description"] = json!(
+                "Too Many Requests: the caller's rate limit, or too many expensive requests \
+                 (analysis, preview, dry run, managed-list upload, directory import) at once, of \
+                 the tenant (`--expensive-requests-per-tenant`, default 1) or of the process \
+                 (`--expensive-requests`); `errorCode` `too_many_requests`, with `Retry-After`."
+            );
+        }
         if code != 304 {
             response["content"] = json!({"application/json": {
                 "schema": {"$ref": "#/components/schemas/Error"}}});

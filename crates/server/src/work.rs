@@ -44,6 +44,16 @@ pub const FINDINGS_HEADER_WORK: u64 = 2_000_000;
 /// Default of [`WorkLimits::per_tenant`] (`--expensive-requests-per-tenant`).
 pub const DEFAULT_EXPENSIVE_PER_TENANT: usize = 1;
 
+/// The operations that hold a [`WorkPermit`] while they run (their 429 in the OpenAPI
+/// document says so).
+pub(crate) const EXPENSIVE_OPERATIONS: [&str; 5] = [
+    "netacl_analyze",
+    "netacl_preview",
+    "netacl_dry_run",
+    "netacl_managed_list_put",
+    "netacl_directory_import",
+];
+
 /// How long a client refused for too many expensive requests is told to wait (`Retry-After`).
 pub const EXPENSIVE_RETRY_AFTER_SECS: u64 = 1;
 
