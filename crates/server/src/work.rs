@@ -260,6 +260,35 @@ mod tests {
         assert!(gate.running.lock().expect("lock").by_tenant.is_empty());
     }
 
+    /// The OpenAPI document's 429 of every expensive operation says what it limits, with
+    /// `Retry-After` among its headers.
+    #[test]
+    fn the_expensive_operations_document_their_429() {
+        let document = crate::openapi_document("example.test");
+        let mut found = Vec::new();
+        for methods in document["paths"].as_object().expect("paths").values() {
+            for operation in methods.as_object().expect("methods").values() {
+                let id = operation["operationId"].as_str().unwrap_or_default();
+                if !EXPENSIVE_OPERATIONS.contains(&id) {
+                    continue;
+                }
+                let too_many = &operation["responses"]["429"];
+                let description = too_many["description"].as_str().unwrap_or_default();
+                assert!(
+                    description.contains("expensive requests")
+                        && description.contains("too_many_requests"),
+                    "{id}: {description}"
+                );
+                assert_eq!(too_many["headers"]["Retry-After"]["required"], true, "{id}");
+                found.push(id);
+            }
+        }
+        found.sort_unstable();
+        let mut expected = EXPENSIVE_OPERATIONS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(found, expected);
+    }
+
     #[test]
     fn the_cancellation_flag_is_set_when_the_guard_is_dropped() {
         let guard = CancelOnDrop::default();
