@@ -18,7 +18,11 @@
 
 use netacl_model::{Action, NetworkAcl, RuleSet};
 
-use crate::bdd::{Bdd, Manager, FALSE, TRUE};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::bdd::{Bdd, Exhausted, Manager, FALSE, TRUE};
+use crate::budget::{Budget, Interrupt, Stopped, WorkDone};
 use crate::cells::{AtomSet, Cell, DIMS};
 use crate::domain::{Domain, RuleCells, SCOPE};
 use crate::witness::{contains, Point, Witnesses};
@@ -308,7 +312,8 @@ impl Index {
     }
 
     /// The ordinals (sorted, below `limit`, without `me`) of the rules whose `over` box meets
-    /// `cell`.
+    /// `cell`; `cost` grows by the rules looked at.
+    #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
         seen: &mut Seen,
@@ -317,6 +322,7 @@ impl Index {
         rules: &[Rule<'_>],
         universe: &[u32; DIMS],
         limit: usize,
+        cost: &mut u64,
     ) -> Vec<usize> {
         // When the lists to visit hold about every rule, a plain scan is cheaper.
         let mut visits = self.global.len();
@@ -333,6 +339,7 @@ impl Index {
                 visits += self.anchored[d].len();
             }
         }
+        *cost += visits.min(limit) as u64 + 1;
         if visits >= limit {
             let me_rule = &rules[me];
             return (0..limit)
@@ -519,6 +526,11 @@ struct Shared<'r, 'a> {
     /// Per mode and scope: the point of every signal's latest-decided atom, and the least
     /// of their first rules.
     base: [[(Point, u32); SCOPES]; 2],
+    /// The analysis's deadline and cancellation flag.
+    interrupt: Arc<Interrupt>,
+    /// Work units done by every thread (see [`Space::used`]), and the caller's counter.
+    units: AtomicU64,
+    progress: Option<Arc<AtomicU64>>,
 }
 
 impl<'r, 'a> Shared<'r, 'a> {
@@ -606,6 +618,9 @@ impl<'r, 'a> Shared<'r, 'a> {
             others,
             best: Vec::new(),
             base: [[([0; DIMS], NEVER); SCOPES]; 2],
+            interrupt: Arc::new(Interrupt::new(&Budget::unlimited())),
+            units: AtomicU64::new(0),
+            progress: None,
         };
         for mode in [POSSIBLY, SURELY] {
             for s in 0..SCOPES {
@@ -716,7 +731,12 @@ impl<'r, 'a> Shared<'r, 'a> {
     }
 }
 
-/// One thread's diagrams, over the shared tables.
+/// One thread's diagrams, over the shared tables, and the work of the rule it is on.
+///
+/// Each rule starts with an empty diagram manager ([`Space::begin`]), so what a rule's
+/// questions cost (its work units: [`Space::used`]) depends on that rule alone, not on which
+/// rules the thread answered before: the budget's cut falls at the same rule whatever the
+/// threads do.
 struct Space<'s, 'r, 'a> {
     shared: &'s Shared<'r, 'a>,
     m: Manager,
@@ -724,22 +744,81 @@ struct Space<'s, 'r, 'a> {
     diagrams: [Vec<Option<Bdd>>; 2],
     /// Whether a diagram outgrew its budget since the last [`Space::answer`].
     gave_up: bool,
+    /// The current rule's work units outside the diagrams, its diagrams' steps when it
+    /// began, and the most it may use.
+    work: u64,
+    steps_at_begin: u64,
+    cap: u64,
+    /// Whether the current rule's work ran out (or the analysis was interrupted): every
+    /// question from then on is left open.
+    out: bool,
 }
 
 impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
     fn new(shared: &'s Shared<'r, 'a>) -> Self {
         Space {
             shared,
-            m: Manager::new(),
+            m: Manager::with_interrupt(Arc::clone(&shared.interrupt)),
             diagrams: [POSSIBLY, SURELY].map(|mode| vec![None; shared.others[mode].rules.len()]),
             gave_up: false,
+            work: 0,
+            steps_at_begin: 0,
+            cap: u64::MAX,
+            out: false,
         }
     }
 
+    /// Starts a rule's questions with at most `cap` work units (one is taken at once: every
+    /// rule costs something).
+    fn begin(&mut self, cap: u64) {
+        if self.m.len() > 2 {
+            self.clear_diagrams();
+        }
+        self.gave_up = false;
+        self.work = 0;
+        self.steps_at_begin = self.m.steps();
+        self.cap = cap;
+        self.m.limit_steps(cap);
+        self.out = false;
+        self.charge(1);
+    }
+
+    fn clear_diagrams(&mut self) {
+        self.m.clear();
+        for diagrams in &mut self.diagrams {
+            diagrams.iter_mut().for_each(|d| *d = None);
+        }
+    }
+
+    /// The current rule's work units so far.
+    fn used(&self) -> u64 {
+        self.work + (self.m.steps() - self.steps_at_begin)
+    }
+
+    /// Takes `units` of the rule's work; `false` (and every later question is left open)
+    /// once they run out or the analysis is interrupted.
+    fn charge(&mut self, units: u64) -> bool {
+        self.work = self.work.saturating_add(units);
+        if !self.out && (self.used() > self.cap || self.shared.interrupt.check()) {
+            self.out = true;
+        }
+        !self.out
+    }
+
     /// The answer of the question just asked: `None` when a diagram it needed outgrew the
-    /// budget (the question is left open, never guessed).
+    /// budget, or the work ran out (the question is left open, never guessed).
     fn answer(&mut self, open: bool) -> Option<bool> {
         (!std::mem::take(&mut self.gave_up)).then_some(open)
+    }
+
+    /// Why a question about the current rule is left open: `budget` once its work ran out,
+    /// else `question` with [`TOO_COMPLEX`].
+    fn left_open(&self, question: &str) -> String {
+        if self.out {
+            BUDGET.to_owned()
+        } else {
+            format!("{question}: {TOO_COMPLEX}")
+        }
     }
 
     /// Whether the common box of rules `a` and `b` (`b` = `a`: its own box), in `mode`, holds
@@ -763,6 +842,10 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
         k: usize,
     ) -> (bool, Option<Point>) {
         let sh = self.shared;
+        if !self.charge(1) {
+            self.gave_up = true;
+            return (false, None);
+        }
         let (Some(ca), Some(cb)) = (sh.rules[a].query(mode), cb) else {
             return (false, None);
         };
@@ -837,6 +920,10 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
                     None => AtomSet::Full,
                 };
             }
+            if sh.points && !self.charge(POINT_TRIES as u64) {
+                self.gave_up = true;
+                return (false, None);
+            }
             match sh
                 .points
                 .then(|| sh.point_search(mode, &cell, point, k32))
@@ -860,32 +947,40 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
     /// apart, and the signals none of them constrains are not spelled out at all.
     fn diagram(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> (Bdd, bool) {
         let sh = self.shared;
+        if self.out {
+            self.gave_up = true;
+            return (FALSE, false);
+        }
         if self.m.len() > MAX_NODES {
             // Diagrams live for one question: start afresh rather than fill the memory.
-            self.m = Manager::new();
-            for diagrams in &mut self.diagrams {
-                diagrams.iter_mut().for_each(|d| *d = None);
-            }
+            self.clear_diagrams();
         }
         self.m.limit(sh.budget);
         let s = scopes(cell).next().unwrap_or(0);
         let universe = sh.universe;
         let signature = Signature::of(cell, &universe);
         let others = &sh.others[mode];
-        let mut relevant: Vec<usize> = others
-            .rules
+        let earlier = others.rules.partition_point(|(ordinal, _)| *ordinal < k);
+        let mut relevant: Vec<usize> = others.rules[..earlier]
             .iter()
             .enumerate()
-            .take_while(|(_, (ordinal, _))| *ordinal < k)
             .filter(|&(o, (_, c))| others.signatures[o].may_meet(&signature) && c.intersects(cell))
             .map(|(o, _)| o)
             .collect();
+        if !self.charge(earlier as u64) {
+            self.gave_up = true;
+            return (FALSE, false);
+        }
         // A rule that holds the box in every signal but one takes a slice of that signal:
         // cut the box instead (and again, as long as one does).
         let mut cell = cell.clone();
         let mut changed = true;
         while changed {
             changed = false;
+            if !self.charge(relevant.len() as u64) {
+                self.gave_up = true;
+                return (FALSE, false);
+            }
             let mut keep = Vec::with_capacity(relevant.len());
             for &o in &relevant {
                 let other = &sh.others[mode].rules[o].1;
@@ -917,6 +1012,11 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
             .map(|&o| &sh.others[mode].rules[o].1)
             .chain(minus.iter().copied())
             .collect();
+        if !self.charge((cutters.len() * DIMS) as u64) {
+            self.gave_up = true;
+            return (FALSE, false);
+        }
+        self.m.limit_steps(self.cap.saturating_sub(self.used()));
         let mut sets: Vec<Option<Vec<(u64, u64)>>> = vec![None; DIMS];
         sets[SCOPE] = Some(vec![(s as u64, s as u64 + 1)]);
         for d in (0..DIMS).filter(|&d| d != SCOPE) {
@@ -971,7 +1071,7 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
                 Some(b) => b,
                 None => {
                     let b = sh.layout.cell(&mut self.m, &sh.others[mode].rules[o].1);
-                    if !self.m.exhausted() {
+                    if self.m.exhausted().is_none() {
                         self.diagrams[mode][o] = Some(b);
                     }
                     b
@@ -986,8 +1086,11 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
             let other = sh.layout.cell(&mut self.m, cut);
             region = self.m.and_not(region, other);
         }
-        if self.m.exhausted() {
+        if let Some(why) = self.m.exhausted() {
             self.gave_up = true;
+            if why == Exhausted::Work {
+                self.out = true;
+            }
             return (FALSE, false);
         }
         (region, region != FALSE)
@@ -998,6 +1101,10 @@ impl<'s, 'r, 'a> Space<'s, 'r, 'a> {
     fn region_open(&mut self, mode: usize, cell: &Cell, k: u32, minus: &[&Cell]) -> bool {
         let sh = self.shared;
         for s in scopes(cell).collect::<Vec<_>>() {
+            if !self.charge(1 + (sh.points as u64) * POINT_TRIES as u64) {
+                self.gave_up = true;
+                return false;
+            }
             let mut one = cell.clone();
             one.dims[SCOPE] = AtomSet::from_ranges(vec![(s as u32, s as u32 + 1)], SCOPES as u32)
                 .unwrap_or(AtomSet::Full);
@@ -1040,6 +1147,10 @@ const MAX_DIAGRAM_NODES: usize = 1 << 20;
 const TOO_COMPLEX: &str =
     "too many cases to analyse exactly (a decision diagram of over 1,048,576 nodes)";
 
+/// Why a rule's questions are left open when the analysis's work ran out (its budget, its
+/// deadline, or a cancellation): the whole reason, never combined with a question.
+pub(crate) const BUDGET: &str = "budget";
+
 /// Diagrams are dropped (and the manager started afresh) past this many nodes.
 const MAX_NODES: usize = 1 << 21;
 
@@ -1053,12 +1164,32 @@ enum Known {
 
 /// Analyses the active rules of `rules` (see the crate documentation).
 pub(crate) fn analyze(rules: &RuleSet) -> Analysis {
-    analyze_with(rules, true, MAX_DIAGRAM_NODES)
+    analyze_within(rules, &Budget::unlimited()).0
 }
 
-/// [`analyze`], with or without points (the answers are the same; tested), with a budget of
-/// nodes for each question's diagram.
-fn analyze_with(rules: &RuleSet, points: bool, budget: usize) -> Analysis {
+/// Analyses the active rules of `rules` within `budget` (see the crate documentation,
+/// "Bounded work").
+pub(crate) fn analyze_within(rules: &RuleSet, budget: &Budget) -> (Analysis, WorkDone) {
+    analyze_with(rules, true, MAX_DIAGRAM_NODES, budget, None)
+}
+
+/// Whether each rule possibly decides some request (`false`: surely none; `None`: left
+/// open), and whether it was left open because the work ran out.
+struct DecidesSome {
+    answers: Vec<Option<bool>>,
+    out_of_work: Vec<bool>,
+}
+
+/// [`analyze_within`], with or without points (the answers are the same; tested), with a
+/// budget of nodes for each question's diagram, on `threads` threads (`None`: by the rules
+/// and the cores).
+fn analyze_with(
+    rules: &RuleSet,
+    points: bool,
+    node_budget: usize,
+    budget: &Budget,
+    threads: Option<usize>,
+) -> (Analysis, WorkDone) {
     let mut active: Vec<&NetworkAcl> = rules.acls.iter().filter(|a| a.spec.active).collect();
     active.sort_by(|a, b| {
         (a.spec.priority, a.id.as_str().as_bytes())
@@ -1083,67 +1214,174 @@ fn analyze_with(rules: &RuleSet, points: bool, budget: usize) -> Analysis {
         .collect();
     let mut shared = Shared::new(&rules, universe);
     shared.points = points;
-    shared.budget = budget;
+    shared.budget = node_budget;
+    shared.interrupt = Arc::new(Interrupt::new(budget));
+    shared.progress = budget.progress.clone();
     let points = Witnesses::new(rules.iter().map(|r| r.cells.over.as_ref()), &universe);
     let index = Index::new(&rules, &universe);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, MAX_THREADS)
-        .min(rules.len() / RULES_PER_THREAD + 1);
-    // First whether each rule possibly decides some request (`false`: surely none), which
-    // the questions about the later rules read; then every rule's questions.
-    let decides_some: Vec<Option<bool>> = parallel(rules.len(), threads, &shared, |space, _, i| {
-        let open = space.open(POSSIBLY, i, i, i).0;
-        space.answer(open)
+    let threads = threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_THREADS)
+            .min(rules.len() / RULES_PER_THREAD + 1)
     });
-    let outputs: Vec<RuleOutput> = parallel(rules.len(), threads, &shared, |space, seen, i| {
-        analyze_rule(space, &index, seen, &points, &decides_some, i)
-    });
-    let mut analysis = Analysis {
-        findings: Vec::with_capacity(outputs.iter().map(|o| o.findings.len()).sum()),
-        undecided: Vec::new(),
+    let total = budget.work.unwrap_or(u64::MAX);
+    let n = rules.len();
+    // Block by block of rules in evaluation order: first whether each rule possibly decides
+    // some request (`false`: surely none), which the questions about the later rules read;
+    // then every rule's questions. The answers are taken in that order while the work they
+    // took fits the budget: the cut falls at the same place whatever the threads did, and
+    // the rules before it are answered in full.
+    let mut decides_some = DecidesSome {
+        answers: vec![None; n],
+        out_of_work: vec![true; n],
     };
-    for out in outputs {
+    let mut outputs: Vec<Option<RuleOutput>> = Vec::with_capacity(n);
+    let mut used = 0u64;
+    let mut cut = false;
+    'blocks: for from in (0..n).step_by(RULE_BLOCK) {
+        let block = from..(from + RULE_BLOCK).min(n);
+        let first = parallel(
+            block.clone(),
+            threads,
+            &shared,
+            total - used,
+            |space, _, i| {
+                let open = space.open(POSSIBLY, i, i, i).0;
+                space.answer(open)
+            },
+        );
+        for (i, done) in block.clone().zip(first) {
+            let Some((answer, units, out)) = done.filter(|d| used.saturating_add(d.1) <= total)
+            else {
+                cut = true;
+                break 'blocks;
+            };
+            used += units;
+            decides_some.answers[i] = answer;
+            decides_some.out_of_work[i] = out;
+            cut |= out;
+        }
+        let answers = parallel(block, threads, &shared, total - used, |space, seen, i| {
+            analyze_rule(space, &index, seen, &points, &decides_some, i)
+        });
+        for done in answers {
+            let Some((out, units, out_of_work)) =
+                done.filter(|d| used.saturating_add(d.1) <= total)
+            else {
+                cut = true;
+                break 'blocks;
+            };
+            used += units;
+            cut |= out_of_work;
+            outputs.push(Some(out));
+        }
+    }
+    let mut analysis = Analysis::default();
+    outputs.resize_with(n, || None);
+    for (i, out) in outputs.into_iter().enumerate() {
+        let out = out.unwrap_or_else(|| {
+            cut = true;
+            RuleOutput {
+                findings: Vec::new(),
+                undecided: Some(Undecided {
+                    rule_id: rules[i].id(),
+                    reason: BUDGET.to_owned(),
+                }),
+            }
+        });
         analysis.findings.extend(out.findings);
         analysis.undecided.extend(out.undecided);
     }
-    analysis
+    let stopped = shared
+        .interrupt
+        .stopped()
+        .or(cut.then_some(Stopped::Budget));
+    let done = WorkDone {
+        units: shared.units.load(Ordering::Relaxed),
+        stopped,
+    };
+    (analysis, done)
 }
+
+/// Rules answered together, the first question of each first (see [`analyze_with`]).
+const RULE_BLOCK: usize = 64;
 
 /// At most this many threads share an analysis.
 const MAX_THREADS: usize = 8;
 /// A thread of its own for every this many rules.
 const RULES_PER_THREAD: usize = 500;
 /// Rules a thread takes at a time.
-const CHUNK: usize = 16;
+const CHUNK: usize = 4;
 
-/// `f` for every rule `0..n`, over `threads` threads taking chunks of rules in turn (each
-/// with its own diagrams); the answers in rule order.
+/// A rule's answer, the work units it took, and whether they ran out (or the analysis was
+/// interrupted) before it was settled.
+type Answered<T> = (T, u64, bool);
+
+/// `f` for every rule of `rules`, over `threads` threads taking chunks of rules in turn
+/// (each with its own diagrams): in rule order, each rule's answer, its work units and whether
+/// they ran out (or the analysis was interrupted); `None` for the rules not asked.
+///
+/// The caller takes the answers in rule order while their work fits `limit`. So a rule is
+/// not asked once the rules before it are known to have taken `limit` units, and it may take
+/// at most what they are known to leave: past that, its answer would not be taken whatever
+/// the other threads do, and what is taken is the same on any number of threads.
 fn parallel<T: Send>(
-    n: usize,
+    rules: std::ops::Range<usize>,
     threads: usize,
     shared: &Shared<'_, '_>,
+    limit: u64,
     f: impl Fn(&mut Space<'_, '_, '_>, &mut Seen, usize) -> T + Sync,
-) -> Vec<T> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
+) -> Vec<Option<Answered<T>>> {
+    let (base, n) = (rules.start, rules.len());
+    let next = AtomicUsize::new(0);
+    // The work of the rules done, by chunk: the rules before a rule of chunk `c` took at
+    // least the sum over the chunks before `c` (every one of them was taken before `c`), plus
+    // what the rules of `c` before it took.
+    let chunk_units: Vec<AtomicU64> = (0..n.div_ceil(CHUNK)).map(|_| AtomicU64::new(0)).collect();
+    let left = |chunk: usize, mine: u64| -> u64 {
+        if limit == u64::MAX {
+            return u64::MAX;
+        }
+        let before = chunk_units[..chunk]
+            .iter()
+            .fold(mine, |sum, c| sum.saturating_add(c.load(Ordering::Relaxed)));
+        limit.saturating_sub(before)
+    };
     let work = || {
         let mut space = Space::new(shared);
-        let mut seen = Seen::new(n);
-        let mut done: Vec<(usize, Vec<T>)> = Vec::new();
-        loop {
-            let from = next.fetch_add(CHUNK, std::sync::atomic::Ordering::Relaxed);
+        let mut seen = Seen::new(shared.rules.len());
+        let mut done: Vec<(usize, Vec<Answered<T>>)> = Vec::new();
+        'chunks: loop {
+            let from = next.fetch_add(CHUNK, Ordering::Relaxed);
             if from >= n {
                 break;
             }
-            let to = (from + CHUNK).min(n);
-            done.push((
-                from,
-                (from..to).map(|i| f(&mut space, &mut seen, i)).collect(),
-            ));
+            let chunk = from / CHUNK;
+            let mut answers = Vec::with_capacity(CHUNK);
+            let mut mine = 0u64;
+            for i in from..(from + CHUNK).min(n) {
+                let cap = left(chunk, mine);
+                if cap == 0 || shared.interrupt.check() {
+                    done.push((from, answers));
+                    break 'chunks;
+                }
+                space.begin(cap);
+                let answer = f(&mut space, &mut seen, base + i);
+                let units = space.used();
+                mine = mine.saturating_add(units);
+                chunk_units[chunk].fetch_add(units, Ordering::Relaxed);
+                shared.units.fetch_add(units, Ordering::Relaxed);
+                if let Some(progress) = &shared.progress {
+                    progress.fetch_add(units, Ordering::Relaxed);
+                }
+                answers.push((answer, units, space.out));
+            }
+            done.push((from, answers));
         }
         done
     };
-    let mut chunks: Vec<(usize, Vec<T>)> = if threads <= 1 {
+    let mut chunks: Vec<(usize, Vec<Answered<T>>)> = if threads <= 1 {
         work()
     } else {
         std::thread::scope(|scope| {
@@ -1155,7 +1393,13 @@ fn parallel<T: Send>(
         })
     };
     chunks.sort_unstable_by_key(|c| c.0);
-    chunks.into_iter().flat_map(|c| c.1).collect()
+    let mut out: Vec<Option<Answered<T>>> = Vec::with_capacity(n);
+    for (from, answers) in chunks {
+        out.resize_with(from, || None);
+        out.extend(answers.into_iter().map(Some));
+    }
+    out.resize_with(n, || None);
+    out
 }
 
 /// What the analysis says about one rule.
@@ -1171,7 +1415,7 @@ fn analyze_rule(
     index: &Index,
     seen: &mut Seen,
     points: &Witnesses,
-    decides_some: &[Option<bool>],
+    decides_some: &DecidesSome,
     i: usize,
 ) -> RuleOutput {
     let sh = space.shared;
@@ -1190,11 +1434,24 @@ fn analyze_rule(
         };
         // The earlier rules that meet it (all the questions but redundancy read only these);
         // every rule that meets it when needed.
-        let candidates = index.query(seen, i, over_cell, rules, &sh.universe, i);
+        let mut cost = 0;
+        let candidates = index.query(seen, i, over_cell, rules, &sh.universe, i, &mut cost);
+        space.charge(cost);
         let mut all: Option<Vec<usize>> = None;
-        let mut all_candidates = |seen: &mut Seen| -> Vec<usize> {
+        let mut all_candidates = |space: &mut Space<'_, '_, '_>, seen: &mut Seen| -> Vec<usize> {
             all.get_or_insert_with(|| {
-                index.query(seen, i, over_cell, rules, &sh.universe, rules.len())
+                let mut cost = 0;
+                let all = index.query(
+                    seen,
+                    i,
+                    over_cell,
+                    rules,
+                    &sh.universe,
+                    rules.len(),
+                    &mut cost,
+                );
+                space.charge(cost);
+                all
             })
             .clone()
         };
@@ -1215,7 +1472,7 @@ fn analyze_rule(
                 .unwrap_or_default()
         };
         // Whether it possibly decides some request (`None`: left open), and surely does.
-        let possibly = decides_some[i];
+        let possibly = decides_some.answers[i];
         let (surely, witness) = if possibly == Some(true) {
             let (open, point) = space.open(SURELY, i, i, i);
             (space.answer(open), point)
@@ -1246,7 +1503,7 @@ fn analyze_rule(
                 let mut by_open = false;
                 let mut by: Vec<String> = Vec::new();
                 for &e in candidates.iter().take_while(|&&e| e < lo) {
-                    if !rules[e].terminal() || decides_some[e] == Some(false) {
+                    if !rules[e].terminal() || decides_some.answers[e] == Some(false) {
                         continue;
                     }
                     let open = space.open(POSSIBLY, e, i, e).0;
@@ -1257,9 +1514,9 @@ fn analyze_rule(
                     }
                 }
                 if by_open {
-                    reasons.push(format!(
-                        "which earlier rules decide the requests it matches: {TOO_COMPLEX}"
-                    ));
+                    reasons.push(
+                        space.left_open("which earlier rules decide the requests it matches"),
+                    );
                 }
                 let verb = if rule.terminal() {
                     "never decides"
@@ -1277,13 +1534,19 @@ fn analyze_rule(
                     by,
                 });
             }
-            Known::Unknown if possibly.is_none() || surely.is_none() => {
-                reasons.push(format!("whether it is shadowed: {TOO_COMPLEX}"))
+            Known::Unknown if possibly.is_none() && decides_some.out_of_work[i] => {
+                reasons.push(BUDGET.to_owned())
             }
-            Known::Unknown => reasons.push(format!(
-                "whether it is shadowed: {}",
-                inexact_reason(&all_candidates(seen))
-            )),
+            Known::Unknown if possibly.is_none() || surely.is_none() => {
+                reasons.push(space.left_open("whether it is shadowed"))
+            }
+            Known::Unknown => {
+                let candidates = all_candidates(space, seen);
+                reasons.push(format!(
+                    "whether it is shadowed: {}",
+                    inexact_reason(&candidates)
+                ))
+            }
             Known::No => {}
         }
         if rule.terminal() {
@@ -1292,7 +1555,7 @@ fn analyze_rule(
                 let earlier = &rules[e];
                 if !earlier.terminal()
                     || earlier.class == rule.class
-                    || decides_some[e] == Some(false)
+                    || decides_some.answers[e] == Some(false)
                 {
                     continue;
                 }
@@ -1312,13 +1575,14 @@ fn analyze_rule(
                 }
             }
             if unknown_conflicts {
+                let candidates = all_candidates(space, seen);
                 reasons.push(format!(
                     "whether it conflicts: {}",
-                    inexact_reason(&all_candidates(seen))
+                    inexact_reason(&candidates)
                 ));
             }
             if open_conflicts {
-                reasons.push(format!("whether it conflicts: {TOO_COMPLEX}"));
+                reasons.push(space.left_open("whether it conflicts"));
             }
         }
 
@@ -1328,6 +1592,7 @@ fn analyze_rule(
             // A request it surely decides that, once it is gone, a later rule surely decides
             // otherwise (or records), or that no later rule possibly matches: not redundant.
             let refuted_by_point = sh.points
+                && space.charge(REDUNDANCY_TRIES as u64)
                 && witness.is_some_and(|p| {
                     let s = p[SCOPE];
                     let Some(mut cell) = rule.cells.under.clone() else {
@@ -1363,7 +1628,7 @@ fn analyze_rule(
                         .is_some()
                 });
             if !refuted_by_point {
-                let candidates = all_candidates(seen);
+                let candidates = all_candidates(space, seen);
                 let later: Vec<usize> = candidates.iter().copied().filter(|&c| c > i).collect();
                 let exact = rule.cells.inexact.is_none()
                     && candidates.iter().all(|&c| rules[c].cells.inexact.is_none());
@@ -1392,12 +1657,14 @@ fn analyze_rule(
                             "whether it is redundant: {}",
                             inexact_reason(&candidates)
                         )),
-                        Err(GaveUp) => {
-                            reasons.push(format!("whether it is redundant: {TOO_COMPLEX}"))
-                        }
+                        Err(GaveUp) => reasons.push(space.left_open("whether it is redundant")),
                     }
                 }
             }
+        }
+        if reasons.iter().any(|r| r == BUDGET) {
+            // What ran out of work is said once, as the whole reason.
+            reasons = vec![BUDGET.to_owned()];
         }
         if !reasons.is_empty() {
             out.undecided = Some(Undecided {
@@ -1593,8 +1860,8 @@ mod tests {
         for (rules, seed) in [(80, 7), (200, 8), (500, 9)] {
             let set = tenant(rules, seed);
             assert_eq!(
-                analyze_with(&set, false, MAX_DIAGRAM_NODES),
-                analyze_with(&set, true, MAX_DIAGRAM_NODES),
+                analyze_with(&set, false, MAX_DIAGRAM_NODES, &Budget::unlimited(), None).0,
+                analyze_with(&set, true, MAX_DIAGRAM_NODES, &Budget::unlimited(), None).0,
                 "{rules} rules, seed {seed}"
             );
         }
@@ -1609,7 +1876,7 @@ mod tests {
         for (rules, seed) in [(150, 11), (300, 12)] {
             let set = tenant(rules, seed);
             let full = analyze(&set);
-            let starved = analyze_with(&set, false, 40);
+            let starved = analyze_with(&set, false, 40, &Budget::unlimited(), None).0;
             let too_complex = starved
                 .undecided
                 .iter()
@@ -1639,5 +1906,188 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn overlapping(rules: usize, seed: u64) -> RuleSet {
+        let records = synthetic::overlapping(rules, seed);
+        RuleSet::from_json(&records, 1, &netacl_model::Limits::default())
+            .expect("the overlapping rule set validates")
+    }
+
+    /// Every finding of `partial` is one `full` reports (a shadowed rule's `by` may miss
+    /// rules), and every finding of `full` that `partial` does not report concerns a rule
+    /// `partial` lists as undecided.
+    fn sound_against(partial: &Analysis, full: &Analysis, what: &str) {
+        for f in &partial.findings {
+            assert!(
+                full.findings.iter().any(|g| g.kind == f.kind
+                    && g.rule_id == f.rule_id
+                    && f.by.iter().all(|b| g.by.contains(b))),
+                "{f:?} ({what})"
+            );
+            if f.kind != FindingKind::Shadowed {
+                assert!(full.findings.contains(f), "{f:?} ({what})");
+            }
+        }
+        let open: BTreeSet<&str> = partial
+            .undecided
+            .iter()
+            .map(|u| u.rule_id.as_str())
+            .collect();
+        for g in &full.findings {
+            if !partial.findings.contains(g) {
+                assert!(open.contains(g.rule_id.as_str()), "{g:?} ({what})");
+            }
+        }
+    }
+
+    /// A budget of work units leaves questions open (`budget`), never guessed: on the
+    /// synthetic tenant and on the overlapping rule set, under budgets from a tenth of what the
+    /// whole analysis takes down to a few units, some rules are undecided for the budget, every
+    /// finding reported is one the unbounded analysis reports, and what it does not report is
+    /// left open for that rule. With enough units the answer is the unbounded one.
+    #[test]
+    fn a_small_budget_leaves_questions_open_and_reports_only_proven_findings() {
+        for (set, what) in [
+            (tenant(300, 21), "synthetic, 300 rules"),
+            (overlapping(60, 22), "overlapping, 60 rules"),
+        ] {
+            let (full, all) = analyze_within(&set, &Budget::unlimited());
+            assert_eq!(all.stopped, None, "{what}");
+            assert!(!full.findings.is_empty(), "{what}");
+            assert!(full.undecided.iter().all(|u| u.reason != BUDGET), "{what}");
+            let (enough, done) = analyze_within(&set, &Budget::work(all.units));
+            assert_eq!(enough, full, "{what}: the whole budget");
+            assert_eq!(done.stopped, None, "{what}");
+            for share in [10, 3, 2] {
+                let budget = all.units * share / 30;
+                let (partial, done) = analyze_within(&set, &Budget::work(budget));
+                let what = format!("{what}, {share}/30 of {} units", all.units);
+                assert_eq!(done.stopped, Some(Stopped::Budget), "{what}");
+                let cut = partial
+                    .undecided
+                    .iter()
+                    .filter(|u| u.reason == BUDGET)
+                    .count();
+                assert!(cut > 0, "{what}");
+                assert!(partial.findings.len() < full.findings.len(), "{what}");
+                sound_against(&partial, &full, &what);
+            }
+            let (nothing, _) = analyze_within(&set, &Budget::work(3));
+            assert!(nothing.findings.len() <= 1, "{what}");
+            sound_against(&nothing, &full, what);
+        }
+    }
+
+    /// The budget's cut falls at the same rule whatever the threads do: one thread and
+    /// several give the same answer and the same findings (the work of each rule does not
+    /// depend on the rules its thread answered before).
+    #[test]
+    fn the_budget_cuts_the_same_answer_on_any_number_of_threads() {
+        let set = overlapping(80, 23);
+        let (_, all) = analyze_within(&set, &Budget::unlimited());
+        for share in [2, 5] {
+            let budget = Budget::work(all.units * share / 10);
+            let one = analyze_with(&set, true, MAX_DIAGRAM_NODES, &budget, Some(1));
+            let many = analyze_with(&set, true, MAX_DIAGRAM_NODES, &budget, Some(4));
+            assert_eq!(one.0, many.0, "{share}/10 of the units");
+            assert!(one.0.undecided.iter().any(|u| u.reason == BUDGET));
+        }
+        let unbounded = Budget::unlimited();
+        assert_eq!(
+            analyze_with(&set, true, MAX_DIAGRAM_NODES, &unbounded, Some(3)).0,
+            analyze_with(&set, true, MAX_DIAGRAM_NODES, &unbounded, Some(1)).0
+        );
+    }
+
+    /// The analysis of the overlapping rule set of 1,000 rules runs for minutes unbounded;
+    /// started on another thread, it stops soon after its cancellation flag is set (and
+    /// after its deadline), with the rules it did not settle undecided for the budget and the
+    /// findings it proved (checked against the unbounded analysis of its first rules).
+    #[test]
+    fn a_cancelled_or_late_analysis_stops() {
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        use std::time::{Duration, Instant};
+        let set = Arc::new(overlapping(1_000, 24));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(AtomicU64::new(0));
+        let budget = Budget::unlimited()
+            .with_cancel(Arc::clone(&cancel))
+            .with_progress(Arc::clone(&progress));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = {
+            let set = Arc::clone(&set);
+            std::thread::spawn(move || {
+                let _ = tx.send(analyze_within(&set, &budget));
+            })
+        };
+        // Let it work a little (at most a minute), then cancel.
+        let start = Instant::now();
+        while progress.load(Ordering::Relaxed) < 3_000_000
+            && start.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            progress.load(Ordering::Relaxed) > 0,
+            "the analysis did some work"
+        );
+        cancel.store(true, Ordering::Relaxed);
+        let (cancelled, done) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the cancelled analysis stopped (unbounded, it runs for minutes)");
+        worker.join().expect("worker");
+        assert_eq!(done.stopped, Some(Stopped::Cancelled));
+        let open = cancelled
+            .undecided
+            .iter()
+            .filter(|u| u.reason == BUDGET)
+            .count();
+        assert!(open > 900, "{open} rules left open");
+        assert!(!cancelled.findings.is_empty());
+        // Its findings are proven: whether a rule is shadowed or conflicts depends on the
+        // rules up to it alone, and the unbounded analysis of the first 120 rules (in
+        // evaluation order) says the same of the rules it shares.
+        let mut order: Vec<&NetworkAcl> = set.acls.iter().collect();
+        order.sort_by(|a, b| {
+            (a.spec.priority, a.id.as_str().as_bytes())
+                .cmp(&(b.spec.priority, b.id.as_str().as_bytes()))
+        });
+        let first = RuleSet {
+            version: 1,
+            acls: order[..120].iter().map(|&a| a.clone()).collect(),
+        };
+        let (head, _) = analyze_within(&first, &Budget::unlimited());
+        let mut checked = 0;
+        for f in &cancelled.findings {
+            if f.kind == FindingKind::Redundant
+                || !first.acls.iter().any(|a| a.id.as_str() == f.rule_id)
+            {
+                continue;
+            }
+            checked += 1;
+            assert!(
+                head.findings.iter().any(|g| g.kind == f.kind
+                    && g.rule_id == f.rule_id
+                    && f.by.iter().all(|b| g.by.contains(b))),
+                "{f:?}"
+            );
+        }
+        assert!(checked > 0);
+
+        // A deadline already near: the analysis stops at it.
+        let late = Budget::unlimited().with_deadline(Instant::now() + Duration::from_millis(200));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = {
+            let set = Arc::clone(&set);
+            std::thread::spawn(move || {
+                let _ = tx.send(analyze_within(&set, &late));
+            })
+        };
+        let (_, done) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the analysis stopped at its deadline");
+        worker.join().expect("worker");
+        assert_eq!(done.stopped, Some(Stopped::Deadline));
     }
 }

@@ -19,6 +19,14 @@
 //!
 //! Nodes are `u32` indexes: `FALSE` (0) and `TRUE` (1) are the terminals. Variables are
 //! numbered from the root down (`0` first); the terminals' variable is `u32::MAX`.
+//!
+//! Work is counted in *steps* (one for each operation call that gets past its trivial cases:
+//! a cache look-up, perhaps a recursion and a node): the analysis's budget is mostly these
+//! steps (see `Budget` in the crate root). Past [`Manager::limit_steps`], or when the analysis
+//! is interrupted (checked every [`CHECK_EVERY`] steps), operations stop as they do past the
+//! node budget.
+
+use crate::budget::Interrupt;
 
 /// A diagram: an index into the manager's nodes.
 pub(crate) type Bdd = u32;
@@ -56,11 +64,27 @@ struct CacheEntry {
     result: u32,
 }
 
+/// How often (in steps) an operation looks at the analysis's [`Interrupt`].
+const CHECK_EVERY: u64 = 1 << 10;
+
+/// Why operations stopped (see [`Manager::exhausted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exhausted {
+    /// Past the node budget of [`Manager::limit`]: the question is too complex.
+    Nodes,
+    /// Past the steps of [`Manager::limit_steps`], or interrupted: the analysis's budget.
+    Work,
+}
+
 /// The nodes, their unique table and the operation cache.
 pub(crate) struct Manager {
     /// Past this many nodes, operations stop and answer nonsense (see [`Manager::limit`]).
     budget: usize,
-    exhausted: bool,
+    exhausted: Option<Exhausted>,
+    /// Steps taken (see the module docs), and the most it may take.
+    steps: u64,
+    max_steps: u64,
+    interrupt: Option<std::sync::Arc<Interrupt>>,
     nodes: Vec<Node>,
     /// Open addressing: node indexes (0 = empty slot), hashed by `(var, lo, hi)`.
     unique: Vec<u32>,
@@ -83,11 +107,31 @@ impl Manager {
         };
         Manager {
             budget: usize::MAX,
-            exhausted: false,
+            exhausted: None,
+            steps: 0,
+            max_steps: u64::MAX,
+            interrupt: None,
             nodes: vec![terminal, terminal],
             unique: vec![0; 1 << 10],
             cache: vec![CacheEntry::default(); 1 << 10],
         }
+    }
+
+    /// A manager whose operations look at `interrupt` every [`CHECK_EVERY`] steps.
+    pub(crate) fn with_interrupt(interrupt: std::sync::Arc<Interrupt>) -> Self {
+        Manager {
+            interrupt: Some(interrupt),
+            ..Manager::new()
+        }
+    }
+
+    /// Drops every node and the cache (the step count and its limit stay).
+    pub(crate) fn clear(&mut self) {
+        let fresh = Manager::new();
+        self.nodes = fresh.nodes;
+        self.unique = fresh.unique;
+        self.cache = fresh.cache;
+        self.exhausted = None;
     }
 
     /// How many nodes exist (terminals included).
@@ -95,30 +139,53 @@ impl Manager {
         self.nodes.len()
     }
 
+    /// Steps taken so far (see the module docs).
+    pub(crate) fn steps(&self) -> u64 {
+        self.steps
+    }
+
     /// Lets the manager make at most `extra` more nodes: past them every operation answers
     /// `FALSE`, whatever the truth, until the next `limit`; [`Manager::exhausted`] says so.
     /// Nothing computed past the budget is remembered.
     pub(crate) fn limit(&mut self, extra: usize) {
         self.budget = self.nodes.len().saturating_add(extra);
-        self.exhausted = false;
+        self.exhausted = None;
     }
 
-    /// Whether the budget ran out since the last [`Manager::limit`] (the results since are
-    /// meaningless).
-    pub(crate) fn exhausted(&self) -> bool {
+    /// Lets the manager take at most `extra` more steps (until the next call), past which
+    /// operations stop as past the node budget ([`Exhausted::Work`]).
+    pub(crate) fn limit_steps(&mut self, extra: u64) {
+        self.max_steps = self.steps.saturating_add(extra);
+    }
+
+    /// Whether (and why) operations stopped since the last [`Manager::limit`] (the results
+    /// since are meaningless).
+    pub(crate) fn exhausted(&self) -> Option<Exhausted> {
         self.exhausted
+    }
+
+    /// One step: `false` (and operations stop) past the step limit or when interrupted.
+    fn step(&mut self) -> bool {
+        self.steps += 1;
+        let interrupted = self.steps.is_multiple_of(CHECK_EVERY)
+            && self.interrupt.as_ref().is_some_and(|i| i.check());
+        if self.steps > self.max_steps || interrupted {
+            self.exhausted = Some(Exhausted::Work);
+            return false;
+        }
+        true
     }
 
     /// The node `if var then hi else lo`, reduced and shared.
     pub(crate) fn node(&mut self, var: u32, lo: Bdd, hi: Bdd) -> Bdd {
-        if self.exhausted {
+        if self.exhausted.is_some() {
             return FALSE;
         }
         if lo == hi {
             return lo;
         }
         if self.nodes.len() >= self.budget {
-            self.exhausted = true;
+            self.exhausted = Some(Exhausted::Nodes);
             return FALSE;
         }
         let mask = self.unique.len() - 1;
@@ -169,7 +236,7 @@ impl Manager {
     }
 
     fn remember(&mut self, slot: usize, op: Op, f: Bdd, g: Bdd, result: Bdd) {
-        if self.exhausted {
+        if self.exhausted.is_some() {
             return;
         }
         self.cache[slot] = CacheEntry {
@@ -224,11 +291,14 @@ impl Manager {
 
     /// `f ∧ ¬g`.
     pub(crate) fn and_not(&mut self, f: Bdd, g: Bdd) -> Bdd {
-        if self.exhausted || f == FALSE || g == TRUE || f == g {
+        if self.exhausted.is_some() || f == FALSE || g == TRUE || f == g {
             return FALSE;
         }
         if g == FALSE {
             return f;
+        }
+        if !self.step() {
+            return FALSE;
         }
         let (slot, hit) = self.cached(Op::AndNot, f, g);
         if let Some(r) = hit {
@@ -302,6 +372,7 @@ impl Manager {
         match ranges {
             [] => FALSE,
             [(lo, hi)] if *lo <= base && *hi >= end => then,
+            _ if !self.step() => FALSE,
             _ => {
                 let half = base + (1u64 << (bits - 1));
                 let lo = self.ranges_in(var + 1, bits - 1, base, ranges, then);

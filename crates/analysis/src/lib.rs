@@ -80,8 +80,9 @@
 //!
 //! Each question is asked once per rule or per pair of rules that meet (found through an
 //! index on each rule's narrowest signal, or a plain scan when the index would visit every
-//! rule); the rules' questions run on every core (chunks of rules, one diagram manager per
-//! thread), and the findings come out in evaluation order.
+//! rule); the rules' questions run on every core (blocks of 64 rules in evaluation order,
+//! taken by the threads in chunks; one diagram manager per thread, emptied for each rule),
+//! and the findings come out in evaluation order.
 //!
 //! # Sound, and complete where the signals are sets
 //!
@@ -97,6 +98,40 @@
 //! time and memory; "too many cases to analyse exactly"): the diagrams of the synthetic
 //! tenants stay far below it.
 //!
+//! # Bounded work
+//!
+//! [`analyze`] runs to completion, however long that takes (`netacl lint`). Some rule sets
+//! make the diagrams large and the questions many (rules whose CIDRs, ASNs and countries all
+//! overlap: every question needs a diagram of every earlier rule, and the work grows with
+//! about the third power of the rules; minutes at 1,000 rules). [`analyze_within`] bounds it
+//! with a [`Budget`]:
+//!
+//! - **Work units**: one for each step of a decision diagram operation (a cache look-up,
+//!   perhaps a node), for each earlier rule looked at when a question is set up or an index
+//!   is read, for each point tried, and one for each question and each rule. They count what
+//!   the analysis does, not how fast the machine is (about 10 to 20 million a second on one
+//!   core of the README's 2-vCPU machine). Each rule starts with an empty diagram manager, so
+//!   what a rule costs depends on that rule alone, not on the rules its thread answered
+//!   before.
+//! - **In order**: block by block of 64 rules (the first question of each rule, then all of
+//!   its questions), the rules' answers are taken in evaluation order while the work they
+//!   took fits the budget. The first rule that does not fit, and every rule after it, is
+//!   undecided with the reason [`BUDGET_REASON`] (`budget`), and none of their findings is
+//!   reported. So the answer under a budget is the same on any number of threads and on any
+//!   machine, the rules before the cut are answered in full, and a budget at least what the
+//!   whole analysis takes gives the whole answer. A rule is not started once the rules
+//!   before it are known to have used the budget, and it stops once it has used what they
+//!   are known to leave, so the work done past the budget is at most what the rules in
+//!   progress on the other threads take.
+//! - **A deadline and a cancellation flag** stop the analysis within a few thousand steps,
+//!   wherever it is (checked every 1,024 diagram steps and before each question): the rules
+//!   not finished are undecided for the `budget` too, with the findings they had proven.
+//!   That answer depends on the machine's speed; the deadline is the backstop for a machine
+//!   slower or busier than the budget assumes, the flag is for a client that went away.
+//!
+//! Every finding reported is proven, under any budget (tested against the unbounded analysis,
+//! with budgets down to a few units).
+//!
 //! # Impact preview
 //!
 //! [`Comparison`] replays requests against the policy in service and a proposed one and counts
@@ -106,6 +141,7 @@
 
 mod analyze;
 mod bdd;
+mod budget;
 mod cells;
 mod domain;
 #[cfg(test)]
@@ -113,6 +149,7 @@ mod legacy;
 mod preview;
 mod witness;
 
+pub use budget::{Budget, Stopped, WorkDone};
 pub use preview::{Comparison, Effect, Example, Preview, RuleImpact, Transition, MAX_EXAMPLES};
 
 use serde::Serialize;
@@ -235,7 +272,19 @@ impl Analysis {
     }
 }
 
-/// Analyses the active rules of `rules`: see the crate documentation.
+/// Analyses the active rules of `rules`: see the crate documentation. Runs to completion,
+/// however long that takes ([`analyze_within`] bounds the work).
 pub fn analyze(rules: &RuleSet) -> Analysis {
     analyze::analyze(rules)
 }
+
+/// [`analyze`] within `budget` (work units, a deadline, a cancellation flag): see the crate
+/// documentation, "Bounded work". The rules whose questions the budget left open are in
+/// `undecided` with the reason [`BUDGET_REASON`]; every finding reported is proven.
+pub fn analyze_within(rules: &RuleSet, budget: &Budget) -> (Analysis, WorkDone) {
+    analyze::analyze_within(rules, budget)
+}
+
+/// The `reason` of an undecided rule whose questions were left open because the analysis's
+/// work ran out (its budget, its deadline, or a cancellation): `budget`.
+pub const BUDGET_REASON: &str = analyze::BUDGET;

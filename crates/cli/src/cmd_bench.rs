@@ -89,6 +89,15 @@ pub struct Args {
     /// `cmd_bench_analyze`; --rounds analyses, the median reported).
     #[arg(long)]
     analyze: bool,
+    /// With --analyze: the rule set made to be costly to analyse
+    /// (`netacl_eval::synthetic::overlapping`: --rules rules whose CIDRs, ASNs and countries
+    /// all overlap) instead of the synthetic tenant.
+    #[arg(long)]
+    overlapping: bool,
+    /// With --analyze: at most this many work units (the analysis's budget, as `netacl serve
+    /// --analysis-work` gives it); default: no bound.
+    #[arg(long, value_name = "UNITS")]
+    work_budget: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -233,7 +242,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             requests: 1,
             ..config
         };
-        return crate::cmd_bench_analyze::run(&config, rounds, args.json);
+        let bench = crate::cmd_bench_analyze::AnalyzeBench {
+            overlapping: args.overlapping,
+            work_budget: args.work_budget,
+            rounds,
+            json: args.json,
+        };
+        return crate::cmd_bench_analyze::run(&config, &bench);
     }
 
     let t = Instant::now();

@@ -5,6 +5,9 @@
 //! - Prints `{"findings": [...], "undecided": [...]}` (pretty JSON) on standard output.
 //! - Exit status: 0 without findings, 1 with findings (undecided rules alone are not
 //!   findings), 2 when the file cannot be read or is invalid (the message on standard error).
+//! - Runs to completion, however long that takes; `--work-budget UNITS` stops at that many
+//!   work units as `netacl serve --analysis-work` does (the same answer as the API's when its
+//!   deadline is not reached: the rules left open are `undecided` with the reason `budget`).
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +22,9 @@ pub struct Args {
     rules: PathBuf,
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
+    /// At most this many work units (as `netacl serve --analysis-work`); default: no bound.
+    #[arg(long, value_name = "UNITS")]
+    work_budget: Option<u64>,
 }
 
 /// Runs `netacl lint`.
@@ -30,7 +36,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let analysis = netacl_analysis::analyze(&rules);
+    let analysis = match args.work_budget {
+        None => netacl_analysis::analyze(&rules),
+        Some(units) => {
+            netacl_analysis::analyze_within(&rules, &netacl_analysis::Budget::work(units)).0
+        }
+    };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &analysis.to_json())?;
     out.write_all(b"\n")?;

@@ -11,6 +11,7 @@ mod formats;
 mod host;
 mod limits;
 mod managed;
+mod managed_body;
 mod nesting;
 mod organization;
 mod organization_connection;
@@ -46,6 +47,7 @@ pub use managed::{
     ManagedEntry, ManagedList, ManagedListCounts, ManagedListFileError, ManagedListName,
     ManagedLists,
 };
+pub use managed_body::{ManagedListBodyError, ManagedListItems};
 pub use nesting::{nests_deeper_than, parse_json, JsonTextError, MAX_NESTING_DEPTH};
 pub use organization::{
     EnabledConnection, Organization, OrganizationBranding, OrganizationColors, OrganizationId,

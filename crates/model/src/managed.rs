@@ -100,7 +100,7 @@ impl ManagedEntry {
 
     /// Parses one entry. The kind follows from the text's shape: a `:` makes it IPv6, a `.` or
     /// `/` IPv4, 32 hex digits JA3, anything else must be a JA4 fingerprint.
-    fn parse(text: &str) -> Result<Self, Reason> {
+    pub(crate) fn parse(text: &str) -> Result<Self, Reason> {
         if text.contains(':') {
             formats::ipv6_cidr(text, "this list").map(ManagedEntry::Ipv6)
         } else if text.contains('.') || text.contains('/') {
@@ -155,7 +155,7 @@ pub struct ManagedListFileError {
 
 impl ManagedList {
     /// A list from validated entries.
-    fn new(items: Vec<ManagedEntry>) -> Self {
+    pub(crate) fn new(items: Vec<ManagedEntry>) -> Self {
         let mut hash = Sha256::new();
         for item in &items {
             hash.update(item.text().as_bytes());

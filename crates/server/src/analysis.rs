@@ -17,6 +17,7 @@ use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadNetworkAcls};
 use crate::policy::Policy;
 use crate::query::Query;
+use crate::work::CancelOnDrop;
 use crate::AppState;
 
 /// The response header carrying the findings that concern a written rule.
@@ -25,11 +26,12 @@ pub(crate) const FINDINGS_HEADER: &str = "netacl-findings";
 /// The longest `Netacl-Findings` value (bytes; cut at a finding, ending `; ...`).
 pub(crate) const MAX_FINDINGS_HEADER: usize = 1024;
 
-/// The largest rule set `analyze` takes (active and inactive rules): what one call analyses
-/// and answers well within a second (the synthetic tenant, the worst case we know: 0.2 to
-/// 0.35 s at 1,000 rules under load, with 45,000 findings, about 10 MB of JSON; 1 to 1.5 s
-/// and 40 MB at 2,000; at 10,000 rules 10 to 25 s and 2.8 million findings, hundreds of MB:
-/// `netacl lint` is the tool for such sets; README, Performance).
+/// The largest rule set `analyze` takes (active and inactive rules): the synthetic tenant
+/// answers well within a second (0.2 to 0.35 s at 1,000 rules under load, with 45,000
+/// findings, about 10 MB of JSON; 1 to 1.5 s and 40 MB at 2,000; at 10,000 rules 10 to 25 s
+/// and 2.8 million findings, hundreds of MB: `netacl lint` is the tool for such sets; README,
+/// Performance). Rule sets whose rules all overlap take far longer (minutes at 1,000 rules):
+/// the analysis's budget and deadline bound what one call does (`crate::work`).
 pub(crate) const MAX_ANALYZED_RULES: usize = 1_000;
 
 /// The largest live rule set whose writes get the `Netacl-Findings` header: the analysis runs
@@ -88,6 +90,7 @@ pub(crate) async fn analyze(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let permit = state.expensive()?;
     let mut fields = object_body(&state, raw, &headers, body, &["network_acls"]).await?;
     let rules = match fields.remove("network_acls") {
         Some(acls) => crate::internal::rule_set_from_body(&acls, &state.inner.config.limits)?,
@@ -103,9 +106,26 @@ pub(crate) async fn analyze(
             ),
         ));
     }
-    let analysis = tokio::task::spawn_blocking(move || netacl_analysis::analyze(&rules))
-        .await
-        .map_err(|_| ApiError::internal())?;
+    // Dropped with this future when the client goes away: the analysis stops.
+    let cancel = CancelOnDrop::default();
+    let budget = state.inner.config.work.analysis_budget(cancel.flag());
+    let rule_count = rules.acls.len();
+    let (analysis, done) = tokio::task::spawn_blocking(move || {
+        // The permit goes with the work: released when the analysis ends.
+        let _permit = permit;
+        netacl_analysis::analyze_within(&rules, &budget)
+    })
+    .await
+    .map_err(|_| ApiError::internal())?;
+    if let Some(stopped) = done.stopped {
+        tracing::info!(
+            tenant = %state.inner.tenant.id,
+            rules = rule_count,
+            work_units = done.units,
+            stopped = stopped.as_str(),
+            "analysis stopped before settling every rule"
+        );
+    }
     Ok(json_response(StatusCode::OK, &analysis.to_json()))
 }
 
@@ -117,8 +137,12 @@ pub(crate) async fn findings_header(state: &AppState, id: &AclId) -> Option<Head
         return None;
     }
     let id = id.to_string();
+    let budget = netacl_analysis::Budget::work(crate::work::FINDINGS_HEADER_WORK)
+        .with_deadline(std::time::Instant::now() + state.inner.config.work.analysis_deadline);
     let summary = tokio::task::spawn_blocking(move || {
-        netacl_analysis::analyze(&rules).summary_for(&id, MAX_FINDINGS_HEADER)
+        netacl_analysis::analyze_within(&rules, &budget)
+            .0
+            .summary_for(&id, MAX_FINDINGS_HEADER)
     })
     .await
     .ok()??;
@@ -260,6 +284,7 @@ pub(crate) async fn preview(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let permit = state.expensive()?;
     let mut fields = object_body(&state, raw, &headers, body, &["changes", "requests"]).await?;
     let limits = state.inner.config.limits;
     let changes = fields
@@ -299,7 +324,11 @@ pub(crate) async fn preview(
         }
     };
     let live = state.inner.tenant.policy();
+    // Dropped with this future when the client goes away: the replay stops.
+    let cancel = CancelOnDrop::default();
+    let gone = cancel.flag();
     let preview = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let proposed = Policy::compile(&rules, &limits, live.managed_index()).map_err(|err| {
             ApiError::from(ValidationError::new(
                 "changes",
@@ -307,7 +336,11 @@ pub(crate) async fn preview(
             ))
         })?;
         let mut comparison = netacl_analysis::Comparison::new(live.compiled(), proposed.compiled());
-        for input in &inputs {
+        for (n, input) in inputs.iter().enumerate() {
+            if n % 1024 == 0 && gone.load(std::sync::atomic::Ordering::Relaxed) {
+                // Nobody waits for the answer.
+                return Err(ApiError::internal());
+            }
             if let Ok(request) = input.to_request() {
                 comparison.add(&request, || serde_json::to_value(input).unwrap_or_default());
             }

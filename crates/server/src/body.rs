@@ -116,6 +116,28 @@ pub(crate) async fn read_json_body(
     limit: usize,
     form: Option<&FormShape>,
 ) -> Result<Value, ApiError> {
+    match (read_body(headers, body, limit, form.is_some()).await?, form) {
+        (BodyText::Form(bytes), Some(shape)) => form_to_json(&bytes, shape),
+        (BodyText::Form(bytes) | BodyText::Json(bytes), _) => json_value(&bytes),
+    }
+}
+
+/// A body read whole, by its content type.
+pub(crate) enum BodyText {
+    /// `application/json` (or `+json`, or no content type).
+    Json(bytes::Bytes),
+    /// `application/x-www-form-urlencoded` (only where `forms` was set).
+    Form(bytes::Bytes),
+}
+
+/// Reads a body of at most `limit` bytes (413 above: refused by its `Content-Length` before
+/// anything is read), JSON or, when `forms` is set, a form (415 for any other content type).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    forms: bool,
+) -> Result<BodyText, ApiError> {
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -135,7 +157,7 @@ pub(crate) async fn read_json_body(
                 .to_ascii_lowercase();
             if essence == "application/json" || essence.ends_with("+json") {
                 Kind::Json
-            } else if essence == "application/x-www-form-urlencoded" && form.is_some() {
+            } else if essence == "application/x-www-form-urlencoded" && forms {
                 Kind::Form
             } else {
                 return Err(ApiError::unsupported_media_type(text));
@@ -153,22 +175,35 @@ pub(crate) async fn read_json_body(
             )))
         }
     };
-    match (kind, form) {
-        (Kind::Form, Some(shape)) => form_to_json(&bytes, shape),
-        _ => {
-            if bytes.iter().all(u8::is_ascii_whitespace) {
-                return Err(ApiError::malformed_body("Request body is empty"));
-            }
-            let mut value = parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
-                JsonTextError::Syntax(err) => {
-                    ApiError::malformed_body(format!("Invalid JSON: {err}"))
-                }
-                too_deep => ApiError::malformed_body(too_deep),
-            })?;
-            // `635.0` where the operation's schema says integer is that integer.
-            crate::integral_numbers::apply_current(&mut value);
-            Ok(value)
-        }
+    Ok(match kind {
+        Kind::Form => BodyText::Form(bytes),
+        Kind::Json => BodyText::Json(bytes),
+    })
+}
+
+/// A JSON body's value: 400 for a body of whitespace only, text that is not JSON, or nesting
+/// over [`MAX_NESTING_DEPTH`].
+fn json_value(bytes: &[u8]) -> Result<Value, ApiError> {
+    check_not_empty(bytes)?;
+    let mut value = parse_json(bytes, MAX_NESTING_DEPTH).map_err(json_text_error)?;
+    // `635.0` where the operation's schema says integer is that integer.
+    crate::integral_numbers::apply_current(&mut value);
+    Ok(value)
+}
+
+/// 400 for a JSON body of whitespace only.
+pub(crate) fn check_not_empty(bytes: &[u8]) -> Result<(), ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::malformed_body("Request body is empty"));
+    }
+    Ok(())
+}
+
+/// The 400 for a JSON body that is not JSON, or nests too deep.
+pub(crate) fn json_text_error(err: JsonTextError) -> ApiError {
+    match err {
+        JsonTextError::Syntax(err) => ApiError::malformed_body(format!("Invalid JSON: {err}")),
+        too_deep => ApiError::malformed_body(too_deep),
     }
 }
 
@@ -203,7 +238,7 @@ pub(crate) fn form_to_json(bytes: &[u8], shape: &FormShape) -> Result<Value, Api
 }
 
 /// The 400 for a body nested deeper than [`MAX_NESTING_DEPTH`].
-fn too_deep() -> ApiError {
+pub(crate) fn too_deep() -> ApiError {
     ApiError::malformed_body(JsonTextError::TooDeep {
         limit: MAX_NESTING_DEPTH,
     })

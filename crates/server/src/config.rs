@@ -56,6 +56,11 @@ pub struct ServerConfig {
     /// tenant's copy of the configuration; set through
     /// [`AdminService::set_edge_sample_source`](crate::AdminService::set_edge_sample_source)).
     pub(crate) local_samples: crate::logs::sample::LocalSamples,
+    /// The analysis's budget and deadline, and how many expensive requests run at once
+    /// (`crate::work`).
+    pub work: crate::work::WorkLimits,
+    /// The expensive requests running (shared by every tenant's copy of the configuration).
+    pub(crate) work_gate: Arc<crate::work::WorkGate>,
 }
 
 impl ServerConfig {
@@ -74,7 +79,16 @@ impl ServerConfig {
             log_retention: crate::logs::default_log_retention(),
             console: Default::default(),
             local_samples: Default::default(),
+            work: crate::work::WorkLimits::new(),
+            work_gate: Arc::default(),
         }
+    }
+
+    /// With other bounds on the expensive endpoints (the analysis's budget and deadline, the
+    /// expensive requests at once per tenant and per process).
+    pub fn with_work_limits(mut self, limits: crate::work::WorkLimits) -> Self {
+        self.work = limits;
+        self
     }
 
     /// With another log retention.

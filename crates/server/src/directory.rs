@@ -21,6 +21,7 @@ pub(crate) async fn import(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let _permit = state.expensive()?;
     let value = read_write_body(&state, raw.as_deref(), &headers, body, None).await?;
     let data = DirectoryData::from_json(&value)?;
     let tenant = &state.inner.tenant;

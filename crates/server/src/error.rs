@@ -19,6 +19,7 @@ pub struct ApiError {
     message: String,
     error_code: Option<&'static str>,
     www_authenticate: Option<HeaderValue>,
+    retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
@@ -33,12 +34,19 @@ impl ApiError {
             message: message.into(),
             error_code,
             www_authenticate: None,
+            retry_after_secs: None,
         }
     }
 
     /// With a `WWW-Authenticate` header (a 401 of the operator API).
     pub(crate) fn with_www_authenticate(mut self, value: &'static str) -> Self {
         self.www_authenticate = Some(HeaderValue::from_static(value));
+        self
+    }
+
+    /// With a `Retry-After` header (a 429 for too many expensive requests at once).
+    pub(crate) fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs);
         self
     }
 
@@ -326,8 +334,20 @@ impl IntoResponse for ApiError {
         if let Some(value) = self.www_authenticate {
             headers.insert(WWW_AUTHENTICATE, value);
         }
+        if let Some(secs) = self.retry_after_secs {
+            headers.insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         response
     }
+}
+
+/// A JSON answer already written, with the admin API's content type.
+pub(crate) fn json_text_response(status: StatusCode, text: Vec<u8>) -> Response {
+    let mut response = (status, text).into_response();
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8));
+    response
 }
 
 /// A JSON answer with the admin API's content type.

@@ -38,6 +38,7 @@ pub(crate) async fn dry_run(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let permit = state.expensive()?;
     let value = read_write_body(&state, raw.as_deref(), &headers, body, None).await?;
     let config = &state.inner.config;
     let Value::Object(mut fields) = value else {
@@ -82,6 +83,8 @@ pub(crate) async fn dry_run(
             let limits = config.limits;
             let index = Arc::clone(live.managed_index());
             let policy = tokio::task::spawn_blocking(move || {
+                // The permit goes with the work: released when the compile ends.
+                let _permit = permit;
                 let index = match lists {
                     Some(lists) => Arc::new(ManagedIndex::build(&lists)),
                     None => index,
@@ -178,7 +181,7 @@ pub(crate) async fn status(
     let snapshot = tenant.snapshot();
     let lists: Vec<Value> = ManagedListName::ALL
         .into_iter()
-        .map(|name| crate::managed_lists::describe(&snapshot, name, false))
+        .map(|name| crate::managed_lists::describe(&snapshot, name))
         .collect();
     Ok(json_response(
         StatusCode::OK,

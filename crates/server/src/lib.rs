@@ -114,6 +114,7 @@ mod tenancy;
 mod tenant;
 mod tenant_feed;
 mod tenant_schemas;
+mod work;
 
 use std::sync::Arc;
 
@@ -139,6 +140,10 @@ pub use signing_keys::{
 pub use sync::{StoreFollower, CLIENT_REFRESH_INTERVAL, DEFAULT_SYNC_INTERVAL};
 pub use tenancy::{ServedTenantInfo, TenantDirectory, TENANTS_POLL_INTERVAL};
 pub use tenant::LoadError;
+pub use work::{
+    default_per_process, WorkLimits, DEFAULT_ANALYSIS_DEADLINE, DEFAULT_ANALYSIS_WORK,
+    DEFAULT_EXPENSIVE_PER_TENANT, EXPENSIVE_RETRY_AFTER_SECS, FINDINGS_HEADER_WORK,
+};
 
 /// Marks a request that arrived over TLS (a request extension). Whoever serves the router over
 /// TLS inserts it (`netacl serve` does); the watch sends network ACL key material, sealed to the
@@ -161,6 +166,17 @@ pub(crate) struct Shared {
     tenant: Arc<tenant::TenantRuntime>,
     verified: guard::VerifiedTokens,
     signing_keys: Arc<signing_keys::SigningKeys>,
+}
+
+impl AppState {
+    /// A permit for one expensive request of this tenant (see `work`), or the 429 that
+    /// refuses it: taken before the request's body is read.
+    pub(crate) fn expensive(&self) -> Result<work::WorkPermit, ApiError> {
+        let config = &self.inner.config;
+        config
+            .work_gate
+            .acquire(&self.inner.tenant.id, &config.work)
+    }
 }
 
 /// The OpenAPI 3.1 document for a tenant domain and the default limits (what

@@ -12,10 +12,12 @@ use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
-use netacl_model::{ManagedList, ManagedListName, Timestamp};
+use netacl_model::{
+    JsonTextError, ManagedList, ManagedListBodyError, ManagedListItems, ManagedListName, Timestamp,
+};
 use serde_json::{json, Value};
 
-use crate::body::{read_write_body, FormShape};
+use crate::body::{read_body, BodyText, FormShape};
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadNetworkAcls, UpdateNetworkAcls};
 use crate::query::Query;
@@ -47,8 +49,34 @@ impl<S: Send + Sync> FromRequestParts<S> for ListPath {
     }
 }
 
-/// The description of `name` in `snapshot`, with its items when `items` is set.
-pub(crate) fn describe(snapshot: &AclSnapshot, name: ManagedListName, items: bool) -> Value {
+/// The answer of `GET` and `PUT /_netacl/v1/managed-lists/{name}`: [`describe`] with the
+/// items, written straight from the list's entries (a list of a million entries is not made
+/// into a JSON value first).
+pub(crate) fn describe_response(snapshot: &AclSnapshot, name: ManagedListName) -> Response {
+    let head = describe(snapshot, name).to_string();
+    let entries = snapshot
+        .lists
+        .effective(name)
+        .map(|entry| entry.list.items())
+        .unwrap_or_default();
+    let size: usize = entries.iter().map(|e| e.text().len() + 3).sum();
+    let mut text = Vec::with_capacity(head.len() + size + 16);
+    // `{...}` becomes `{...,"items":[...]}`: the members `describe` writes, in its order.
+    text.extend_from_slice(head.strip_suffix('}').unwrap_or(&head).as_bytes());
+    text.extend_from_slice(b",\"items\":[");
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            text.push(b',');
+        }
+        // A string cannot fail to serialise into memory.
+        let _ = serde_json::to_writer(&mut text, entry.text());
+    }
+    text.extend_from_slice(b"]}");
+    crate::error::json_text_response(StatusCode::OK, text)
+}
+
+/// The description of `name` in `snapshot`, without its items.
+pub(crate) fn describe(snapshot: &AclSnapshot, name: ManagedListName) -> Value {
     let rules = snapshot
         .ordered
         .iter()
@@ -60,7 +88,7 @@ pub(crate) fn describe(snapshot: &AclSnapshot, name: ManagedListName, items: boo
                 .any(|c| c.auth0_managed().is_some_and(|names| names.contains(&name)))
         })
         .count();
-    let mut out = match snapshot.lists.effective(name) {
+    match snapshot.lists.effective(name) {
         Some(entry) => {
             let counts = entry.list.counts();
             json!({
@@ -77,14 +105,7 @@ pub(crate) fn describe(snapshot: &AclSnapshot, name: ManagedListName, items: boo
         None => json!({
             "name": name.as_str(), "source": "none", "version": 0, "entries": 0, "rules": rules,
         }),
-    };
-    if items {
-        out["items"] = snapshot
-            .lists
-            .effective(name)
-            .map_or_else(|| json!([]), |entry| entry.list.items_json());
     }
-    out
 }
 
 /// `GET /_netacl/v1/managed-lists`: every name, where its content comes from, without items.
@@ -97,7 +118,7 @@ pub(crate) async fn list(
     let snapshot = state.inner.tenant.snapshot();
     let lists: Vec<Value> = ManagedListName::ALL
         .into_iter()
-        .map(|name| describe(&snapshot, name, false))
+        .map(|name| describe(&snapshot, name))
         .collect();
     Ok(json_response(
         StatusCode::OK,
@@ -114,10 +135,7 @@ pub(crate) async fn get(
 ) -> Result<Response, ApiError> {
     Query::parse(raw.as_deref(), &[])?;
     let snapshot = state.inner.tenant.snapshot();
-    Ok(json_response(
-        StatusCode::OK,
-        &describe(&snapshot, name, true),
-    ))
+    Ok(describe_response(&snapshot, name))
 }
 
 /// `PUT /_netacl/v1/managed-lists/{name}`: `{"items": [...]}` replaces the stored content.
@@ -130,17 +148,12 @@ pub(crate) async fn put(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let value = read_write_body(
-        &state,
-        raw.as_deref(),
-        &headers,
-        body,
-        Some(&MANAGED_LIST_FORM),
-    )
-    .await?;
+    let _permit = state.expensive()?;
+    Query::parse(raw.as_deref(), &[])?;
+    let text = read_body(&headers, body, state.inner.config.body_limit, true).await?;
     let max = state.inner.config.limits.max_entries_per_set;
     // Validating a large list takes a while: off the async threads.
-    let list = tokio::task::spawn_blocking(move || ManagedList::from_json(&value, max))
+    let list = tokio::task::spawn_blocking(move || list_from_body(&text, max))
         .await
         .map_err(|_| ApiError::internal())??;
     let tenant = &state.inner.tenant;
@@ -151,10 +164,60 @@ pub(crate) async fn put(
         )
         .await?;
     let snapshot = tenant.snapshot();
-    Ok(json_response(
-        StatusCode::OK,
-        &describe(&snapshot, name, true),
-    ))
+    Ok(describe_response(&snapshot, name))
+}
+
+/// The list a `PUT` body holds, read without a JSON value of the whole body where it can be:
+/// JSON straight into the entries (`ManagedList::from_json_text`), a form of `items[]` fields
+/// item by item, a form's `items=[...]` text straight into the entries; any other form (indexed
+/// keys, other fields: refused or small) through the generic form reading. The answers are
+/// those of reading the body into a value and validating that.
+fn list_from_body(text: &BodyText, max: usize) -> Result<ManagedList, ApiError> {
+    match text {
+        BodyText::Json(bytes) => {
+            crate::body::check_not_empty(bytes)?;
+            ManagedList::from_json_text(bytes, max).map_err(|err| match err {
+                ManagedListBodyError::Text(err) => crate::body::json_text_error(err),
+                ManagedListBodyError::Invalid(err) => err.into(),
+                other => ApiError::invalid_body(other.to_string()),
+            })
+        }
+        BodyText::Form(bytes) => {
+            let mut pairs = form_urlencoded::parse(bytes);
+            let appended = pairs.clone().all(|(key, _)| key == "items[]");
+            match (pairs.next(), pairs.next()) {
+                (Some(_), _) if appended => {
+                    let mut items = ManagedListItems::new(max);
+                    items.reserve(bytes.iter().filter(|&&b| b == b'&').count() + 1);
+                    for (_, value) in form_urlencoded::parse(bytes) {
+                        items.push(Value::String(value.into_owned()));
+                    }
+                    Ok(items.finish()?)
+                }
+                (Some((key, value)), None) if key == "items" => {
+                    // JSON text in the field, one level down in the body.
+                    let room = netacl_model::MAX_NESTING_DEPTH - 1;
+                    ManagedList::from_items_json_text(value.as_bytes(), room, max).map_err(|err| {
+                        match err {
+                            ManagedListBodyError::Text(JsonTextError::Syntax(err)) => {
+                                ApiError::invalid_body(format!(
+                                    "Payload validation error: 'Invalid JSON in form field: \
+                                     {err}' on property items."
+                                ))
+                            }
+                            ManagedListBodyError::Text(_) => crate::body::too_deep(),
+                            ManagedListBodyError::Invalid(err) => err.into(),
+                            other => ApiError::invalid_body(other.to_string()),
+                        }
+                    })
+                }
+                _ => {
+                    let value = crate::body::form_to_json(bytes, &MANAGED_LIST_FORM)?;
+                    Ok(ManagedList::from_json(&value, max)?)
+                }
+            }
+        }
+    }
 }
 
 /// `DELETE /_netacl/v1/managed-lists/{name}`: the stored content is removed (the list becomes
@@ -172,6 +235,80 @@ pub(crate) async fn delete(
         .apply_as(Change::DeleteList(name), context.origin())
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The list (or the error) of reading the body into a value and validating that: what
+    /// `PUT` answered before bodies were read straight into the entries.
+    fn through_value(text: &BodyText, max: usize) -> Result<ManagedList, ApiError> {
+        let value = match text {
+            BodyText::Form(bytes) => crate::body::form_to_json(bytes, &MANAGED_LIST_FORM)?,
+            BodyText::Json(bytes) => {
+                crate::body::check_not_empty(bytes)?;
+                netacl_model::parse_json(bytes, netacl_model::MAX_NESTING_DEPTH)
+                    .map_err(crate::body::json_text_error)?
+            }
+        };
+        Ok(ManagedList::from_json(&value, max)?)
+    }
+
+    #[test]
+    fn bodies_read_straight_into_entries_answer_as_through_a_value() {
+        let deep = format!("items={}", "%5B".repeat(40));
+        let forms = [
+            "items[]=192.0.2.0%2F24&items[]=2001%3Adb8%3A%3A%2F32",
+            "items[]=10.0.0.1&items[]=10.0.0.1",
+            "items[]=10.0.0.1&items[]=nope",
+            "items[]=10.0.0.1&items[]=10.0.0.2&items[]=10.0.0.3&items[]=10.0.0.4",
+            "items[]",
+            "items[]=a+b",
+            "items[]=10.0.0.1&&items[]=10.0.0.2",
+            "items=%5B%5D",
+            "items=%5B%2210.0.0.1%22%2C%2210.0.0.2%22%5D",
+            "items=%5B%2210.0.0.1%22%2C%2210.0.0.1%22%5D",
+            "items=%5B1%5D",
+            "items=nope",
+            "items=%7B%7D",
+            deep.as_str(),
+            "items[0]=10.0.0.1&items[1]=10.0.0.2",
+            "items[]=10.0.0.1&extra=1",
+            "items=%5B%5D&items[]=10.0.0.1",
+            "",
+        ];
+        let jsons = [
+            r#"{"items": ["10.0.0.1", "10.0.0.2"]}"#,
+            r#"{"items": ["10.0.0.1", "10.0.0.1"]}"#,
+            r#"{"items": [], "x": 1}"#,
+            r#"{"items": ["10.0.0.1"#,
+            "  ",
+            "[]",
+        ];
+        let bodies = forms
+            .iter()
+            .map(|f| BodyText::Form(bytes::Bytes::from(f.to_string())))
+            .chain(
+                jsons
+                    .iter()
+                    .map(|j| BodyText::Json(bytes::Bytes::from(j.to_string()))),
+            );
+        for body in bodies {
+            for max in [1, 3, 10] {
+                let label = match &body {
+                    BodyText::Form(b) | BodyText::Json(b) => {
+                        String::from_utf8_lossy(b).into_owned()
+                    }
+                };
+                assert_eq!(
+                    list_from_body(&body, max),
+                    through_value(&body, max),
+                    "{label} (max {max})"
+                );
+            }
+        }
+    }
 }
 
 /// The OpenAPI pieces of these operations (kept here, next to the handlers).

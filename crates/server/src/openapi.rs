@@ -212,6 +212,14 @@ fn operation_object(op: &Operation) -> Value {
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Error");
         let mut response = json!({"description": reason});
+        if code == 429 && crate::work::EXPENSIVE_OPERATIONS.contains(&op.operation_id) {
+            response["description"] = json!(
+                "Too Many Requests: the caller's rate limit, or too many expensive requests \
+                 (analysis, preview, dry run, managed-list upload, directory import) at once, of \
+                 the tenant (`--expensive-requests-per-tenant`, default 1) or of the process \
+                 (`--expensive-requests`); `errorCode` `too_many_requests`, with `Retry-After`."
+            );
+        }
         if code != 304 {
             response["content"] = json!({"application/json": {
                 "schema": {"$ref": "#/components/schemas/Error"}}});
@@ -884,7 +892,12 @@ fn success_schema(operation_id: &str) -> Value {
             "undecided": {"type": "array", "items": {"type": "object", "additionalProperties": false,
                 "required": ["rule_id", "reason"], "properties": {
                 "rule_id": {"type": "string", "pattern": patterns::ACL_ID},
-                "reason": {"type": "string"}}}}
+                "reason": {"type": "string", "examples": [netacl_analysis::BUDGET_REASON],
+                    "description": "Which questions about the rule are open and why, `; `-separated \
+                        sentences (`whether it conflicts: ...`, `whether it is shadowed: too many \
+                        cases ...`); or exactly `budget`: the analysis's work budget or deadline \
+                        ran out (or the client went away) before the rule was settled (README, \
+                        Rule analysis)."}}}}
         }}),
         "netacl_preview" => json!({"type": "object", "additionalProperties": false,
         "required": ["requests", "changed", "transitions", "by_rule", "examples"], "properties": {

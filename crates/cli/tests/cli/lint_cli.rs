@@ -160,3 +160,78 @@ fn eval_compare_prints_the_impact_preview() {
         .expect("netacl eval");
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `--work-budget UNITS` bounds the analysis as `serve --analysis-work` does: on rules whose
+/// CIDRs, ASNs and countries all overlap, a small budget leaves rules undecided with the reason
+/// `budget` (every finding left is one the whole analysis reports), and a budget of what the
+/// whole analysis takes gives the whole answer. `bench --analyze --overlapping --work-budget`
+/// reports the same cut.
+#[test]
+fn lint_and_bench_take_a_work_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = netacl_eval::synthetic::overlapping(40, 5);
+    let path = write(&dir, "overlapping.json", &rules.to_string());
+    let (output, full) = lint(&path);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(full["undecided"]
+        .as_array()
+        .expect("undecided")
+        .iter()
+        .all(|u| u["reason"] != "budget"));
+    let bounded = |units: u64| -> (Output, Value) {
+        let output = netacl()
+            .arg("lint")
+            .arg(&path)
+            .args(["--work-budget", &units.to_string()])
+            .output()
+            .expect("netacl lint");
+        let value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        (output, value)
+    };
+    let (output, cut) = bounded(60_000);
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{output:?}");
+    let budget: Vec<&Value> = cut["undecided"]
+        .as_array()
+        .expect("undecided")
+        .iter()
+        .filter(|u| u["reason"] == "budget")
+        .collect();
+    assert!(!budget.is_empty(), "{cut}");
+    let (cut_findings, all_findings) = (
+        cut["findings"].as_array().expect("findings").len(),
+        full["findings"].as_array().expect("findings").len(),
+    );
+    assert!(cut_findings > 0 && cut_findings < all_findings, "{cut}");
+    for finding in cut["findings"].as_array().expect("findings") {
+        assert!(
+            full["findings"]
+                .as_array()
+                .expect("findings")
+                .iter()
+                .any(|f| f["kind"] == finding["kind"] && f["rule_id"] == finding["rule_id"]),
+            "{finding}"
+        );
+    }
+    let (_, whole) = bounded(u64::MAX / 2);
+    assert_eq!(whole, full);
+
+    let bench = netacl()
+        .args([
+            "bench",
+            "--analyze",
+            "--overlapping",
+            "--rules",
+            "40",
+            "--seed",
+            "5",
+        ])
+        .args(["--work-budget", "60000", "--rounds", "1", "--json"])
+        .output()
+        .expect("netacl bench");
+    assert!(bench.status.success(), "{bench:?}");
+    let report: Value = serde_json::from_slice(&bench.stdout).expect("one JSON line");
+    assert_eq!(report["overlapping"], true);
+    assert_eq!(report["rules"], 40);
+    assert_eq!(report["undecided_budget"], budget.len(), "{report}");
+    assert_eq!(report["work_budget"], 60_000);
+}

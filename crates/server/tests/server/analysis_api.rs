@@ -470,3 +470,233 @@ async fn a_posted_sample_is_checked_member_by_member_and_changes_nothing_when_re
         "{logs}"
     );
 }
+
+/// The rule set made to be costly to analyse (`netacl_eval::synthetic::overlapping`): the
+/// CIDRs, ASNs and countries of every rule overlap every other rule's.
+fn overlapping(rules: usize) -> Value {
+    json!({ "network_acls": netacl_eval::synthetic::overlapping(rules, 0x2828) })
+}
+
+/// 1,000 rules whose CIDRs, ASNs and countries all overlap take minutes of CPU to analyse
+/// unbounded. Through the API the analysis stops at its budget (or its deadline, 10 s by
+/// default): 200 with the findings it proved and the rules it left open undecided for the
+/// `budget`, in the usual shape. (Without the budget the answer takes minutes: the timeout
+/// below fails the test long before.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adversarial_analysis_answers_within_its_deadline_with_rules_undecided_for_budget() {
+    let api = api().await;
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        api.send(Method::POST, ANALYZE, Some(overlapping(1_000))),
+    )
+    .await
+    .expect("the analysis answers long before the minutes it takes unbounded");
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let body = answer.body.as_object().expect("object");
+    assert_eq!(
+        body.keys().collect::<Vec<_>>(),
+        ["findings", "undecided"],
+        "the usual shape"
+    );
+    let undecided = body["undecided"].as_array().expect("undecided");
+    let budget = undecided.iter().filter(|u| u["reason"] == "budget").count();
+    assert!(budget > 100, "{budget} rules undecided for the budget");
+    for u in undecided {
+        assert_eq!(u.as_object().expect("object").len(), 2, "{u}");
+    }
+    // What it proved before stopping is reported.
+    assert!(!body["findings"].as_array().expect("findings").is_empty());
+}
+
+/// A request body that never arrives.
+fn pending_body() -> axum::body::Body {
+    axum::body::Body::from_stream(futures_util::stream::pending::<
+        Result<bytes::Bytes, std::io::Error>,
+    >())
+}
+
+/// At most one expensive request of a tenant runs at once (`with_concurrency(1, 4)`): while an
+/// analysis of the default tenant runs, its other analyses, dry runs and list uploads get 429
+/// `too_many_requests` with `Retry-After` and the rate-limit headers, at once (before their
+/// body is read: an upload whose body never comes is refused), while another tenant's are
+/// served. When the client of the long analysis goes away (its request dropped), the analysis
+/// stops and its permit is released: the tenant's requests are served again (with no budget
+/// and a deadline of ten minutes, only the cancellation can end it that soon).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expensive_requests_are_limited_per_tenant_and_a_dropped_analysis_stops() {
+    use axum::body::Body;
+    use http::Request;
+    use netacl_server::rate_limit::RateLimitConfig;
+    use netacl_server::{OperatorToken, WorkLimits};
+    use std::time::{Duration, Instant};
+    use support::{oneshot, start_in, DOMAIN};
+
+    const OPERATOR: &str = "operator-token-of-the-expensive-requests-test";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let limits = WorkLimits::new()
+        .with_analysis(u64::MAX, Duration::from_secs(600))
+        .with_concurrency(1, 4);
+    let config = support::config()
+        .with_operator_token(OperatorToken::new(OPERATOR.into()).expect("operator token"))
+        .with_rate_limit(RateLimitConfig {
+            burst: 10_000,
+            per_second: 10_000.0,
+        })
+        .with_work_limits(limits);
+    let (service, token) = start_in(dir.path(), config).await;
+    let router = service.router();
+    let on = |host: &str, token: &str, method: &str, uri: &str, body: Body| {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("host", host)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(body)
+            .expect("request")
+    };
+    let json_body = |value: Value| Body::from(value.to_string());
+
+    // A second tenant and a token of its client.
+    let acme = oneshot(
+        &router,
+        on(
+            "any.test",
+            OPERATOR,
+            "POST",
+            "/_netacl/v1/tenants",
+            json_body(json!({"tenant": "acme", "domains": ["acme.test"]})),
+        ),
+    )
+    .await;
+    assert_eq!(acme.status, StatusCode::CREATED, "{}", acme.body);
+    let issued = oneshot(
+        &router,
+        Request::post("/oauth/token")
+            .header("host", "acme.test")
+            .header("content-type", "application/json")
+            .body(json_body(json!({
+                "grant_type": "client_credentials",
+                "client_id": acme.body["client_id"], "client_secret": acme.body["client_secret"],
+                "audience": "https://acme.test/api/v2/"})))
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(issued.status, StatusCode::OK, "{}", issued.body);
+    let acme_token = issued.body["access_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+
+    // The long analysis, on a task of its own: its client.
+    let long = tokio::spawn({
+        let router = router.clone();
+        let request = on(
+            DOMAIN,
+            &token,
+            "POST",
+            ANALYZE,
+            json_body(overlapping(1_000)),
+        );
+        async move { oneshot(&router, request).await }
+    });
+    // Until it holds its permit the tenant's small analyses are answered; then refused.
+    let small = || on(DOMAIN, &token, "POST", ANALYZE, json_body(json!({})));
+    let start = Instant::now();
+    let refused = loop {
+        let answer = oneshot(&router, small()).await;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            break answer;
+        }
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        assert!(start.elapsed() < Duration::from_secs(60), "never refused");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        refused.body["errorCode"], "too_many_requests",
+        "{}",
+        refused.body
+    );
+    assert_eq!(refused.body["statusCode"], 429);
+    assert!(refused.headers.contains_key("retry-after"));
+    refused.assert_rate_limit_headers();
+    // A dry run and a list upload of the tenant too, the upload before its body is read.
+    let dry_run = oneshot(
+        &router,
+        on(
+            DOMAIN,
+            &token,
+            "POST",
+            "/_netacl/v1/dry-run",
+            json_body(json!({"request": {"client_ip": "192.0.2.1"}})),
+        ),
+    )
+    .await;
+    assert_eq!(
+        dry_run.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        dry_run.body
+    );
+    let upload = tokio::time::timeout(
+        Duration::from_secs(30),
+        oneshot(
+            &router,
+            on(
+                DOMAIN,
+                &token,
+                "PUT",
+                "/_netacl/v1/managed-lists/auth0.tor",
+                pending_body(),
+            ),
+        ),
+    )
+    .await
+    .expect("refused without waiting for the body");
+    assert_eq!(
+        upload.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        upload.body
+    );
+    assert!(upload.headers.contains_key("retry-after"));
+    // Another tenant is served meanwhile.
+    for (method, uri, body) in [
+        ("POST", ANALYZE, json!({})),
+        (
+            "PUT",
+            "/_netacl/v1/managed-lists/auth0.tor",
+            json!({"items": ["192.0.2.0/24"]}),
+        ),
+    ] {
+        let theirs = oneshot(
+            &router,
+            on("acme.test", &acme_token, method, uri, json_body(body)),
+        )
+        .await;
+        assert_eq!(theirs.status, StatusCode::OK, "{uri}: {}", theirs.body);
+    }
+    assert!(!long.is_finished(), "the long analysis still runs");
+
+    // Its client goes away: the request is dropped, the analysis stops, the permit is
+    // released and the tenant's small analyses are answered again.
+    long.abort();
+    let start = Instant::now();
+    loop {
+        let answer = oneshot(&router, small()).await;
+        if answer.status == StatusCode::OK {
+            break;
+        }
+        assert_eq!(
+            answer.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{}",
+            answer.body
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the dropped analysis still holds its permit"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
