@@ -59,13 +59,19 @@
 //!   labelled with the posting of its innermost network and that network's enclosing network
 //!   (further enclosing networks follow through parent links). A network listed by many rules is
 //!   stored once. The layout follows the size (see `range.rs`): small tables are searched
-//!   directly, medium IPv4 tables behind a direct table on the top 8 to 22 address bits (a block
-//!   no network touches is answered by the table alone), and tables far larger than the cache
-//!   (from 131,072 intervals, such as a million-CIDR block list) as 32-byte blocks indexed by
-//!   the top bits, each holding its intervals inline: a random address costs one memory access,
-//!   which the evaluator prefetches before it looks up the other signals, in memory advised for
-//!   transparent huge pages so that it does not also walk the page tables. IPv6 tables have a
-//!   fence array of every 32nd interval start.
+//!   directly, IPv4 tables up to 4,095 intervals behind a direct table on the top 8 to 22
+//!   address bits (a block no network touches is answered by the table alone), and larger ones
+//!   (such as a million-CIDR block list) packed twelve intervals to a 64-byte line, each region
+//!   of the address space cut into as many lines as its density needs and found by a multiply
+//!   (`packed.rs`, about 11 bytes an interval): a random address costs one memory access, which
+//!   the evaluator prefetches before it looks up the other signals, in memory advised for
+//!   transparent huge pages so that it does not also walk the page tables. A line holds 16-bit
+//!   codes of interned *chains* (a posting and the chain of the network around it); a table
+//!   with more distinct chains than that (every network listed by its own combination of
+//!   rules) keeps half-line blocks holding the postings themselves (from 131,072 intervals) or
+//!   the direct table. Postings of the same rules in the same roles are stored once, so a
+//!   block list written into two rules has one. IPv6 tables have a fence array of every 32nd
+//!   interval start.
 //! - ASNs, subdivisions (as one word) and JA3 (as two words): two-choice cuckoo hash tables
 //!   (two buckets of two slots; the keys are known when the policy is compiled, so each is
 //!   placed once): a lookup reads both buckets and selects the match with conditional moves, so
@@ -169,6 +175,7 @@ mod hash;
 mod lines;
 mod managed;
 mod memo;
+mod packed;
 mod pages;
 mod policy;
 mod postings;
