@@ -12,6 +12,11 @@
 //! CIDRs named by `--managed-list-rules` rules against the same CIDRs written into one rule
 //! (the same tenant around them, the same requests, a fifth of them from a listed network):
 //! index build and compile times, and the cost per decision of each, in alternating rounds.
+//!
+//! Memory: `policy_bytes` (what the policy's tables hold, table by table in `policy_tables`),
+//! `policy_resident_bytes` (what one more compiled policy adds to a process's resident memory,
+//! measured in a child process) and `compile_resident_bytes` (this process's resident memory
+//! after its compile less before); see `bench_memory`.
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;

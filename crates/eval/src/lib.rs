@@ -63,7 +63,7 @@
 //!   address bits (a block no network touches is answered by the table alone), and larger ones
 //!   (such as a million-CIDR block list) packed twelve intervals to a 64-byte line, each region
 //!   of the address space cut into as many lines as its density needs and found by a multiply
-//!   (`packed.rs`, about 11 bytes an interval): a random address costs one memory access, which
+//!   (`packed.rs`, about 13 bytes an interval): a random address costs one memory access, which
 //!   the evaluator prefetches before it looks up the other signals, in memory advised for
 //!   transparent huge pages so that it does not also walk the page tables. A line holds 16-bit
 //!   codes of interned *chains* (a posting and the chain of the network around it); a table

@@ -21,8 +21,10 @@
 //! times gets more lines. A line that still overflows holds where its intervals begin in a
 //! spill list, searched on a second memory access.
 //!
-//! About 11 bytes an interval start, against 64 for [`RangeTable`](crate::range::RangeTable)'s
-//! half-line blocks (which stay for tables with more distinct chains than a `u16` codes).
+//! About 13 bytes an interval (a million random networks: 13.7; the lines hold about five
+//! starts each, the regions and chains a few kilobytes), against up to 64 for
+//! [`RangeTable`](crate::range::RangeTable)'s half-line blocks (which stay for tables with more
+//! distinct chains than a `u16` codes).
 
 use crate::pages::PageBytes;
 use crate::search::partition_point;
@@ -116,7 +118,7 @@ impl PackedIntervals {
         }
         let mut regions = Vec::with_capacity(plans.len());
         let mut next = shared.len() as u32;
-        for (region, plan) in plans.iter().enumerate() {
+        for plan in &plans {
             if plan.lines == 0 {
                 let base = shared[&codes[plan.at]];
                 regions.push(Region { base, lines: 0 });
@@ -127,7 +129,6 @@ impl PackedIntervals {
                 });
                 next += plan.lines;
             }
-            debug_assert_eq!(regions.len(), region + 1);
         }
 
         let mut spill = Vec::new();

@@ -284,7 +284,7 @@ pub enum IndexKind {
     IntervalBlocks,
     /// Intervals packed twelve to a cache line, each region of the address space cut into as
     /// many lines as its density needs, found by a multiply (IPv4 tables from 4,096
-    /// intervals: one memory access a lookup, about 11 bytes an interval).
+    /// intervals: one memory access a lookup, about 13 bytes an interval).
     IntervalLines,
     /// A hash table (two-choice cuckoo).
     HashTable,

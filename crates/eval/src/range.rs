@@ -17,7 +17,7 @@
 //! - IPv4 from 4,096 intervals: [`PackedIntervals`], twelve interval starts to a cache line,
 //!   each region of the address space cut into as many lines as its density asks, found by a
 //!   multiply: a random address costs one memory access, which the evaluator starts
-//!   (prefetches) before it looks up the other signals, at about 11 bytes an interval. A line
+//!   (prefetches) before it looks up the other signals, at about 13 bytes an interval. A line
 //!   holds a 16-bit *chain* code per interval: the networks' postings and enclosing networks
 //!   interned (a chain is a posting and the chain around it), a few hundred for a block list
 //!   of a million networks over a hundred rules, read from a small table that stays in cache;
@@ -1127,7 +1127,7 @@ mod tests {
         assert!(packed.spilled_lines() > 0, "the crowded /16 spills");
         assert!(table.nodes.len() < 10_000, "{} chains", table.nodes.len());
         assert_eq!(table.networks(), nets.len());
-        // Lines, regions and chains: about 11 bytes an interval start.
+        // Lines, regions and chains: about 13 bytes an interval.
         assert!(
             table.bytes() < table.intervals() * 14,
             "{} bytes for {} intervals",
