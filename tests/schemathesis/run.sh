@@ -109,6 +109,9 @@ excluded=(
     netacl_get_tenant
     netacl_delete_tenant
     netacl_watch_tenants
+    # POST /_netacl/v1/tenants/{id}/edge-clients (operator token too): tested in Rust
+    # (crates/cli/tests/edge_signatures.rs, crates/server/tests/tenancy_directory.rs).
+    netacl_create_edge_client
 )
 "$venv/bin/python" - "$out/openapi.json" "${excluded[@]}" <<'PY'
 import json, sys

@@ -366,14 +366,25 @@ pub struct ServeEdgeArgs {
     #[arg(long = "edge-sample-every", env = "NETACL_EDGE_SAMPLE_EVERY", default_value_t = netacl_edge::DEFAULT_SAMPLE_EVERY, value_parser = clap::value_parser!(u32).range(1..))]
     edge_sample_every: u32,
     /// Enforce every tenant the admin service serves, each request by its host's tenant (TLS:
-    /// the SNI); a host of no tenant gets 421. Without it the edge enforces the default
-    /// tenant's rules for every host.
+    /// the SNI); a host of no tenant gets 421, even while the default tenant is the only one.
+    /// Without it or --edge-default-tenant-only: by host when the store holds more than the
+    /// default tenant at start, else the default tenant's rules for every host until another
+    /// tenant is created (then the process stops: see the README, "Many tenants").
     #[arg(
         long = "edge-tenants",
         env = "NETACL_EDGE_TENANTS",
         requires = "edge_upstream"
     )]
     edge_tenants: bool,
+    /// Enforce the default tenant's rules for every host, whatever tenants the store holds:
+    /// other tenants' traffic is not told apart (their own rules are not enforced here).
+    #[arg(
+        long = "edge-default-tenant-only",
+        env = "NETACL_EDGE_DEFAULT_TENANT_ONLY",
+        requires = "edge_upstream",
+        conflicts_with = "edge_tenants"
+    )]
+    edge_default_tenant_only: bool,
     /// With --edge-tenants: a directory of certificates chosen by SNI, `HOST.crt` + `HOST.key`
     /// (--edge-tls-cert/--edge-tls-key are then the optional default pair).
     #[arg(
@@ -398,15 +409,40 @@ pub struct ServeEdgeArgs {
     edge_tls: crate::tls::ServeEdgeTlsArgs,
 }
 
+/// Which tenants' rules the in-process edge enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEdgeMode {
+    /// Each request by its host's tenant (`--edge-tenants`, or no choice made and the store
+    /// holding more than the default tenant at start).
+    ByHost,
+    /// The default tenant's rules for every host: chosen (`--edge-default-tenant-only`), or
+    /// not (`implicit`: the default tenant was the only tenant at start; another tenant
+    /// appearing stops the process, since this edge cannot tell it apart).
+    DefaultTenant {
+        /// No flag chose it.
+        implicit: bool,
+    },
+}
+
 impl ServeEdgeArgs {
     /// The edge configuration, following the rule sets sent on `rule_updates` (send every
-    /// rule set the serve command installs in the engine); `None` without `--edge-upstream`.
+    /// rule set the serve command installs in the engine), and its mode given the number of
+    /// tenants the store holds at start; `None` without `--edge-upstream`.
     pub fn config(
         &self,
         rule_updates: tokio::sync::watch::Receiver<Arc<netacl_model::RuleSet>>,
-    ) -> anyhow::Result<Option<EdgeConfig>> {
+        tenants_at_start: usize,
+    ) -> anyhow::Result<Option<(EdgeConfig, ServeEdgeMode)>> {
         let Some(upstream) = &self.edge_upstream else {
             return Ok(None);
+        };
+        let mode = if self.edge_tenants || (!self.edge_default_tenant_only && tenants_at_start > 1)
+        {
+            ServeEdgeMode::ByHost
+        } else {
+            ServeEdgeMode::DefaultTenant {
+                implicit: !self.edge_default_tenant_only,
+            }
         };
         let mut config = EdgeConfig::new(parse_upstream(upstream)?);
         self.edge_tls.apply(&mut config);
@@ -428,13 +464,13 @@ impl ServeEdgeArgs {
         )?;
         config.rules = RulesSource::Engine;
         config.rule_updates = Some(rule_updates);
-        if self.edge_tenants {
+        if mode == ServeEdgeMode::ByHost {
             config.tls_cert_dir = self.edge_tls_cert_dir.clone();
             config.tenants = Some(Arc::new(netacl_edge::TenantRouter::with_counted_tenants(
                 self.edge_metrics_tenant.iter().cloned(),
             )));
         }
-        Ok(Some(config))
+        Ok(Some((config, mode)))
     }
 }
 

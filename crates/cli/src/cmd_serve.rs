@@ -11,6 +11,8 @@ use netacl_server::rate_limit::RateLimitConfig;
 use netacl_server::{AdminService, BootstrapClient, ServerConfig, DEFAULT_BODY_LIMIT};
 use netacl_store::{PostgresStore, SqliteStore, Store};
 
+use crate::cmd_edge::ServeEdgeMode;
+
 /// Arguments of `netacl serve`. Every flag can also be given as the environment variable named
 /// in its help.
 #[derive(clap::Args)]
@@ -18,7 +20,8 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, env = "NETACL_LISTEN", default_value = "127.0.0.1:8080")]
     listen: String,
-    /// Directory of the embedded database (created if missing).
+    /// Directory of the embedded database (created if missing, mode 0700; its files are 0600,
+    /// and looser modes found there are tightened, logged).
     #[arg(long, env = "NETACL_DATA_DIR", default_value = "./netacl-data")]
     data_dir: PathBuf,
     /// The tenant's host: the token issuer is https://HOST/ and the management audience
@@ -83,19 +86,28 @@ pub struct Args {
           default_value_t = netacl_server::DEFAULT_LOG_RETENTION_DAYS,
           value_parser = clap::value_parser!(u64).range(0..=36_500))]
     log_retention_days: u64,
-    /// Rule-set history: the newest N versions of each tenant are kept whatever their age
-    /// (at least 1).
+    /// Rule-set history: at most N versions of each tenant are kept (at least 1; the oldest
+    /// go first).
     #[arg(long, env = "NETACL_HISTORY_VERSIONS", default_value_t = 1_000,
           value_parser = clap::value_parser!(u64).range(1..))]
     history_versions: u64,
-    /// Rule-set history: versions younger than D days are kept whatever their number (a
-    /// version is removed only once both this and --history-versions let it go).
+    /// Rule-set history: versions older than D days are removed (0: no age limit). The
+    /// current version is always kept.
     #[arg(long, env = "NETACL_HISTORY_DAYS", default_value_t = 90,
           value_parser = clap::value_parser!(u64).range(0..=36_500))]
     history_days: u64,
+    /// Rule-set history: the most bytes each tenant's history holds (its versions' changes
+    /// and the rule and manifest texts they refer to, each stored once); the oldest versions
+    /// go first, the current one is always kept. 0: no size limit.
+    #[arg(long, env = "NETACL_HISTORY_BYTES", value_name = "BYTES",
+          default_value_t = netacl_store::DEFAULT_HISTORY_BYTES)]
+    history_bytes: u64,
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
     limits: crate::limits_args::LimitsArgs,
+    /// The console's session bounds and its HTTPS behind a proxy.
+    #[command(flatten)]
+    console: crate::console_args::ConsoleArgs,
     /// The content of a managed list (`auth0_managed`) from a file of this node: NAME=PATH
     /// (auth0.tor=/etc/netacl/tor.txt), one entry a line; repeatable (comma-separated in the
     /// variable). The file wins over the list stored through the API, which is then read-only
@@ -128,7 +140,7 @@ pub(crate) fn resolve_secrets_key(
 ) -> anyhow::Result<netacl_secrets::Kek> {
     let data_dir = match (secrets_key_file, database_url) {
         (None, None) => {
-            std::fs::create_dir_all(data_dir).with_context(|| {
+            netacl_store::prepare_data_dir(data_dir).with_context(|| {
                 format!("cannot create the data directory {}", data_dir.display())
             })?;
             Some(data_dir)
@@ -155,7 +167,7 @@ fn load_operator_token(
         None => (args.data_dir.join(OPERATOR_TOKEN_FILE), true),
     };
     if generate && !path.exists() {
-        std::fs::create_dir_all(&args.data_dir).with_context(|| {
+        netacl_store::prepare_data_dir(&args.data_dir).with_context(|| {
             format!(
                 "cannot create the data directory {}",
                 args.data_dir.display()
@@ -280,6 +292,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         .with_limits(args.limits.limits())
         .with_managed_list_files(file_lists)
         .with_operator_token(operator_token);
+    config = args.console.apply(config)?;
     if let Some(path) = &args.signing_key_file {
         config = config.with_signing_key(load_signing_key(path)?);
     }
@@ -288,6 +301,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let retention = netacl_store::HistoryRetention {
         versions: args.history_versions,
         days: args.history_days,
+        bytes: args.history_bytes,
     };
     let (store, changes, location): (Arc<dyn Store>, _, _) = match &args.database_url {
         Some(url) => {
@@ -341,12 +355,27 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     });
     // The edge shares the service's engine: what the write path (or the store follower)
     // installs is what the edge enforces, from the moment it is installed.
+    let tenants_at_start = service.tenants().borrow().tenants.len();
     let edge = match args
         .edge
-        .config(service.rule_sets())
+        .config(service.rule_sets(), tenants_at_start)
         .context("invalid --edge-* settings")?
     {
-        Some(mut edge_config) => {
+        Some((mut edge_config, mode)) => {
+            match mode {
+                ServeEdgeMode::ByHost => tracing::info!(
+                    tenants = tenants_at_start,
+                    "the edge enforces each tenant by host"
+                ),
+                ServeEdgeMode::DefaultTenant { implicit: false } if tenants_at_start > 1 => {
+                    tracing::warn!(
+                        tenants = tenants_at_start,
+                        "--edge-default-tenant-only: the edge enforces the default tenant's \
+                         rules for every host; the other tenants' rules are NOT enforced here"
+                    )
+                }
+                ServeEdgeMode::DefaultTenant { .. } => {}
+            }
             edge_config.tls_reload_interval = args.tls.reload_interval();
             // The edge's per-rule summaries go into the default tenant's logs.
             let summaries = service.clone();
@@ -398,7 +427,15 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                 show(edge.tls_addr()),
                 show(edge.metrics_addr())
             );
-            Some(edge)
+            println!(
+                "netacl edge enforces {}",
+                match mode {
+                    ServeEdgeMode::ByHost => "each tenant by host",
+                    ServeEdgeMode::DefaultTenant { .. } =>
+                        "the default tenant's rules for every host",
+                }
+            );
+            Some((edge, mode))
         }
         None => None,
     };
@@ -452,16 +489,52 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     match edge {
         None => admin.await.context("server failed")?,
         // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
-        // API alone would leave the upstream unprotected without anyone noticing.
-        Some(edge) => tokio::select! {
+        // API alone would leave the upstream unprotected without anyone noticing. So does a
+        // tenant created while an edge that no flag told to ignore other tenants runs.
+        Some((edge, mode)) => tokio::select! {
             served = admin => served.context("server failed")?,
             stopped = edge.wait() => {
                 stopped.context("the edge stopped")?;
                 anyhow::bail!("the edge stopped");
             }
+            tenant = another_tenant(mode, service.tenants()) => {
+                anyhow::bail!(
+                    "tenant {tenant} was created while the in-process edge enforced the default \
+                     tenant's rules for every host (the store held no other tenant at start, and \
+                     neither --edge-tenants nor --edge-default-tenant-only was given): that edge \
+                     cannot enforce tenant {tenant}'s rules, so it stops. Started again, the edge \
+                     enforces each tenant by host (give --edge-tenants to say so, or \
+                     --edge-default-tenant-only to keep the default tenant's rules for every host)"
+                );
+            }
         },
     }
     Ok(())
+}
+
+/// Resolves, with a tenant's id, once the service serves a tenant other than the default one
+/// while `mode` is the default tenant's rules for every host chosen by no flag; never otherwise.
+async fn another_tenant(
+    mode: ServeEdgeMode,
+    mut tenants: tokio::sync::watch::Receiver<Arc<netacl_server::TenantDirectory>>,
+) -> String {
+    if mode == (ServeEdgeMode::DefaultTenant { implicit: true }) {
+        loop {
+            let other = tenants
+                .borrow_and_update()
+                .tenants
+                .iter()
+                .find(|t| t.id.as_str() != netacl_store::TenantId::DEFAULT)
+                .map(|t| t.id.to_string());
+            if let Some(id) = other {
+                return id;
+            }
+            if tenants.changed().await.is_err() {
+                break;
+            }
+        }
+    }
+    std::future::pending().await
 }
 
 fn print_curl(base_url: &str, tenant_domain: &str, client_id: &str, secret: &str) {

@@ -19,6 +19,7 @@ mod cmd_lint;
 mod cmd_secrets_key;
 mod cmd_serve;
 mod cmd_tenant;
+mod console_args;
 mod geoip_args;
 mod limits_args;
 mod managed_list_args;
@@ -36,7 +37,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the admin API (and the engine it feeds).
-    Serve(cmd_serve::Args),
+    Serve(Box<cmd_serve::Args>),
     /// Evaluate requests (JSON lines) against a rule file; one decision a line.
     Eval(cmd_eval::Args),
     /// Analyse a rule file: shadowed, redundant and conflicting rules (exit 1 with findings).
@@ -58,7 +59,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => cmd_serve::run(args),
+        Command::Serve(args) => cmd_serve::run(*args),
         Command::Eval(args) => cmd_eval::run(args),
         Command::Lint(args) => cmd_lint::run(args),
         Command::Bench(args) => cmd_bench::run(args),

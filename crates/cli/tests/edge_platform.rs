@@ -151,6 +151,45 @@ fn a_remote_edge_follows_every_tenant_of_the_platform() {
     server.kill();
 }
 
+/// Issue 28: the remote edge forwards the host it judged, and no other (see
+/// `cluster_support::check_the_upstream_gets_the_judged_host`): beta blocks every request, and
+/// a request judged as alpha's cannot reach the upstream as beta's.
+#[test]
+fn a_remote_edge_forwards_the_host_it_judged() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::echo_upstream();
+    let server = Server::start(data.path(), "127.0.0.1:0", "default.test", &[]);
+    let operator_file = data.path().join("operator-token");
+    create_tenant(data.path(), "alpha", "alpha.test");
+    let (beta_id, beta_secret) = create_tenant(data.path(), "beta", "beta.test");
+    let beta = tenant_token_when_served(server.addr, "beta.test", &beta_id, &beta_secret, PICK_UP);
+    let answer = at_host(
+        server.addr,
+        "beta.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&beta),
+        Some(&cluster_support::block_rule(1, "0.0.0.0/0")),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    let (_edge_process, line) = cluster_support::spawn_edge(
+        Command::new(env!("CARGO_BIN_EXE_netacl"))
+            .arg("edge")
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "off"])
+            .args(["--upstream", &format!("http://{upstream}")])
+            .args(["--platform-url", &format!("http://{}", server.addr)])
+            .arg("--operator-token-file")
+            .arg(&operator_file)
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::inherit()),
+    );
+    let edge = cluster_support::edge_address(&line, "http=");
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 403);
+    cluster_support::check_the_upstream_gets_the_judged_host(edge);
+    server.kill();
+}
+
 #[test]
 fn a_remote_edge_answers_each_tenants_geo_rules_from_the_databases() {
     let data = tempfile::tempdir().expect("tempdir");

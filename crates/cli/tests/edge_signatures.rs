@@ -11,6 +11,7 @@ mod serve_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -159,9 +160,19 @@ struct Admin {
 
 impl Admin {
     fn connect(addr: SocketAddr, domain: &str, transcript: &Transcript) -> Admin {
+        Admin::connect_as(addr, domain, transcript, (CLIENT_ID, CLIENT_SECRET))
+    }
+
+    /// With the token of another client than the bootstrap client.
+    fn connect_as(
+        addr: SocketAddr,
+        domain: &str,
+        transcript: &Transcript,
+        client: (&str, &str),
+    ) -> Admin {
         let body = json!({
-            "grant_type": "client_credentials", "client_id": CLIENT_ID,
-            "client_secret": CLIENT_SECRET, "audience": format!("https://{domain}/api/v2/"),
+            "grant_type": "client_credentials", "client_id": client.0,
+            "client_secret": client.1, "audience": format!("https://{domain}/api/v2/"),
         });
         let (status, text) = http(
             transcript,
@@ -219,6 +230,39 @@ impl Admin {
         assert_eq!(status, 201, "{record}");
         record["id"].as_str().expect("id").to_owned()
     }
+}
+
+/// Creates an edge client of the default tenant through the operator API (the operator token
+/// `netacl serve` wrote into `data`): `(client_id, client_secret)`.
+fn create_edge_client(transcript: &Transcript, admin: SocketAddr, data: &Path) -> (String, String) {
+    let token = std::fs::read_to_string(data.join("operator-token")).expect("operator token");
+    let auth = format!("Bearer {}", token.trim());
+    let (status, text) = http(
+        transcript,
+        admin,
+        "POST",
+        "/_netacl/v1/tenants/default/edge-clients",
+        &[("authorization", &auth)],
+        "",
+    )
+    .expect("operator API answers");
+    assert_eq!(status, 201, "{text}");
+    let created: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        created["scopes"],
+        json!([
+            "read:network_acls",
+            "read:network_acl_key_material",
+            "create:edge_summaries"
+        ])
+    );
+    (
+        created["client_id"].as_str().expect("id").to_owned(),
+        created["client_secret"]
+            .as_str()
+            .expect("secret")
+            .to_owned(),
+    )
 }
 
 fn unix_now() -> i64 {
@@ -473,8 +517,32 @@ fn both_edges_verify_signatures_and_the_material_appears_nowhere() {
     assert_eq!(status_code, 200, "{got}");
     let rule = admin.create_signed_only_rule(&key);
 
+    // Key material goes only to a client given the scope explicitly: the bootstrap client's
+    // token gets the rules without it; an edge client, created for the purpose, gets it.
+    let probe = TransitKeyPair::generate();
+    let watch_probe = format!(
+        "/_netacl/v1/network-acls/watch?keys={}",
+        probe.public_key().to_base64url()
+    );
+    let (status_code, watched) = admin.call("GET", &watch_probe, None);
+    assert_eq!(status_code, 200, "{watched}");
+    assert_eq!(watched["network_acl_keys_withheld"], "scope", "{watched}");
+    assert!(watched.get("network_acl_keys").is_none(), "{watched}");
+    let (edge_id, edge_secret) = create_edge_client(&transcript, admin_addr, data.path());
+    let edge_admin = Admin::connect_as(admin_addr, domain, &transcript, (&edge_id, &edge_secret));
+    let (status_code, watched) = edge_admin.call("GET", &watch_probe, None);
+    assert_eq!(status_code, 200, "{watched}");
+    assert_eq!(
+        watched["network_acl_keys"][0]["id"],
+        key.as_str(),
+        "{watched}"
+    );
+    // And nothing else of the tenant's administration.
+    let (status_code, _) = edge_admin.call("GET", "/api/v2/keys/network-acls", None);
+    assert_eq!(status_code, 403);
+
     let (remote, remote_addr, remote_metrics) =
-        start_remote_edge(admin_addr, domain, (CLIENT_ID, CLIENT_SECRET), &transcript);
+        start_remote_edge(admin_addr, domain, (&edge_id, &edge_secret), &transcript);
     let valid = Signing::valid(&material, &key);
     wait_for(Duration::from_secs(30), POLL, || {
         status(&transcript, remote_addr, "/login?a=1", Some(&valid)) == 200
@@ -487,7 +555,7 @@ fn both_edges_verify_signatures_and_the_material_appears_nowhere() {
     // The watch itself, as an edge with its own key pair sees it: sealed values only, which
     // open with that key pair (and the tenant and key id) to the material.
     let pair = TransitKeyPair::generate();
-    let (status_code, watched) = admin.call(
+    let (status_code, watched) = edge_admin.call(
         "GET",
         &format!(
             "/_netacl/v1/network-acls/watch?keys={}",

@@ -230,3 +230,68 @@ fn a_list_file_of_serve_is_enforced_at_its_edge_and_reloaded() {
     assert_eq!(listed.json()["items"], serde_json::json!(["10.9.9.9"]));
     assert_eq!(listed.json()["version"], serde_json::json!(2));
 }
+
+/// The README's five-minute tour, run as written: the block between its `ANCHOR: tour` marks,
+/// with `bash`, in a directory whose `target/release/netacl` is the binary under test (the tour
+/// names the binary by that path). It must exit 0, pass a request through the edge, block the
+/// next one after its rule is written, and replay the same decisions with `netacl eval`.
+#[test]
+fn the_readme_tour_runs_as_written() {
+    let readme_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+    let readme = std::fs::read_to_string(readme_path).expect("README.md");
+    let start = readme
+        .find("<!-- ANCHOR: tour -->")
+        .expect("the tour's start mark");
+    let end = readme
+        .find("<!-- ANCHOR_END: tour -->")
+        .expect("the tour's end mark");
+    let block = &readme[start..end];
+    let script = block
+        .split_once("```sh\n")
+        .and_then(|(_, rest)| rest.rsplit_once("```"))
+        .map(|(script, _)| script)
+        .expect("a sh block between the marks");
+    assert!(
+        script.starts_with("# tour"),
+        "the block opens with `# tour`"
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin_dir = dir.path().join("target/release");
+    std::fs::create_dir_all(&bin_dir).expect("target/release");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_netacl"), bin_dir.join("netacl"))
+        .expect("link the binary");
+    // `timeout` bounds the whole tour (its own waits are bounded; a hung curl would not be).
+    let output = std::process::Command::new("timeout")
+        .args(["120", "bash", "-c", script])
+        .current_dir(dir.path())
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the tour failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.first(),
+        Some(&"200"),
+        "passed before the rule:\n{stdout}"
+    );
+    let created: Value = serde_json::from_str(lines[1]).expect("the stored record");
+    assert!(created["id"]
+        .as_str()
+        .is_some_and(|id| id.starts_with("acl_")));
+    assert!(
+        lines[2].contains(r#""errorCode":"blocked""#) && lines[2].ends_with(" 403"),
+        "blocked after the rule:\n{stdout}"
+    );
+    let block: Value = serde_json::from_str(lines[3]).expect("eval's first decision");
+    assert_eq!(block["action"], "block");
+    assert_eq!(block["rule_id"], created["id"]);
+    let none: Value = serde_json::from_str(lines[4]).expect("eval's second decision");
+    assert_eq!(none["action"], "none");
+    assert_eq!(lines.len(), 5, "{stdout}");
+}

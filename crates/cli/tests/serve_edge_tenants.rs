@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serve_support::{
     assert_preview_of, at_host, check_tenants_geo_rules, create_tenant, free_port, maxmind,
-    preview_deleting, summary_totals, tenant_cli, tenant_token, Server,
+    preview_deleting, summary_totals, tenant_cli, tenant_token, tenant_token_when_served, Server,
 };
 
 /// The longest the test waits for the server to pick a created or deleted tenant up (its follow
@@ -288,4 +288,169 @@ fn the_in_process_edge_answers_each_tenants_geo_rules_from_the_databases() {
     wait_for_edge_status(edge, "alpha.test", 200);
     wait_for_edge_status(edge, "beta.test", 200);
     check_tenants_geo_rules(server.addr, edge, &alpha, &beta);
+}
+
+/// `serve --edge-upstream` with the flags that choose no mode, on `data`: `(server, edge)`.
+fn start_unflagged(
+    data: &std::path::Path,
+    extra: &[&str],
+    stderr: std::process::Stdio,
+) -> (Server, SocketAddr) {
+    let upstream = cluster_support::upstream();
+    let upstream_url = format!("http://{upstream}");
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let edge_listen = edge.to_string();
+    let mut args = vec![
+        "--edge-upstream",
+        upstream_url.as_str(),
+        "--edge-listen",
+        edge_listen.as_str(),
+        "--edge-metrics-listen",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    let server = Server::start_logging(data, "127.0.0.1:0", "default.test", &args, stderr);
+    (server, edge)
+}
+
+/// Issue 28: a store holding more than the default tenant when `serve --edge-upstream` starts
+/// without `--edge-tenants` gets each tenant enforced by host (it used to get the default
+/// tenant's rules for every host, so tenant beta's rules were never enforced at that edge).
+#[test]
+fn without_a_flag_the_edge_in_front_of_many_tenants_enforces_each_by_host() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let (beta_id, beta_secret) = create_tenant(data.path(), "beta", "beta.test");
+    let (server, edge) = start_unflagged(data.path(), &[], std::process::Stdio::inherit());
+
+    let token = tenant_token_when_served(server.addr, "beta.test", &beta_id, &beta_secret, PICK_UP);
+    let rule = cluster_support::block_rule(1, "127.0.0.1");
+    let answer = at_host(
+        server.addr,
+        "beta.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&token),
+        Some(&rule),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+
+    let answer = at_host(edge, "beta.test", "GET", "/", None, None);
+    assert_eq!(
+        answer.status, 403,
+        "beta's rule at beta's host: {}",
+        answer.text
+    );
+    let answer = at_host(edge, "default.test", "GET", "/", None, None);
+    assert_eq!((answer.status, answer.text.as_str()), (200, "upstream"));
+    let answer = at_host(edge, "nobody.test", "GET", "/", None, None);
+    assert_eq!(answer.status, 421, "{}", answer.text);
+}
+
+/// Issue 28: an edge that enforces the default tenant's rules for every host because the store
+/// held no other tenant at start, with no flag saying so, cannot enforce a tenant created later:
+/// the process stops with an error naming the tenant and the flags (started again it enforces
+/// each tenant by host). `--edge-default-tenant-only` keeps the default tenant's rules for
+/// every host and runs on.
+#[test]
+fn a_tenant_created_under_an_unflagged_single_tenant_edge_stops_the_process() {
+    use std::io::Read;
+    let data = tempfile::tempdir().expect("tempdir");
+    let (mut server, edge) = start_unflagged(data.path(), &[], std::process::Stdio::piped());
+    // The default tenant's rules for every host, as before.
+    let answer = at_host(edge, "anything.test", "GET", "/", None, None);
+    assert_eq!((answer.status, answer.text.as_str()), (200, "upstream"));
+
+    create_tenant(data.path(), "beta", "beta.test");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            start.elapsed() < PICK_UP,
+            "still running {PICK_UP:?} after tenant beta was created"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status:?}");
+    let mut stderr = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr text");
+    assert!(
+        stderr.contains("tenant beta was created")
+            && stderr.contains("--edge-tenants")
+            && stderr.contains("--edge-default-tenant-only"),
+        "{stderr}"
+    );
+
+    // Started again on the same store, with no flag: each tenant by host.
+    let (_server, edge) = start_unflagged(data.path(), &[], std::process::Stdio::inherit());
+    let answer = at_host(edge, "anything.test", "GET", "/", None, None);
+    assert_eq!(answer.status, 421, "{}", answer.text);
+
+    // The explicit choice: the default tenant's rules for every host, whatever is created.
+    let other = tempfile::tempdir().expect("tempdir");
+    let (mut server, edge) = start_unflagged(
+        other.path(),
+        &["--edge-default-tenant-only"],
+        std::process::Stdio::inherit(),
+    );
+    let (gamma_id, gamma_secret) = create_tenant(other.path(), "gamma", "gamma.test");
+    tenant_token_when_served(server.addr, "gamma.test", &gamma_id, &gamma_secret, PICK_UP);
+    assert!(
+        server.child.try_wait().expect("wait").is_none(),
+        "still running"
+    );
+    let answer = at_host(edge, "gamma.test", "GET", "/", None, None);
+    assert_eq!((answer.status, answer.text.as_str()), (200, "upstream"));
+}
+
+/// Issue 28: the in-process edge forwards the host it judged, and no other (see
+/// `cluster_support::check_the_upstream_gets_the_judged_host`): beta blocks every request, and
+/// a request judged as alpha's cannot reach the upstream as beta's.
+#[test]
+fn the_in_process_edge_forwards_the_host_it_judged() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let upstream = cluster_support::echo_upstream();
+    let upstream_url = format!("http://{upstream}");
+    let edge: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("edge address");
+    let edge_listen = edge.to_string();
+    let server = Server::start(
+        data.path(),
+        "127.0.0.1:0",
+        "default.test",
+        &[
+            "--edge-upstream",
+            upstream_url.as_str(),
+            "--edge-listen",
+            edge_listen.as_str(),
+            "--edge-metrics-listen",
+            "off",
+            "--edge-tenants",
+        ],
+    );
+    create_tenant(data.path(), "alpha", "alpha.test");
+    let (beta_id, beta_secret) = create_tenant(data.path(), "beta", "beta.test");
+    wait_for_edge_status(edge, "alpha.test", 200);
+    wait_for_edge_status(edge, "beta.test", 200);
+    let beta = tenant_token(server.addr, "beta.test", &beta_id, &beta_secret);
+    let answer = at_host(
+        server.addr,
+        "beta.test",
+        "POST",
+        "/api/v2/network-acls",
+        Some(&beta),
+        Some(&cluster_support::block_rule(1, "0.0.0.0/0")),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    cluster_support::check_the_upstream_gets_the_judged_host(edge);
 }

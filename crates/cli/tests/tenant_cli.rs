@@ -161,3 +161,88 @@ fn a_secrets_key_that_is_not_the_servers_is_refused() {
         &["create", "acme", "--domain", "acme.test", "--json"],
     );
 }
+
+/// Issue 28: the data directory is the owner's alone. Created `0700` (with its missing
+/// parents), and every file in it `0600`: the database and its WAL and SHM files, the secrets
+/// key, the operator token, after `serve`, a write, `netacl tenant create` and a `secrets-key`
+/// command writing there. A directory and database found looser at start are tightened.
+#[cfg(unix)]
+#[test]
+fn the_data_directory_and_its_files_are_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let check = |data: &Path| {
+        assert_eq!(mode(data), 0o700, "{}", data.display());
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(data).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+            names.push(
+                path.file_name()
+                    .expect("name")
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+        names.sort();
+        names
+    };
+    let root = tempfile::tempdir().expect("tempdir");
+    let data = root.path().join("state").join("netacl-data");
+    let server = Server::start(&data, "127.0.0.1:0", "modes.test", &[]);
+    let token = server.token();
+    let rule = serde_json::json!({"description": "a write", "active": true, "priority": 1,
+        "rule": {"action": {"block": true}, "scope": "tenant",
+                 "match": {"ipv4_cidrs": ["192.0.2.1"]}}});
+    let answer = serve_support::request(
+        server.addr,
+        "POST",
+        "/api/v2/network-acls",
+        Some(&token),
+        Some(&rule),
+    )
+    .expect("answer");
+    assert_eq!(answer.status, 201, "{}", answer.text);
+    ok_json(
+        &data,
+        &["create", "beta", "--domain", "beta.test", "--json"],
+    );
+    let written = Command::new(env!("CARGO_BIN_EXE_netacl"))
+        .args(["secrets-key", "new"])
+        .arg(data.join("other.key"))
+        .output()
+        .expect("run netacl secrets-key");
+    assert!(written.status.success(), "{written:?}");
+    assert_eq!(mode(&root.path().join("state")), 0o700);
+    assert_eq!(
+        check(&data),
+        [
+            "netacl.db",
+            "netacl.db-shm",
+            "netacl.db-wal",
+            "operator-token",
+            "other.key",
+            "secrets.key"
+        ]
+    );
+    server.kill();
+
+    // Loosened by hand (or made by an earlier version): tightened at the next start.
+    for (path, loose) in [
+        (data.clone(), 0o755),
+        (data.join("netacl.db"), 0o644),
+        (data.join("netacl.db-wal"), 0o644),
+        (data.join("netacl.db-shm"), 0o644),
+    ] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(loose)).expect("chmod");
+    }
+    let server = Server::start(&data, "127.0.0.1:0", "modes.test", &[]);
+    check(&data);
+    server.kill();
+}

@@ -6,8 +6,12 @@
 //! ALPN, else HTTP/1.1), over pooled connections (see [`crate::origin`]). The client's host is
 //! passed through (the `Host` header over HTTP/1.1, the `:authority` over HTTP/2; an HTTP/2
 //! client's authority counts as its `Host`); hop-by-hop headers (and those named in
-//! `Connection`) are dropped both ways; the peer address is appended to `X-Forwarded-For` and
-//! `X-Forwarded-Proto` is set. WebSocket upgrades from HTTP/1.1 clients are passed through after
+//! `Connection`, but never `Host`, `Content-Length` or a forwarding header) are dropped both
+//! ways; the upstream gets exactly one `Host`, the one the decision read, and
+//! `X-Forwarded-Host` set to it (a client's own `X-Forwarded-Host` and `Forwarded` `host=` are
+//! dropped unless it is a trusted proxy); the peer address is appended to `X-Forwarded-For`,
+//! `X-Forwarded-Proto` is set, and with [`ForwardedHeader::Forwarded`] an element of the edge's
+//! own is appended to `Forwarded` (see `forwarding.rs`). WebSocket upgrades from HTTP/1.1 clients are passed through after
 //! the ACL has let the upgrade request pass: the upstream gets the request on a connection of
 //! its own, and after its `101` the two streams are joined byte for byte. Other upgrades (`h2c`
 //! above all, which would carry later requests past the ACL) are not: such a request goes on as
@@ -25,7 +29,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{self, HeaderName, HeaderValue};
+use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
@@ -44,6 +48,7 @@ use crate::client_addr::{ClientAddrResolver, ForwardedHeader, TrustedProxies};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::enforce::{ConnectionVerdict, Enforcer};
 use crate::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
+use crate::forwarding::{judged_host, strip_hop_by_hop, Forwarding};
 use crate::geo::GeoEnricher;
 use crate::layer::AclLayer;
 use crate::lists::PolicySources;
@@ -544,7 +549,13 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         }
     }
 
-    let proxy = ProxyService { upstream };
+    let proxy = ProxyService {
+        upstream,
+        forwarding: Arc::new(Forwarding::new(
+            config.trusted_proxies.clone(),
+            config.forwarded_header,
+        )),
+    };
     let service = AclLayer::new(enforcer.clone()).layer(proxy);
 
     let mut http_addr = None;
@@ -734,32 +745,8 @@ const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 struct ProxyService {
     upstream: OriginClient<Incoming>,
-}
-
-/// Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
-static HOP_BY_HOP: [HeaderName; 7] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-];
-
-fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
-    // Headers named in `Connection` are hop-by-hop too.
-    let named: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in named.iter().chain(HOP_BY_HOP.iter()) {
-        headers.remove(name);
-    }
-    headers.remove(header::UPGRADE);
+    /// The host, client and scheme told to the upstream.
+    forwarding: Arc<Forwarding>,
 }
 
 const BAD_GATEWAY_BODY: &str = r#"{"statusCode":502,"error":"Bad Gateway","message":"Upstream unavailable","errorCode":"bad_gateway"}"#;
@@ -836,6 +823,7 @@ impl Service<Request<Incoming>> for ProxyService {
 
     fn call(&mut self, request: Request<Incoming>) -> Self::Future {
         let upstream = self.upstream.clone();
+        let forwarding = Arc::clone(&self.forwarding);
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
             let peer = parts.extensions.get::<ConnectionInfo>().map(|c| c.peer);
@@ -850,28 +838,16 @@ impl Service<Request<Incoming>> for ProxyService {
                 .path_and_query()
                 .cloned()
                 .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
-            // HTTP/2 requests carry the host in the URI, not a Host header: it is the host the
-            // upstream gets (the Host header over HTTP/1.1, the :authority over HTTP/2).
-            if !parts.headers.contains_key(header::HOST) {
-                if let Some(authority) = parts.uri.authority() {
-                    if let Ok(value) = HeaderValue::from_str(authority.as_str()) {
-                        parts.headers.insert(header::HOST, value);
-                    }
-                }
-            }
+            // The host the decision read (HTTP/2 requests carry it in the URI, not a Host
+            // header): the one Host the upstream gets, and its X-Forwarded-Host.
+            let host = judged_host(&parts.headers, parts.uri.authority());
             parts.uri = Uri::from(path_and_query);
             parts.extensions = http::Extensions::new();
             strip_hop_by_hop(&mut parts.headers);
             if let Some(upgrade) = &upgrade {
                 set_upgrade_headers(&mut parts.headers, upgrade.clone());
             }
-            if let Some(peer) = peer {
-                append_forwarded_for(&mut parts.headers, peer);
-            }
-            parts.headers.insert(
-                HeaderName::from_static("x-forwarded-proto"),
-                HeaderValue::from_static(if tls { "https" } else { "http" }),
-            );
+            forwarding.apply(&mut parts.headers, host, peer, tls);
             let forwarded = Request::from_parts(parts, body);
             let answered = match upgrade {
                 Some(_) => upstream.send_upgrade(forwarded).await,
@@ -933,23 +909,6 @@ fn own(status: StatusCode, body: &'static str) -> Response<ProxyBody> {
         );
     }
     response
-}
-
-/// Appends the peer to `X-Forwarded-For` (one combined value).
-fn append_forwarded_for(headers: &mut http::HeaderMap, peer: SocketAddr) {
-    let name = HeaderName::from_static("x-forwarded-for");
-    let ip = crate::client_addr::canonical_ip(peer.ip()).to_string();
-    let mut combined = String::new();
-    for value in headers.get_all(&name) {
-        if let Ok(v) = value.to_str() {
-            combined.push_str(v);
-            combined.push_str(", ");
-        }
-    }
-    combined.push_str(&ip);
-    if let Ok(value) = HeaderValue::from_str(&combined) {
-        headers.insert(name, value);
-    }
 }
 
 async fn metrics_loop(

@@ -389,3 +389,138 @@ fn the_certificate_directory_is_read_again() {
         .to_string();
     assert!(err.contains("broken.test"), "{err}");
 }
+
+/// An upstream answering with the host and forwarding headers it received, one `name: value`
+/// line each (several lines of a name in the order received).
+async fn echo_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                    let mut seen = String::new();
+                    for name in ["host", "x-forwarded-host", "forwarded", "x-forwarded-for"] {
+                        for value in req.headers().get_all(name) {
+                            seen.push_str(&format!(
+                                "{name}: {}\n",
+                                String::from_utf8_lossy(value.as_bytes())
+                            ));
+                        }
+                    }
+                    Ok::<_, std::convert::Infallible>(Response::new(Full::new(bytes::Bytes::from(
+                        seen,
+                    ))))
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 28: the upstream gets the host the edge judged, and no other. Tenant beta blocks every
+/// request; a request judged as acme's (`Host: acme.test`) cannot reach the upstream as beta's:
+/// `Connection: host` does not drop its `Host`, and a client's `X-Forwarded-Host` or
+/// `Forwarded: host=` naming beta never reaches the upstream, which gets `X-Forwarded-Host:
+/// acme.test`. Over HTTP/2, an `:authority` and a `host` of different tenants are 421.
+#[tokio::test]
+async fn the_upstream_gets_the_host_the_edge_judged() {
+    let router = Arc::new(TenantRouter::new());
+    let deny_all = RuleSet::from_json(
+        &json!([{
+            "id": AclId::from_random(9).to_string(), "description": "deny all", "active": true,
+            "priority": 1,
+            "rule": {"action": {"block": true}, "scope": "tenant",
+                     "match": {"ipv4_cidrs": ["0.0.0.0/0"]}},
+            "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+        }]),
+        1,
+        &Limits::default(),
+    )
+    .expect("rules");
+    let report = router.apply(vec![
+        TenantChange::put("acme", ["acme.test"], empty()),
+        TenantChange::put("beta", ["beta.test"], deny_all),
+    ]);
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let upstream = echo_upstream().await;
+    let mut config = EdgeConfig::new(format!("http://{upstream}").parse().expect("uri"));
+    config.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    config.tenants = Some(router.clone());
+    config.metrics_listen = None;
+    let edge = start_edge(Arc::new(Engine::new()), config)
+        .await
+        .expect("edge starts");
+    let http = edge.http_addr().expect("http");
+
+    // Beta's own requests are blocked.
+    assert_eq!(plain(http, Some("beta.test")).await.0, 403);
+
+    // `Connection: host`: the upstream still gets acme's host, and as X-Forwarded-Host.
+    let (status, seen) = send_raw(
+        http,
+        b"GET / HTTP/1.1\r\nHost: acme.test\r\nConnection: host, close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 200, "{seen}");
+    assert!(seen.contains("host: acme.test\n"), "{seen}");
+    assert!(seen.contains("x-forwarded-host: acme.test\n"), "{seen}");
+
+    // A forged X-Forwarded-Host and Forwarded host= naming beta: dropped, acme's host forwarded.
+    let (status, seen) = send_raw(
+        http,
+        b"GET / HTTP/1.1\r\nHost: acme.test\r\nX-Forwarded-Host: beta.test\r\n\
+          Forwarded: for=192.0.2.1;host=beta.test;proto=https\r\n\
+          Connection: x-forwarded-host, close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 200, "{seen}");
+    assert!(!seen.contains("beta"), "{seen}");
+    assert_eq!(
+        seen.lines()
+            .filter(|l| l.starts_with("host:") || l.starts_with("x-forwarded-host:"))
+            .collect::<Vec<_>>(),
+        ["host: acme.test", "x-forwarded-host: acme.test"],
+        "{seen}"
+    );
+    assert!(
+        seen.contains("forwarded: for=192.0.2.1;proto=https\n"),
+        "{seen}"
+    );
+
+    // HTTP/2 (prior knowledge): :authority of acme with a host header of beta is 421; the two
+    // agreeing pass, and the upstream gets that one host.
+    let h2 = |authority: &'static str, host: &'static str| async move {
+        let tcp = TcpStream::connect(http).await.expect("connect");
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                .await
+                .expect("h2 handshake");
+        tokio::spawn(connection);
+        let request = Request::get(format!("http://{authority}/"))
+            .header("host", host)
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .expect("request");
+        let response = sender.send_request(request).await.expect("answer");
+        let status = response.status().as_u16();
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("body")
+            .to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+    let (status, body) = h2("acme.test", "beta.test").await;
+    assert_eq!((status, body.as_str()), (421, MISDIRECTED_BODY));
+    let (status, body) = h2("beta.test", "acme.test").await;
+    assert_eq!((status, body.as_str()), (421, MISDIRECTED_BODY));
+    let (status, seen) = h2("acme.test", "acme.test").await;
+    assert_eq!(status, 200, "{seen}");
+    assert!(seen.contains("host: acme.test\n"), "{seen}");
+    assert!(seen.contains("x-forwarded-host: acme.test\n"), "{seen}");
+}

@@ -1,26 +1,7 @@
 //! Request bodies: the size limit, the content types, and how a form carries a nested body.
 //!
-//! # Forms (`application/x-www-form-urlencoded`)
-//!
-//! Form values are strings, so a form is turned into the same JSON object a JSON client would
-//! send, guided by the resource's shape ([`FormShape`]):
-//!
-//! - Nested properties use bracketed keys: `rule[action][block]=true`,
-//!   `rule[match][ipv4_cidrs][]=192.0.2.0/24` (`[]` appends an array item; repeat the key for
-//!   more items), or with indexes as generic clients write them (qs, Rails, OpenAPI
-//!   `deepObject` serialisers): `rule[match][ipv4_cidrs][0]=...&rule[match][ipv4_cidrs][1]=...`.
-//!   An index (decimal digits, no leading zero) names the next item or one already made, so
-//!   `enabled_connections[0][connection_id]=...&enabled_connections[0][show_as_button]=false`
-//!   builds one object; an index that skips items is a 400. A segment of digits is always an
-//!   index, so an object member named `0` cannot be written with brackets. A property named in
-//!   [`FormShape::json_fields`] (the network ACL's `rule`) may instead hold the whole value as
-//!   JSON text: `rule={"action":{"block":true},...}`.
-//! - Coercion is by position, never by guessing: a property the shape declares boolean takes
-//!   `true`/`false`; one it declares integer takes a decimal integer. Any other text stays a
-//!   string, so the validator then reports the property path and the expected type (a
-//!   description of `true` stays the string `"true"`).
-//! - A key given twice for a non-array property, or used both as a value and as an object, is a
-//!   400 `invalid_body`.
+//! How a form carries a nested body, and how its values are coerced: the book's "Bodies and
+//! forms" chapter (`docs/src/api/bodies.md`).
 //!
 //! # Nesting
 //!
@@ -109,9 +90,9 @@ impl FormResource {
 }
 
 /// Turns an `application/x-www-form-urlencoded` body into the JSON value the admin API then
-/// validates, exactly as the write endpoints of `resource` do (the module docs of the crate,
-/// "Form bodies"): bracketed keys, coercion by position, JSON text in the fields that take it,
-/// at most [`MAX_NESTING_DEPTH`] levels in all.
+/// validates, exactly as the write endpoints of `resource` do (the book's "Bodies and forms",
+/// `docs/src/api/bodies.md`): bracketed keys, coercion by position, JSON text in the fields that
+/// take it, at most [`MAX_NESTING_DEPTH`] levels in all.
 ///
 /// The public entry point for fuzzing (`fuzz/`, target `form_body`) and tests: the body comes
 /// from the network, so this never panics, and a value it returns nests at most
@@ -126,7 +107,9 @@ pub fn form_body_to_json(bytes: &[u8], resource: FormResource) -> Result<Value, 
 }
 
 /// Reads a body of at most `limit` bytes and turns it into JSON. `form` is the shape of form
-/// bodies, `None` when the endpoint takes JSON only.
+/// bodies, `None` when the endpoint takes JSON only. In a JSON body, a number written with a
+/// zero fraction where the operation's schema says integer becomes that integer
+/// (`crate::integral_numbers`).
 pub(crate) async fn read_json_body(
     headers: &HeaderMap,
     body: Body,
@@ -176,12 +159,15 @@ pub(crate) async fn read_json_body(
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Err(ApiError::malformed_body("Request body is empty"));
             }
-            parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
+            let mut value = parse_json(&bytes, MAX_NESTING_DEPTH).map_err(|err| match err {
                 JsonTextError::Syntax(err) => {
                     ApiError::malformed_body(format!("Invalid JSON: {err}"))
                 }
                 too_deep => ApiError::malformed_body(too_deep),
-            })
+            })?;
+            // `635.0` where the operation's schema says integer is that integer.
+            crate::integral_numbers::apply_current(&mut value);
+            Ok(value)
         }
     }
 }

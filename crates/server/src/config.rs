@@ -49,6 +49,9 @@ pub struct ServerConfig {
     /// [`DEFAULT_LOG_RETENTION_EVENTS`](crate::DEFAULT_LOG_RETENTION_EVENTS) events and
     /// [`DEFAULT_LOG_RETENTION_DAYS`](crate::DEFAULT_LOG_RETENTION_DAYS) days.
     pub log_retention: netacl_store::LogRetention,
+    /// The console's settings: its session bounds, and how it knows a browser came over HTTPS
+    /// through a proxy.
+    pub console: crate::console::ConsoleSettings,
     /// Where the impact preview reads the in-process edge's traffic sample (shared by every
     /// tenant's copy of the configuration; set through
     /// [`AdminService::set_edge_sample_source`](crate::AdminService::set_edge_sample_source)).
@@ -69,6 +72,7 @@ impl ServerConfig {
             signing_key: None,
             operator_token: None,
             log_retention: crate::logs::default_log_retention(),
+            console: Default::default(),
             local_samples: Default::default(),
         }
     }
@@ -76,6 +80,24 @@ impl ServerConfig {
     /// With another log retention.
     pub fn with_log_retention(mut self, retention: netacl_store::LogRetention) -> Self {
         self.log_retention = retention;
+        self
+    }
+
+    /// With other bounds on the console's sessions.
+    pub fn with_console_sessions(mut self, limits: crate::ConsoleSessionLimits) -> Self {
+        self.console.sessions = limits;
+        self
+    }
+
+    /// With the URL clients reach this service at (a proxy in front).
+    pub fn with_public_url(mut self, url: http::Uri) -> Self {
+        self.console.public_url = Some(url);
+        self
+    }
+
+    /// With the peers whose `X-Forwarded-Proto` is believed.
+    pub fn with_trusted_proxies(mut self, trusted: netacl_model::TrustedProxies) -> Self {
+        self.console.trusted_proxies = trusted;
         self
     }
 

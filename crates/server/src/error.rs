@@ -155,6 +155,17 @@ impl ApiError {
         )
     }
 
+    /// 421 for a request naming more than one host: two `Host` headers, or a `Host` and a URI
+    /// authority (absolute-form target, HTTP/2 `:authority`) naming different hosts. A proxy
+    /// in front could route by the other one: neither is taken.
+    pub fn ambiguous_host() -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            Some("ambiguous_host"),
+            "The request names more than one host.",
+        )
+    }
+
     /// 400 for a `Host` (or `:authority`) that is not a host name.
     pub fn malformed_host() -> Self {
         Self::new(

@@ -58,14 +58,8 @@
 //!
 //! # Bodies
 //!
-//! `application/json`, or `application/x-www-form-urlencoded` where the public API takes forms.
-//! A form carries nested properties with bracketed keys (`rule[action][block]=true`,
-//! `rule[match][ipv4_cidrs][]=192.0.2.0/24`, `[]` appending an array item), or the whole `rule`
-//! as JSON text (`rule={"action":...}`). Values are coerced by position only: `true`/`false`
-//! where the schema has a boolean (`active`, the actions), decimal integers where it has an
-//! integer (`priority`, `asns` items); everything else stays a string, so a wrong type is
-//! reported by the validator with its property path. Any other content type is a 415; a body
-//! over the configured limit a 413; both with the error body.
+//! JSON, or forms where the public API takes them: the book's "Bodies and forms" chapter
+//! (`docs/src/api/bodies.md`) is the one statement of the rules.
 //!
 //! # Several nodes
 //!
@@ -93,7 +87,9 @@ mod error;
 mod groups;
 mod guard;
 mod history;
+mod integral_numbers;
 mod internal;
+mod key_material;
 mod logs;
 mod managed_lists;
 mod network_acls;
@@ -125,6 +121,10 @@ pub use body::{form_body_to_json, FormResource};
 pub use config::{
     ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
 };
+pub use console::{
+    ConsoleSessionLimits, ConsoleSessionLimitsError, ConsoleSettings, DEFAULT_CONSOLE_SESSIONS,
+    DEFAULT_CONSOLE_SESSIONS_PER_CLIENT, DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
+};
 pub use error::ApiError;
 pub use logs::sample::EdgeSampleSource;
 pub use logs::{
@@ -146,8 +146,7 @@ pub use tenant::LoadError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TlsTransport;
 
-/// The scope that lets a watch caller receive network ACL key material (sealed to it).
-pub const KEY_MATERIAL_SCOPE: &str = "read:network_acl_key_material";
+pub use auth::KEY_MATERIAL_SCOPE;
 
 /// Shared by every handler.
 #[derive(Clone)]

@@ -62,21 +62,36 @@ const MAX_TAKE: u32 = 100;
 /// Default page.
 const DEFAULT_TAKE: u32 = 50;
 
-/// The operator routes, with their guard.
-pub(crate) fn router(registry: Arc<Registry>) -> Router {
+/// The operator routes, with their guard. `components` are the document's component schemas:
+/// the edges' reports are read against theirs (`crate::integral_numbers`).
+pub(crate) fn router(
+    registry: Arc<Registry>,
+    components: &'static serde_json::Map<String, Value>,
+) -> Router {
     use axum::routing::{get, post};
+    let read_as = |name: &'static str| {
+        axum::middleware::from_fn(move |request: Request, next: Next| {
+            crate::integral_numbers::scope(components, name, next.run(request))
+        })
+    };
     Router::new()
         .route("/_netacl/v1/tenants", get(list).post(create))
         .route("/_netacl/v1/tenants/watch", get(watch))
         .route(
             "/_netacl/v1/tenants/edge/summaries",
-            post(crate::operator_edge::post_summaries),
+            post(crate::operator_edge::post_summaries)
+                .route_layer(read_as("netacl_tenant_edge_summaries")),
         )
         .route(
             "/_netacl/v1/tenants/edge/sample",
-            post(crate::operator_edge::post_sample),
+            post(crate::operator_edge::post_sample)
+                .route_layer(read_as("netacl_tenant_edge_sample")),
         )
         .route("/_netacl/v1/tenants/{id}", get(show).delete(delete))
+        .route(
+            "/_netacl/v1/tenants/{id}/edge-clients",
+            post(create_edge_client),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&registry),
             guard,
@@ -318,6 +333,40 @@ async fn delete(State(registry): State<Arc<Registry>>, Path(id): Path<String>) -
         }
         Err(err) => provision_error(err).into_response(),
     }
+}
+
+/// `POST /_netacl/v1/tenants/{id}/edge-clients` → 201 with the edge client's secret (shown
+/// once): a client of the tenant holding the watch, key material and edge report scopes. This
+/// node serves it at once; other nodes on the same database within their client refresh.
+async fn create_edge_client(
+    State(registry): State<Arc<Registry>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    if let Err(err) = Query::parse(raw.as_deref(), &[]) {
+        return err.into_response();
+    }
+    let created = match provisioning::create_edge_client(registry.store(), &id).await {
+        Ok(created) => created,
+        Err(err) => return provision_error(err).into_response(),
+    };
+    if let Some((state, _)) = registry.served(&created.tenant) {
+        let authority = &state.inner.authority;
+        let record = authority.management_client(
+            created.client_id.clone(),
+            created.secret_hash.clone(),
+            created.scopes.iter().cloned(),
+        );
+        if let Err(err) = authority.upsert_client(record) {
+            tracing::error!(tenant = %created.tenant, error = %err, "cannot serve the new edge client yet");
+        }
+    }
+    let mut response = json_response(StatusCode::CREATED, &created.to_json());
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// A `since` cursor of the tenants watch, as read.
@@ -678,10 +727,9 @@ pub(crate) fn extend_document(document: &mut Value) {
                     "503": error("The database is unavailable; nothing recorded")
                 },
                 "x-netacl-refusals-beyond-schema": [
-                    {"message": "^Payload validation error: 'invalid type: floating point `[0-9.e+-]+`, expected u64' on property tenants\\.[A-Za-z0-9_-]+\\[[0-9]+\\]\\.$",
-                     "why": "Counts are JSON integers written without a fraction (`12`, not `12.0`)."},
                     {"message": "^Payload validation error: 'Too many items in all tenants together, maximum [0-9]+' on property tenants\\.$",
-                     "why": "The bound is on the summaries of all tenants together."}
+                     "why": "The bound is on the summaries of all tenants together."},
+                    crate::integral_numbers::large_fraction_refusal()
                 ]
             }
         },
@@ -709,7 +757,8 @@ pub(crate) fn extend_document(document: &mut Value) {
                 },
                 "x-netacl-refusals-beyond-schema": [
                     {"message": "^Payload validation error: 'Too many items in all tenants together, maximum [0-9]+' on property tenants\\.$",
-                     "why": "The bound is on the requests of all tenants together."}
+                     "why": "The bound is on the requests of all tenants together."},
+                    crate::integral_numbers::large_fraction_refusal()
                 ]
             }
         },
@@ -736,6 +785,30 @@ pub(crate) fn extend_document(document: &mut Value) {
                     "401": unauthorized,
                     "404": error("No such tenant"),
                     "409": error("The default tenant cannot be deleted"),
+                    "503": error("The database is unavailable")
+                }
+            }
+        },
+        "/_netacl/v1/tenants/{id}/edge-clients": {
+            "post": {
+                "operationId": "netacl_create_edge_client",
+                "summary": "Create an edge client of the tenant (its secret shown once): the watch, network ACL key material sealed to the edge, the edge's reports",
+                "description": "The only clients that receive network ACL key material are those created here (scopes read:network_acls, read:network_acl_key_material, create:edge_summaries): give its id and secret to netacl edge --rules-url. The default tenant's id is default.",
+                "security": security,
+                "parameters": [id_parameter],
+                "responses": {
+                    "201": {"description": "The edge client, with its secret", "content": {"application/json": {"schema": {
+                        "type": "object", "additionalProperties": false,
+                        "required": ["tenant", "client_id", "client_secret", "scopes"],
+                        "properties": {
+                            "tenant": {"type": "string"},
+                            "client_id": {"type": "string"},
+                            "client_secret": {"type": "string"},
+                            "scopes": {"type": "array", "items": {"type": "string"}}
+                        }}}}},
+                    "400": error("Bad query parameter"),
+                    "401": unauthorized,
+                    "404": error("No such tenant"),
                     "503": error("The database is unavailable")
                 }
             }

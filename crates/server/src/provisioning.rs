@@ -3,9 +3,9 @@
 //!
 //! Creating a tenant checks its id and domains, generates its RSA signing key (sealed with the
 //! key-encryption key exactly as `netacl serve` seals its own, bound to the tenant and the kid)
-//! and a bootstrap client holding every management scope (the network ACL key material scope
-//! included, as the default tenant's bootstrap client), and writes all of it in one store
-//! transaction. The client secret is returned once and stored only as a hash.
+//! and a bootstrap client holding every management scope (not the network ACL key material
+//! scope, as the default tenant's bootstrap client: an edge client gets it, see
+//! [`create_edge_client`]), and writes all of it in one store transaction. The client secret is returned once and stored only as a hash.
 use std::sync::Arc;
 
 use netacl_model::Timestamp;
@@ -13,8 +13,7 @@ use netacl_secrets::Kek;
 use netacl_store::{Store, StoreError, StoredClient, TenantCredentials, TenantId, TenantRecord};
 
 use crate::auth::{
-    generate_client_id, generate_client_secret, hash_client_secret, SigningKey, ADDED_SCOPES,
-    MANAGEMENT_SCOPES,
+    bootstrap_scopes, generate_client_id, generate_client_secret, hash_client_secret, SigningKey,
 };
 
 /// Most domains one tenant may have.
@@ -188,11 +187,7 @@ pub async fn create_tenant(
     let client = StoredClient {
         client_id: client_id.clone(),
         secret_hash: hash_client_secret(&client_secret),
-        scopes: MANAGEMENT_SCOPES
-            .iter()
-            .chain(ADDED_SCOPES)
-            .map(|s| s.to_string())
-            .collect(),
+        scopes: bootstrap_scopes(),
         created_at_ms: now,
     };
     let kid = signing_key.kid.clone();
@@ -215,6 +210,78 @@ pub async fn create_tenant(
         client_id,
         client_secret,
         kid,
+    })
+}
+
+/// An edge client just created: the one kind of client that receives network ACL key material
+/// (sealed to the edge) with the watch. Its secret is stored only as a hash, shown once.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct EdgeClient {
+    /// The tenant it belongs to.
+    pub tenant: TenantId,
+    /// Its id.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: String,
+    /// Its scopes: [`EDGE_CLIENT_SCOPES`](crate::auth::EDGE_CLIENT_SCOPES).
+    pub scopes: Vec<String>,
+    /// The hash stored for the secret (to serve the client at once).
+    pub(crate) secret_hash: String,
+}
+
+impl std::fmt::Debug for EdgeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeClient")
+            .field("tenant", &self.tenant)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl EdgeClient {
+    /// The creation's answer: `tenant`, `client_id`, `client_secret`, `scopes`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tenant": self.tenant.as_str(),
+            "client_id": self.client_id,
+            "client_secret": self.client_secret,
+            "scopes": self.scopes,
+        })
+    }
+}
+
+/// Creates an edge client of tenant `id` (the default tenant's id is `default`): a client
+/// holding [`EDGE_CLIENT_SCOPES`](crate::auth::EDGE_CLIENT_SCOPES) (the watch, the key material
+/// sealed to the edge, the edge's reports), for `netacl edge --rules-url`.
+pub async fn create_edge_client(
+    store: &Arc<dyn Store>,
+    id: &str,
+) -> Result<EdgeClient, ProvisionError> {
+    let tenant = TenantId::new(id).ok_or_else(|| ProvisionError::NotFound(id.to_owned()))?;
+    if store.tenant(&tenant).await?.is_none() {
+        return Err(ProvisionError::NotFound(tenant.to_string()));
+    }
+    let (client_id, client_secret) = (generate_client_id(), generate_client_secret());
+    let scopes: Vec<String> = crate::auth::EDGE_CLIENT_SCOPES
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let client = StoredClient {
+        client_id: client_id.clone(),
+        secret_hash: hash_client_secret(&client_secret),
+        scopes: scopes.clone(),
+        created_at_ms: Timestamp::now().unix_millis(),
+    };
+    store.put_client(&tenant, &client).await?;
+    tracing::info!(%tenant, %client_id, "edge client created");
+    Ok(EdgeClient {
+        tenant,
+        client_id,
+        client_secret,
+        scopes,
+        secret_hash: client.secret_hash,
     })
 }
 

@@ -749,6 +749,13 @@ pub(crate) fn router() -> Router {
             op.path
         );
         let mut route = (op.route)();
+        if let Some(body) = op.body {
+            // A JSON body is read against this schema (`635.0` where it says integer).
+            route = route.route_layer(axum::middleware::from_fn_with_state(
+                openapi::schema_name(body),
+                with_body_schema,
+            ));
+        }
         if guarded && crate::logs::records(&op.method, op.operation_id) {
             // One event per management write in the tenant's logs (inside the guard: the
             // caller is known).
@@ -781,6 +788,15 @@ pub(crate) fn router() -> Router {
     router
         .route("/api/v2/{*rest}", unknown())
         .route("/_netacl/v1/{*rest}", unknown())
+}
+
+/// Serves the request with `name` as its body schema (see `crate::integral_numbers`).
+async fn with_body_schema(
+    axum::extract::State(name): axum::extract::State<&'static str>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    crate::integral_numbers::scope(openapi::body_components(), name, next.run(request)).await
 }
 
 /// `Allow` of a path: its methods, and `HEAD` where it has `GET` (answered like `GET`).

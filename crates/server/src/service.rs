@@ -6,7 +6,7 @@ use netacl_store::{Store, StoredClient, TenantId};
 
 use crate::auth::{
     generate_client_id, generate_client_secret, hash_client_secret, AuthorityConfig,
-    AuthorityConfigError, KeyError, TenantAuthority, MANAGEMENT_SCOPES,
+    AuthorityConfigError, KeyError, TenantAuthority,
 };
 use crate::config::ServerConfig;
 use crate::rate_limit::{RateLimitConfigError, RateLimiter};
@@ -136,7 +136,8 @@ impl AdminService {
         let signing_key_created = prepared.created;
         let kid = authority.signing_key().kid().to_owned();
 
-        let clients = store.clients(&tenant_id).await?;
+        let mut clients = store.clients(&tenant_id).await?;
+        crate::key_material::drop_from_bootstrap_clients(&store, &tenant_id, &mut clients).await?;
         for client in &clients {
             authority.upsert_client(authority.management_client(
                 client.client_id.clone(),
@@ -168,11 +169,7 @@ impl AdminService {
             let stored = StoredClient {
                 client_id: client_id.clone(),
                 secret_hash: hash_client_secret(&secret),
-                scopes: MANAGEMENT_SCOPES
-                    .iter()
-                    .chain(crate::auth::ADDED_SCOPES)
-                    .map(|s| s.to_string())
-                    .collect(),
+                scopes: crate::auth::bootstrap_scopes(),
                 created_at_ms: netacl_model::Timestamp::now().unix_millis(),
             };
             authority.upsert_client(authority.management_client(
@@ -212,12 +209,14 @@ impl AdminService {
                 signing_keys: Arc::clone(&prepared.keys),
             }),
         };
-        let registry = Registry::load(config, store, kek, state.clone()).await?;
+        let console = Arc::new(crate::console::Sessions::new(config.console.sessions));
+        let registry =
+            Registry::load(config, store, kek, state.clone(), Arc::clone(&console)).await?;
         Ok((
             Self {
                 state,
                 registry,
-                console: Arc::default(),
+                console,
             },
             report,
         ))
@@ -272,12 +271,15 @@ impl AdminService {
                 crate::tenancy::select_tenant,
             ));
         // The operator API is above tenants: served whatever the host.
-        crate::operator::router(Arc::clone(&self.registry))
-            .merge(tenants)
-            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-                crate::error::panic_response,
-            ))
-            .layer(axum::middleware::from_fn(crate::request_context::assign))
+        crate::operator::router(
+            Arc::clone(&self.registry),
+            crate::openapi::body_components(),
+        )
+        .merge(tenants)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            crate::error::panic_response,
+        ))
+        .layer(axum::middleware::from_fn(crate::request_context::assign))
     }
 
     /// Sets the size past which an answer of the operator's tenants watch stops adding tenants
@@ -285,6 +287,13 @@ impl AdminService {
     #[doc(hidden)]
     pub fn set_tenants_watch_budget(&self, bytes: usize) {
         self.registry.feed().set_budget(bytes);
+    }
+
+    /// The console sessions this process holds, every tenant's (live, or expired and not yet
+    /// collected); for tests of their bounds.
+    #[doc(hidden)]
+    pub fn console_session_count(&self) -> usize {
+        self.console.len()
     }
 
     /// Every tenant this service serves, a new value on every tenant added or removed (or its

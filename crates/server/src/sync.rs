@@ -228,17 +228,16 @@ async fn refresh_clients(tenant: &TenantRuntime, authority: &TenantAuthority) {
         }
     };
     for stored in clients {
+        // As served at load: a bootstrap client never regains the key material scope here.
+        let scopes = crate::auth::with_added_scopes(&stored.scopes);
         let current = authority.client(&stored.client_id);
-        let unchanged = current
-            .is_some_and(|c| c.secret_hash == stored.secret_hash && c.scopes == stored.scopes);
+        let unchanged =
+            current.is_some_and(|c| c.secret_hash == stored.secret_hash && c.scopes == scopes);
         if unchanged {
             continue;
         }
-        let record = authority.management_client(
-            stored.client_id.clone(),
-            stored.secret_hash,
-            stored.scopes,
-        );
+        let record =
+            authority.management_client(stored.client_id.clone(), stored.secret_hash, scopes);
         match authority.upsert_client(record) {
             Ok(_) => {
                 tracing::info!(client_id = %stored.client_id, "API client updated from the store")

@@ -10,6 +10,9 @@
 //! - As soon as another tenant exists, routing is strict: a host that is no tenant's domain, or
 //!   a request without a host, is refused with `421 Misdirected Request` and one fixed body
 //!   (`errorCode: unknown_host`) before any other work; a malformed host is a `400`.
+//! - Whatever the number of tenants, a request naming two hosts (two `Host` headers, or a
+//!   `Host` and a URI authority that differ) is refused with `421` (`errorCode:
+//!   ambiguous_host`), as the edge refuses it: a proxy in front could route by the other one.
 //! - Tenants are loaded at start and added or removed at run time (the operator API, and a poll
 //!   of the store's tenants generation for the CLI and other nodes).
 use std::collections::HashMap;
@@ -146,6 +149,8 @@ pub(crate) struct Registry {
     follow_rules: std::sync::atomic::AtomicBool,
     /// Every tenant's changes, for the operator's tenants watch.
     feed: Arc<crate::tenant_feed::ChangeFeed>,
+    /// The console's sessions: a tenant no longer served loses its sessions at once.
+    sessions: Arc<crate::console::Sessions>,
 }
 
 /// The hosts that select the default tenant: its configured domain without the port.
@@ -172,6 +177,7 @@ impl Registry {
         store: Arc<dyn Store>,
         kek: Arc<Kek>,
         default: AppState,
+        sessions: Arc<crate::console::Sessions>,
     ) -> Result<Arc<Self>, StartError> {
         let generation = store.tenants_generation().await?;
         let mut table = Table {
@@ -211,6 +217,7 @@ impl Registry {
             changes: tokio::sync::Mutex::new(()),
             follow_rules: std::sync::atomic::AtomicBool::new(false),
             feed: crate::tenant_feed::ChangeFeed::new(),
+            sessions,
         });
         registry.publish();
         crate::tenant_feed::follow(&registry, Arc::clone(&registry.feed));
@@ -289,6 +296,7 @@ impl Registry {
 
     /// The tenant a request's host selects (see the module docs).
     fn resolve(&self, request: &Request) -> Result<AppState, ApiError> {
+        check_one_host(request)?;
         let table = self.table.load();
         if !table.strict() {
             return Ok(self.default.clone());
@@ -332,7 +340,7 @@ impl Registry {
     }
 
     /// Stops serving a tenant (deleted): its hosts answer 421 from now on, its tokens select
-    /// no tenant.
+    /// no tenant, its console sessions are gone.
     pub(crate) async fn remove(&self, id: &TenantId) {
         let _guard = self.changes.lock().await;
         self.remove_locked(id);
@@ -356,7 +364,8 @@ impl Registry {
             generation: current.generation,
         }));
         self.publish();
-        tracing::info!(tenant = %id, "tenant no longer served");
+        let sessions = self.sessions.drop_tenant(id);
+        tracing::info!(tenant = %id, console_sessions = sessions, "tenant no longer served");
     }
 
     /// Catches tenant `id` up with the store now (another node announced a change of its
@@ -433,6 +442,34 @@ impl Registry {
             generation,
         }));
         Ok(())
+    }
+}
+
+/// Refuses a request naming more than one host ([`ApiError::ambiguous_host`]): two `Host`
+/// headers, or a `Host` and a URI authority (an absolute-form target over HTTP/1.1, the
+/// `:authority` of HTTP/2) that are not the same host in canonical form (case, port and a
+/// trailing dot aside; compared as bytes, without case, when either is not a host name). A
+/// proxy in front of the service could pick the other one than the tenant selection would, so
+/// the request is refused whatever the number of tenants, as the edge refuses it (421).
+fn check_one_host(request: &Request) -> Result<(), ApiError> {
+    let mut hosts = request.headers().get_all(http::header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Err(ApiError::ambiguous_host());
+    }
+    let (Some(host), Some(authority)) = (first, request.uri().authority()) else {
+        return Ok(());
+    };
+    let authority = authority.as_str();
+    let canonical = |raw: &str| netacl_model::request_host(raw).ok();
+    let same = match (host.to_str().ok().and_then(canonical), canonical(authority)) {
+        (Some(host), Some(authority)) => host == authority,
+        _ => host.as_bytes().eq_ignore_ascii_case(authority.as_bytes()),
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(ApiError::ambiguous_host())
     }
 }
 
@@ -513,7 +550,9 @@ pub(crate) async fn load_tenant(
         |key| Ok(Arc::new(TenantAuthority::new(authority_config, key, [])?)),
     )
     .await?;
-    for client in store.clients(&record.id).await? {
+    let mut clients = store.clients(&record.id).await?;
+    crate::key_material::drop_from_bootstrap_clients(store, &record.id, &mut clients).await?;
+    for client in clients {
         authority.upsert_client(authority.management_client(
             client.client_id.clone(),
             client.secret_hash.clone(),

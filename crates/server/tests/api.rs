@@ -1103,13 +1103,13 @@ async fn openapi_document_matches_the_routes() {
     }
     // 16 network-ACL and netacl operations (4 of them managed lists, 2 analysis), 6 tenant operations
     // (tenant_api.rs), 19 organization, connection and client operations (organizations_api.rs),
-    // 4 signing-key operations (signing_keys_api.rs), 4 network ACL key operations, 5 operator
+    // 4 signing-key operations (signing_keys_api.rs), 4 network ACL key operations, 6 operator
     // operations on tenants (crates/cli/tests/tenant_cli.rs, tenant_isolation.rs; the tenants
-    // watch: tenancy_directory.rs, edge_platform.rs), 2 operator operations for multi-tenant
+    // watch: tenancy_directory.rs, edge_platform.rs; edge clients: edge_signatures.rs), 2 operator operations for multi-tenant
     // edges' summaries and samples (tenancy_directory.rs, edge_platform.rs), 4 history
     // operations (history_api.rs), 3 log operations (logs_api.rs), 1 rule-counts operation
     // (rule_counts_api.rs), the edges' traffic sample (analysis_api.rs).
-    assert_eq!(operations, 65);
+    assert_eq!(operations, 66);
     // Undocumented methods on documented paths are 405, undocumented paths 404.
     let answer = api
         .send(Method::POST, &format!("/api/v2/network-acls/{id}"), None)

@@ -448,3 +448,298 @@ async fn a_write_through_the_console_is_recorded_with_its_client_and_request_id(
     assert_eq!(newest["client_id"], CLIENT, "{newest}");
     assert_eq!(newest["request_id"], request_id.as_str(), "{newest}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 28: sessions bounded per client and per tenant, dropped with their tenant; the cookie
+// Secure behind a TLS-terminating proxy.
+
+const OPERATOR: &str = "operator-token-of-the-console-session-tests";
+
+fn operator(method: &str, uri: &str, body: Option<Value>) -> Request<Body> {
+    let builder = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", "whatever.test")
+        .header("authorization", format!("Bearer {OPERATOR}"));
+    match body {
+        Some(body) => builder
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string())),
+        None => builder.body(Body::empty()),
+    }
+    .unwrap()
+}
+
+/// Creates tenant `id` on `domain` through the operator API: its bootstrap client's id and
+/// secret.
+async fn create_tenant(api: &Api, id: &str, domain: &str) -> (String, String) {
+    let created = api
+        .call(operator(
+            "POST",
+            "/_netacl/v1/tenants",
+            Some(json!({"tenant": id, "domains": [domain]})),
+        ))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    (
+        created.body["client_id"].as_str().unwrap().to_owned(),
+        created.body["client_secret"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn sign_in_at(api: &Api, host: &str, client: &str, secret: &str) -> Answer {
+    api.call(
+        Request::post("/console/session")
+            .header("host", host)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"client_id": client, "client_secret": secret}).to_string(),
+            ))
+            .unwrap(),
+    )
+    .await
+}
+
+/// `GET /console/session` with `cookie` at `host`: the status.
+async fn session_status(api: &Api, host: &str, cookie: &str) -> StatusCode {
+    api.call(
+        Request::get("/console/session")
+            .header("host", host)
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+    .status
+}
+
+/// A client's next sign-in beyond its share (10 by default) replaces its oldest session.
+#[tokio::test]
+async fn a_clients_oldest_session_is_replaced_by_its_new_one() {
+    let api = api().await;
+    let mut cookies = Vec::new();
+    for _ in 0..=netacl_server::DEFAULT_CONSOLE_SESSIONS_PER_CLIENT {
+        let answer = sign_in_at(&api, support::DOMAIN, CLIENT, SECRET).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        cookies.push(cookie_of(&answer));
+    }
+    assert_eq!(
+        session_status(&api, support::DOMAIN, &cookies[0]).await,
+        StatusCode::UNAUTHORIZED,
+        "the oldest session is gone"
+    );
+    for cookie in &cookies[1..] {
+        assert_eq!(
+            session_status(&api, support::DOMAIN, cookie).await,
+            StatusCode::OK
+        );
+    }
+    assert_eq!(
+        api.service.console_session_count(),
+        netacl_server::DEFAULT_CONSOLE_SESSIONS_PER_CLIENT
+    );
+}
+
+/// The clients of one tenant signing in over and over fill that tenant's share only: another
+/// tenant's sign-in is answered, and its session works.
+#[tokio::test]
+async fn one_tenant_signing_in_without_end_cannot_keep_another_from_signing_in() {
+    let limits = netacl_server::ConsoleSessionLimits::new(2, 4, 6).unwrap();
+    let api = support::api_with(
+        support::config()
+            .with_operator_token(netacl_server::OperatorToken::new(OPERATOR.into()).unwrap())
+            .with_console_sessions(limits),
+    )
+    .await;
+    let (acme_client, acme_secret) = create_tenant(&api, "acme", "acme.test").await;
+    // Five clients of the default tenant, even one without any scope, sign in three times each.
+    let authority = api.service.authority();
+    for n in 0..5 {
+        let secret = format!("client-{n}-secret-long-enough-for-tests");
+        authority
+            .upsert_client(authority.management_client(
+                format!("client-{n}"),
+                hash_client_secret(&secret),
+                if n == 0 {
+                    vec![]
+                } else {
+                    vec!["read:network_acls"]
+                },
+            ))
+            .unwrap();
+        for _ in 0..3 {
+            let answer = sign_in_at(&api, support::DOMAIN, &format!("client-{n}"), &secret).await;
+            assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        }
+    }
+    assert_eq!(api.service.console_session_count(), 4, "the tenant's share");
+    // Tenant acme signs in, and its session works.
+    let answer = sign_in_at(&api, "acme.test", &acme_client, &acme_secret).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    let cookie = cookie_of(&answer);
+    assert_eq!(
+        session_status(&api, "acme.test", &cookie).await,
+        StatusCode::OK
+    );
+    // The default tenant goes on: its oldest sessions make room, acme's stays.
+    let answer = sign_in_at(&api, support::DOMAIN, CLIENT, SECRET).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    assert_eq!(
+        session_status(&api, "acme.test", &cookie).await,
+        StatusCode::OK
+    );
+    assert_eq!(api.service.console_session_count(), 5);
+}
+
+/// A tenant deleted loses its sessions at once, whether through the operator API or on the
+/// store (as `netacl tenant delete` and other nodes do); a tenant created again on its domain
+/// does not find them.
+#[tokio::test]
+async fn a_deleted_tenants_sessions_are_dropped() {
+    let api = support::api_with(
+        support::config()
+            .with_operator_token(netacl_server::OperatorToken::new(OPERATOR.into()).unwrap()),
+    )
+    .await;
+    let (client, secret) = create_tenant(&api, "acme", "acme.test").await;
+    let mut cookies = Vec::new();
+    for _ in 0..3 {
+        let answer = sign_in_at(&api, "acme.test", &client, &secret).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        cookies.push(cookie_of(&answer));
+    }
+    let kept = cookie_of(&sign_in_at(&api, support::DOMAIN, CLIENT, SECRET).await);
+    assert_eq!(api.service.console_session_count(), 4);
+
+    let deleted = api
+        .call(operator("DELETE", "/_netacl/v1/tenants/acme", None))
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        api.service.console_session_count(),
+        1,
+        "acme's dropped at once"
+    );
+    // Created again on the same domain (same issuer): the old cookies open nothing.
+    let (client, secret) = create_tenant(&api, "acme", "acme.test").await;
+    for cookie in &cookies {
+        assert_eq!(
+            session_status(&api, "acme.test", cookie).await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(
+        session_status(&api, support::DOMAIN, &kept).await,
+        StatusCode::OK
+    );
+
+    // Deleted on the store, as `netacl tenant delete` does: dropped when the service notices.
+    let answer = sign_in_at(&api, "acme.test", &client, &secret).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    assert_eq!(api.service.console_session_count(), 2);
+    let store: std::sync::Arc<dyn netacl_store::Store> = std::sync::Arc::new(
+        netacl_store::SqliteStore::open(api.dir(), Default::default()).unwrap(),
+    );
+    netacl_server::provisioning::delete_tenant(&store, "acme")
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    while api.service.console_session_count() != 1 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "acme's session still held"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A sign-in request as a TLS-terminating proxy in front forwards it, from `peer`.
+fn proxied_sign_in(peer: &str, proto: Option<&str>) -> Request<Body> {
+    let mut builder = Request::post("/console/session")
+        .header("content-type", "application/json")
+        .extension(axum::extract::ConnectInfo(
+            peer.parse::<std::net::SocketAddr>().unwrap(),
+        ));
+    if let Some(proto) = proto {
+        builder = builder.header("x-forwarded-proto", proto);
+    }
+    builder
+        .body(Body::from(
+            json!({"client_id": CLIENT, "client_secret": SECRET}).to_string(),
+        ))
+        .unwrap()
+}
+
+fn is_secure(answer: &Answer) -> bool {
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    answer.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .contains("; Secure")
+}
+
+/// Behind a TLS-terminating proxy: `--public-url https://…` makes the cookie `Secure`, and so
+/// does `X-Forwarded-Proto: https` from a `--trusted-proxy` peer, never from another peer.
+#[tokio::test]
+async fn behind_a_tls_terminating_proxy_the_cookie_is_secure() {
+    let public = support::api_with(
+        support::config().with_public_url("https://admin.example.com".parse().unwrap()),
+    )
+    .await;
+    assert!(is_secure(
+        &public.call(proxied_sign_in("10.0.0.2:4000", None)).await
+    ));
+    let plain = support::api_with(
+        support::config().with_public_url("http://127.0.0.1:8080".parse().unwrap()),
+    )
+    .await;
+    assert!(!is_secure(
+        &plain.call(proxied_sign_in("127.0.0.1:4000", None)).await
+    ));
+
+    let trusted = netacl_model::TrustedProxies::parse(["10.0.0.0/8"]).unwrap();
+    let api = support::api_with(support::config().with_trusted_proxies(trusted)).await;
+    let from_proxy = api
+        .call(proxied_sign_in("10.0.0.2:4000", Some("https")))
+        .await;
+    assert!(is_secure(&from_proxy));
+    // The nearest proxy's value counts (the last).
+    assert!(is_secure(
+        &api.call(proxied_sign_in("10.0.0.2:4000", Some("http, https")))
+            .await
+    ));
+    assert!(!is_secure(
+        &api.call(proxied_sign_in("10.0.0.2:4000", Some("http")))
+            .await
+    ));
+    // Any other peer's header is ignored.
+    assert!(!is_secure(
+        &api.call(proxied_sign_in("192.0.2.7:4000", Some("https")))
+            .await
+    ));
+    assert!(!is_secure(
+        &api.call(proxied_sign_in("10.0.0.2:4000", None)).await
+    ));
+    // Sign-out clears the cookie with the same attribute.
+    let out = api
+        .call(
+            Request::delete("/console/session")
+                .header("cookie", cookie_of(&from_proxy))
+                .header(
+                    "x-csrf-token",
+                    from_proxy.body["csrf_token"].as_str().unwrap(),
+                )
+                .header("x-forwarded-proto", "https")
+                .extension(axum::extract::ConnectInfo(
+                    "10.0.0.2:4000".parse::<std::net::SocketAddr>().unwrap(),
+                ))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(out.status, StatusCode::NO_CONTENT);
+    assert!(out.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .contains("; Secure"));
+}

@@ -571,6 +571,262 @@ async fn versions_of_one_tenant_are_not_served_on_another_tenants_host() {
     assert_eq!(crossed.status, StatusCode::UNAUTHORIZED);
 }
 
+/// `(resident, peak resident)` memory of this process in KiB (Linux `/proc/self/status`).
+fn memory_kib() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// `GET uri` as the bootstrap client, measured: the answer's raw bytes, the time to its last
+/// byte, and how far the process's peak resident memory rose above the resident memory before
+/// (the peak is reset first, Linux `clear_refs`; `None` where that cannot be read).
+async fn measured_get(
+    api: &Api,
+    uri: &str,
+) -> (StatusCode, Vec<u8>, std::time::Duration, Option<u64>) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let base = memory_kib().map(|(resident, _)| resident);
+    let request = Request::get(uri)
+        .header("authorization", format!("Bearer {}", api.token))
+        .body(Body::empty())
+        .expect("request");
+    let started = std::time::Instant::now();
+    let response = api
+        .router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("infallible");
+    let status = response.status();
+    let raw = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes()
+        .to_vec();
+    let elapsed = started.elapsed();
+    let rise = match (reset, base, memory_kib()) {
+        (true, Some(base), Some((_, peak))) => Some(peak.saturating_sub(base)),
+        _ => None,
+    };
+    (status, raw, elapsed, rise)
+}
+
+/// The oldest of 41 versions of a tenant holding 100,000 CIDRs (a rule created, then its
+/// `active` toggled forty times) reads back as it was, within a bound of memory; the time and
+/// memory it takes (and those of the list and of the newest version) are printed for the
+/// record (times are not asserted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_oldest_of_41_versions_of_a_large_rule_set_reads_back() {
+    let api = support::api().await;
+    let cidrs: Vec<String> = (0..100_000)
+        .map(|i| format!("{}.{}.{}.0/24", 10 + i / 65_536, (i / 256) % 256, i % 256))
+        .collect();
+    let body = json!({
+        "description": "a large rule", "active": true, "priority": 10,
+        "rule": {"action": {"block": true}, "scope": "tenant", "match": {"ipv4_cidrs": cidrs}}
+    });
+    let rule_bytes = body["rule"].to_string().len();
+    let first = created(&api, body).await;
+    let uri = format!("/api/v2/network-acls/{}", first["id"].as_str().expect("id"));
+    let mut last = first.clone();
+    for toggle in 0..40 {
+        let answer = api
+            .send(
+                Method::PATCH,
+                &uri,
+                Some(json!({"active": toggle % 2 == 1})),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        last = answer.body;
+    }
+    let mut rises = Vec::new();
+    for (what, uri, want) in [
+        ("the oldest version", format!("{VERSIONS}/1"), Some(&first)),
+        ("the list of versions", VERSIONS.to_owned(), None),
+        ("the newest version", format!("{VERSIONS}/41"), Some(&last)),
+    ] {
+        let (status, raw, elapsed, rise) = measured_get(&api, &uri).await;
+        rises.extend(rise);
+        assert_eq!(status, StatusCode::OK);
+        eprintln!(
+            "{what} ({uri}) of a rule of {rule_bytes} bytes: {} bytes in {elapsed:?}, \
+             peak resident memory +{} KiB",
+            raw.len(),
+            rise.map_or("?".to_owned(), |kib| kib.to_string())
+        );
+        let answer: Value = serde_json::from_slice(&raw).expect("json");
+        if let Some(want) = want {
+            assert_eq!(answer["network_acls"], json!([want]), "{what}");
+        } else {
+            assert_eq!(versions_of(&answer).len(), 41);
+        }
+    }
+    // Memory, not time: reading the oldest version (then the list) costs what its own rule set
+    // does, a small multiple of the rule's text (the answer holds it twice, parsed), not what
+    // the forty versions since cost. Measured first, on a heap not yet grown by the others.
+    let bound = 32 * rule_bytes as u64 / 1024;
+    if let [oldest, list, _] = rises[..] {
+        assert!(
+            oldest <= bound && list <= bound,
+            "peak memory rose by {oldest} KiB (oldest version) and {list} KiB (list): more \
+             than {bound} KiB"
+        );
+    }
+}
+
+/// The history of a database written before schema 10 (every entry with whole records, table
+/// `network_acl_history`, written here with that schema's SQL) is converted at start: every
+/// version's answer, the list and the diffs are byte for byte what they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_of_schema_9_answers_as_before_after_the_migration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (service, token) = support::start_in(dir.path(), config()).await;
+    let api = Api::new(service, token);
+    let a = created(&api, acl_body(10, "192.0.2.0/24")).await;
+    let b = created(&api, acl_body(20, "198.51.100.0/24")).await;
+    let a_uri = format!("/api/v2/network-acls/{}", a["id"].as_str().expect("id"));
+    let b_uri = format!("/api/v2/network-acls/{}", b["id"].as_str().expect("id"));
+    for body in [json!({"description": "renamed"}), json!({"active": false})] {
+        let answer = api.send(Method::PATCH, &a_uri, Some(body)).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    }
+    let key = api
+        .send(
+            Method::POST,
+            "/api/v2/keys/network-acls",
+            Some(json!({"name": "edge-proxy", "alg": "hmac-sha256", "value": KEY_VALUE})),
+        )
+        .await;
+    assert_eq!(key.status, StatusCode::CREATED, "{}", key.body);
+    assert_eq!(
+        api.send(Method::DELETE, &b_uri, None).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(rollback(&api, 3, 6).await.status, StatusCode::OK);
+    let newest = 7u64;
+    let mut uris = vec![
+        format!("{VERSIONS}?take=100"),
+        format!("{VERSIONS}?take=2&from=5"),
+    ];
+    for version in 0..=newest {
+        uris.push(format!("{VERSIONS}/{version}"));
+        if version > 0 {
+            uris.push(format!("{VERSIONS}/{version}/diff?against={}", version - 1));
+        }
+    }
+    let mut answers = Vec::new();
+    for uri in &uris {
+        let answer = api.send(Method::GET, uri, None).await;
+        assert_eq!(answer.status, StatusCode::OK, "{uri}: {}", answer.body);
+        answers.push(answer.raw);
+    }
+    let entries: Vec<Value> = (1..=newest)
+        .map(|v| serde_json::from_slice(&answers[2 + 2 * v as usize - 1]).expect("json"))
+        .collect();
+    drop(api);
+
+    // Back to schema 9, its entries written as it wrote them (whole records before and after).
+    let file = dir.path().join("netacl.db");
+    {
+        let conn = rusqlite::Connection::open(&file).expect("open");
+        let mut rows = Vec::new();
+        {
+            let mut statement = conn
+                .prepare(
+                    "SELECT tenant_id, version, created_at, client_id, request_id
+                     FROM network_acl_history_versions ORDER BY version",
+                )
+                .expect("prepare");
+            let mapped = statement
+                .query_map([], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                        row.get::<_, Option<String>>(4)?,
+                    ))
+                })
+                .expect("rows");
+            for row in mapped {
+                rows.push(row.expect("row"));
+            }
+        }
+        assert_eq!(rows.len() as u64, newest);
+        conn.execute_batch(
+            "DROP TABLE network_acl_history_texts;
+             DROP TABLE network_acl_history_contents;
+             DROP TABLE network_acl_history_versions;
+             ALTER TABLE tenants DROP COLUMN history_bytes;
+             PRAGMA user_version = 9;",
+        )
+        .expect("downgrade");
+        for (tenant, version, created_at, client_id, request_id) in rows {
+            let entry = &entries[version as usize - 1];
+            let changes: Vec<Value> = entry["changes"]
+                .as_array()
+                .expect("changes")
+                .iter()
+                .map(|c| {
+                    json!({"type": c["type"], "op": c["op"], "id": c["id"],
+                           "before": c["before"], "after": c["after"]})
+                })
+                .collect();
+            conn.execute(
+                "INSERT INTO network_acl_history
+                 (tenant_id, version, created_at, client_id, request_id, changes)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![
+                    tenant,
+                    version,
+                    created_at,
+                    client_id,
+                    request_id,
+                    Value::Array(changes).to_string()
+                ],
+            )
+            .expect("old entry");
+        }
+    }
+
+    // Started again: migrated, and every answer as it was.
+    let (service, token) = support::start_in(dir.path(), config()).await;
+    let api = Api::new(service, token);
+    for (uri, before) in uris.iter().zip(&answers) {
+        let answer = api.send(Method::GET, uri, None).await;
+        assert_eq!(answer.status, StatusCode::OK, "{uri}");
+        assert_eq!(
+            String::from_utf8_lossy(&answer.raw),
+            String::from_utf8_lossy(before),
+            "{uri}"
+        );
+    }
+    let conn = rusqlite::Connection::open(&file).expect("open");
+    let left: i64 = conn
+        .query_row("SELECT COUNT(*) FROM network_acl_history", [], |row| {
+            row.get(0)
+        })
+        .expect("count");
+    assert_eq!(left, 0, "every entry converted");
+}
+
 /// The test database's URL, or `None` (with a notice) when there is none and we are not in CI.
 fn database_url() -> Option<String> {
     match std::env::var("NETACL_TEST_DATABASE_URL") {

@@ -291,6 +291,10 @@ async fn keys_stored_in_clear_are_sealed_at_first_start() {
              ALTER TABLE signing_keys DROP COLUMN current_since;
              ALTER TABLE signing_keys DROP COLUMN current_until;
              ALTER TABLE signing_keys DROP COLUMN revoked_at;
+             DROP TABLE network_acl_history_texts;
+             DROP TABLE network_acl_history_contents;
+             DROP TABLE network_acl_history_versions;
+             ALTER TABLE tenants DROP COLUMN history_bytes;
              DROP TABLE network_acl_history;
              DROP TABLE tenant_logs;
              ALTER TABLE tenants DROP COLUMN log_seq;

@@ -359,3 +359,163 @@ async fn a_bounded_answer_continues_and_a_full_pass_covers_every_tenant() {
     let quiet = watch(&router, &format!("since={next}&timeout_ms=0")).await;
     assert_eq!(quiet.status, StatusCode::NOT_MODIFIED);
 }
+
+/// The status and `errorCode` of one raw HTTP/1.1 exchange with `addr`.
+async fn raw_exchange(addr: std::net::SocketAddr, request: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut raw = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut raw),
+    )
+    .await
+    .expect("answer in time")
+    .expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let code = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["errorCode"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    (status, code)
+}
+
+/// Issue 28: a request naming two hosts is refused with 421 `ambiguous_host` in the error shape,
+/// as the edge refuses it (a proxy in front routing by the other one would disagree with the
+/// service about the tenant): two `Host` headers, an absolute-form target whose authority is
+/// another host than `Host`, an HTTP/2 `:authority` other than its `host` (h2c with prior
+/// knowledge, on a real socket). The same host written differently (case, port) is one host.
+#[tokio::test]
+async fn a_request_naming_two_hosts_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = OperatorToken::new(OPERATOR.into()).expect("token");
+    let (service, _) = start_in(dir.path(), config().with_operator_token(token)).await;
+    let router = service.router();
+    let get = |uri: &str, hosts: &[&str]| {
+        let mut request = Request::get(uri);
+        for host in hosts {
+            request = request.header("host", *host);
+        }
+        request.body(Body::empty()).expect("request")
+    };
+    // One tenant: every host selects it, yet two hosts are refused.
+    let answer = oneshot(
+        &router,
+        get("/api/v2/network-acls", &["tenant.test", "tenant.test"]),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::MISDIRECTED_REQUEST,
+        "{}",
+        answer.body
+    );
+    assert_eq!(
+        answer.body,
+        serde_json::json!({"statusCode": 421, "error": "Misdirected Request",
+            "message": "The request names more than one host.", "errorCode": "ambiguous_host"})
+    );
+
+    let created = oneshot(
+        &router,
+        operator(
+            "POST",
+            "/_netacl/v1/tenants",
+            Some(serde_json::json!({"tenant": "acme", "domains": ["acme.test"]})),
+        ),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    for (uri, hosts) in [
+        ("/api/v2/network-acls", &["acme.test", "tenant.test"][..]),
+        ("/api/v2/network-acls", &["tenant.test", "acme.test"][..]),
+        ("http://acme.test/api/v2/network-acls", &["tenant.test"][..]),
+        ("http://tenant.test/api/v2/network-acls", &["acme.test"][..]),
+        ("http://acme.test/console/session", &["tenant.test"][..]),
+    ] {
+        let answer = oneshot(&router, get(uri, hosts)).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::MISDIRECTED_REQUEST,
+            "{uri} {hosts:?}"
+        );
+        assert_eq!(
+            answer.body["errorCode"], "ambiguous_host",
+            "{uri} {hosts:?}"
+        );
+    }
+    // One host, written two ways: acme's API answers (401 without a token).
+    let answer = oneshot(
+        &router,
+        get("http://ACME.test:8080/api/v2/network-acls", &["acme.test."]),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{}", answer.body);
+
+    // On a real socket: HTTP/1.1 absolute-form, and h2c with prior knowledge.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    assert_eq!(
+        raw_exchange(
+            addr,
+            b"GET http://acme.test/api/v2/network-acls HTTP/1.1\r\nHost: tenant.test\r\n\
+              Connection: close\r\n\r\n"
+        )
+        .await,
+        (421, "ambiguous_host".to_owned())
+    );
+    assert_eq!(
+        raw_exchange(
+            addr,
+            b"GET /api/v2/network-acls HTTP/1.1\r\nHost: acme.test\r\nHost: tenant.test\r\n\
+              Connection: close\r\n\r\n"
+        )
+        .await,
+        (421, "ambiguous_host".to_owned())
+    );
+    let h2 = |authority: &'static str, host: &'static str| async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tcp),
+        )
+        .await
+        .expect("h2 handshake");
+        tokio::spawn(connection);
+        let request = Request::get(format!("http://{authority}/api/v2/network-acls"))
+            .header("host", host)
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .expect("request");
+        let response = sender.send_request(request).await.expect("answer");
+        let status = response.status();
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("body")
+            .to_bytes();
+        let body: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        (
+            status,
+            body["errorCode"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    assert_eq!(
+        h2("acme.test", "tenant.test").await,
+        (StatusCode::MISDIRECTED_REQUEST, "ambiguous_host".to_owned())
+    );
+    assert_eq!(
+        h2("acme.test", "ACME.test:443").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    server.abort();
+}

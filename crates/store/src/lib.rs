@@ -78,6 +78,7 @@ pub use directory::{DirectoryStore, ImportReport, Page};
 pub use error::StoreError;
 pub use history::{
     ChangeOp, HistoryRetention, RecordChange, RecordKind, VersionEntry, WriteOrigin,
+    DEFAULT_HISTORY_BYTES,
 };
 pub use logs::{
     AclSummaryCounts, CountWindow, LogFilter, LogOrder, LogPage, LogRetention, LogStore,
@@ -89,7 +90,7 @@ pub use organizations::{
     OrganizationStore,
 };
 pub use postgres::{ChangeListener, ChangeNotice, PostgresStore, CHANGES_CHANNEL};
-pub use sqlite::SqliteStore;
+pub use sqlite::{prepare_data_dir, SqliteStore};
 pub use tenant::{Tenant, TenantCredentials, TenantId, TenantRecord};
 
 /// Tenants: the owner of every other record.
@@ -200,14 +201,17 @@ pub trait NetworkAclStore: Send + Sync {
 /// A tenant's rule-set history: every write of [`NetworkAclStore`], [`ManagedListStore`] and
 /// [`NetworkAclKeyStore`] records its version's [`VersionEntry`] in its own transaction, with the
 /// [`WriteOrigin`] it is given (network ACLs before and after; keys and lists by id and metadata,
-/// never their material or items). A version's rule set is rebuilt from the current one by
-/// undoing the later versions, so a version stores what it changed, not the whole rule set. The
-/// oldest entries are removed by later writes as the store's [`HistoryRetention`] allows,
-/// contiguously, so every kept version rebuilds exactly.
+/// never their material or items). The history is content-addressed: a network ACL's `rule` is
+/// stored once per tenant however many versions hold it, and each version keeps a small
+/// manifest of the records in force after it, so a version costs what it changed and any kept
+/// version is rebuilt from its own manifest. The oldest entries are removed by later writes as
+/// the store's [`HistoryRetention`] says (count, age, bytes), contiguously.
 #[async_trait]
 pub trait HistoryStore: Send + Sync {
     /// Up to `limit` entries with versions at most `from` (the newest when `None`), newest
-    /// first.
+    /// first. Their network ACL changes leave the records out (`before` and `after` are
+    /// `None`: [`HistoryStore::version_entry`] gives them); key and list changes keep their
+    /// metadata.
     async fn versions(
         &self,
         tenant: &TenantId,
@@ -223,7 +227,7 @@ pub trait HistoryStore: Send + Sync {
     ) -> Result<Option<VersionEntry>, StoreError>;
 
     /// The network ACLs as they were right after `version` was committed, rebuilt from the
-    /// current ones and the later entries, in one snapshot; `None` when the history does not
+    /// version's manifest and the rules it names, in one snapshot; `None` when the history does not
     /// reach back to it (never recorded, removed by retention, or newer than the current
     /// version). The current version is always available; version 0 (no records) while the
     /// entry of version 1 is kept.
@@ -243,6 +247,11 @@ pub trait HistoryStore: Send + Sync {
         acls: &[NetworkAcl],
         origin: &WriteOrigin,
     ) -> Result<u64, StoreError>;
+
+    /// The bytes the tenant's history holds, as [`HistoryRetention::bytes`] counts them: the
+    /// text of each kept version's changes, client id and request id, and of each content
+    /// (rule or manifest) a kept version refers to.
+    async fn history_bytes(&self, tenant: &TenantId) -> Result<u64, StoreError>;
 }
 
 /// A tenant's token signing keys and API clients.

@@ -94,4 +94,7 @@ pub(crate) const TENANT_TABLES: &[&str] = &[
     "tenant_logs",
     "tenant_domains",
     "network_acl_history",
+    "network_acl_history_versions",
+    "network_acl_history_texts",
+    "network_acl_history_contents",
 ];

@@ -45,18 +45,135 @@ type ReopenRetaining = Box<
         + Sync,
 >;
 
+/// Runs SQL (the backend's dialect) on the same database through a connection of its own: a
+/// query (`SELECT`, `PRAGMA`) gives the first column of its first row as an integer (0 when
+/// there is none), anything else runs as a batch (0): what the tests measure (bytes the history
+/// tables hold) and the old formats they build.
+type Sql = Box<dyn Fn(String) -> std::pin::Pin<Box<dyn Future<Output = i64> + Send>> + Send + Sync>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
 struct Backend {
     store: Arc<dyn Store>,
     reopen: Reopen,
     reopen_retaining: ReopenRetaining,
+    sql: Sql,
+    dialect: Dialect,
     _keep: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    /// The bytes the tables of the rule-set history (`network_acl_history*`) hold, their indexes
+    /// and (PostgreSQL) TOAST included, as the database reports them: SQLite's `dbstat` pages,
+    /// PostgreSQL's `pg_total_relation_size`.
+    async fn history_table_bytes(&self) -> i64 {
+        let sql = match self.dialect {
+            Dialect::Sqlite => {
+                "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN \
+                 (SELECT name FROM sqlite_schema WHERE tbl_name LIKE 'network_acl_history%')"
+            }
+            Dialect::Postgres => {
+                "SELECT COALESCE(SUM(pg_total_relation_size(oid)), 0)::BIGINT FROM pg_class \
+                 WHERE relkind = 'r' AND relname LIKE 'network_acl_history%'"
+            }
+        };
+        (self.sql)(sql.to_owned()).await
+    }
+
+    /// The size of the whole database, for the record: the SQLite file after a checkpoint (its
+    /// pages, free ones included), PostgreSQL's `pg_database_size`.
+    async fn database_bytes(&self) -> i64 {
+        match self.dialect {
+            Dialect::Sqlite => {
+                (self.sql)("PRAGMA wal_checkpoint(TRUNCATE)".into()).await;
+                (self.sql)(
+                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+                        .into(),
+                )
+                .await
+            }
+            Dialect::Postgres => {
+                (self.sql)("SELECT pg_database_size(current_database())".into()).await
+            }
+        }
+    }
+}
+
+/// Whether `sql` is one query whose first value the hook returns (else a batch of statements).
+fn returns_rows(sql: &str) -> bool {
+    let start = sql.trim_start().to_ascii_uppercase();
+    start.starts_with("SELECT") || start.starts_with("PRAGMA")
+}
+
+/// A connection of the tests' own on a SQLite file.
+fn sqlite_sql(file: std::path::PathBuf) -> Sql {
+    Box::new(move |sql| {
+        let file = file.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let conn = rusqlite::Connection::open(&file).expect("open the file");
+                conn.busy_timeout(Duration::from_secs(5))
+                    .expect("busy timeout");
+                if !returns_rows(&sql) {
+                    conn.execute_batch(&sql).expect("batch");
+                    return 0;
+                }
+                let mut statement = conn.prepare(&sql).expect("prepare");
+                let mut rows = statement.query([]).expect("query");
+                match rows.next().expect("row") {
+                    Some(row) => row
+                        .get::<_, Option<i64>>(0)
+                        .expect("an integer")
+                        .unwrap_or(0),
+                    None => 0,
+                }
+            })
+            .await
+            .expect("join")
+        })
+    })
+}
+
+/// A connection of the tests' own on a PostgreSQL database.
+fn postgres_sql(url: String) -> Sql {
+    Box::new(move |sql| {
+        let url = url.clone();
+        Box::pin(async move {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            let driver = tokio::spawn(connection);
+            let value = if !returns_rows(&sql) {
+                client.batch_execute(&sql).await.expect("batch");
+                0
+            } else {
+                client
+                    .query_opt(&sql, &[])
+                    .await
+                    .expect("query")
+                    .and_then(|row| {
+                        row.try_get::<_, Option<i64>>(0)
+                            .expect("a BIGINT (cast sums)")
+                    })
+                    .unwrap_or(0)
+            };
+            drop(client);
+            let _ = driver.await;
+            value
+        })
+    })
 }
 
 async fn sqlite() -> Backend {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_owned();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&path, Limits::default()).expect("open sqlite"));
+    let sqlite = SqliteStore::open(&path, Limits::default()).expect("open sqlite");
+    let sql = sqlite_sql(sqlite.path().to_owned());
+    let store: Arc<dyn Store> = Arc::new(sqlite);
     let again = path.clone();
     let reopen: Reopen = Box::new(move || {
         let path = path.clone();
@@ -79,6 +196,8 @@ async fn sqlite() -> Backend {
         store,
         reopen,
         reopen_retaining,
+        sql,
+        dialect: Dialect::Sqlite,
         _keep: Some(dir),
     }
 }
@@ -173,6 +292,8 @@ async fn postgres(url: &str) -> (Backend, String) {
             store,
             reopen,
             reopen_retaining,
+            sql: postgres_sql(db.clone()),
+            dialect: Dialect::Postgres,
             _keep: None,
         },
         db,
@@ -227,7 +348,10 @@ conformance!(
     logs_are_numbered_filtered_paged_retained_and_kept,
     history_records_every_write_and_rebuilds_every_version,
     restore_brings_a_version_back_in_one_write,
-    history_retention_keeps_a_version_while_either_bound_holds,
+    history_retention_caps_the_count_the_age_and_the_bytes,
+    history_removal_is_bounded_per_write_and_converges,
+    history_grows_in_proportion_to_change,
+    history_of_schema_9_is_converted_and_answers_as_before,
     acl_summary_counts_sum_rules_by_bucket_within_the_window,
 );
 
@@ -2201,14 +2325,29 @@ async fn tenants_racing_for_one_domain_have_one_winner(backend: Backend) {
     }
 }
 
-/// Takes a database back from schema 9 to 7 (8: history), in both dialects.
-const UNDO_8: &str = "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
-                      DROP TABLE network_acl_history;";
+/// Takes a database back from schema 10 to 9 (10: the content-addressed history), in both
+/// dialects (the entries of the history, if any, are lost: write them back in the format before).
+const UNDO_10: &str = "DROP TABLE network_acl_history_texts; \
+                       DROP TABLE network_acl_history_contents; \
+                       DROP TABLE network_acl_history_versions; \
+                       ALTER TABLE tenants DROP COLUMN history_bytes;";
 
-/// Takes a database back from schema 9 to 6 (7: many tenants), in both dialects.
-const UNDO_7: &str = "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
-                      DROP TABLE network_acl_history; DROP TABLE tenant_domains; \
-                      DROP TABLE tenants_generation;";
+/// Takes a database back from schema 10 to 7 (8: history), in both dialects.
+const UNDO_8: &str = concat!(
+    "DROP TABLE network_acl_history_texts; DROP TABLE network_acl_history_contents; \
+     DROP TABLE network_acl_history_versions; ALTER TABLE tenants DROP COLUMN history_bytes; ",
+    "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
+     DROP TABLE network_acl_history;"
+);
+
+/// Takes a database back from schema 10 to 6 (7: many tenants), in both dialects.
+const UNDO_7: &str = concat!(
+    "DROP TABLE network_acl_history_texts; DROP TABLE network_acl_history_contents; \
+     DROP TABLE network_acl_history_versions; ALTER TABLE tenants DROP COLUMN history_bytes; ",
+    "DROP TABLE tenant_logs; ALTER TABLE tenants DROP COLUMN log_seq; \
+     DROP TABLE network_acl_history; DROP TABLE tenant_domains; \
+     DROP TABLE tenants_generation;"
+);
 
 /// Migration 8 (history) applied to a database at schema 7 keeps its rules; the history starts
 /// with the first write after it (the version current at migration is available until then).
@@ -2713,72 +2852,601 @@ async fn restore_brings_a_version_back_in_one_write(backend: Backend) {
     assert!(same.changes.is_empty());
 }
 
-async fn history_retention_keeps_a_version_while_either_bound_holds(backend: Backend) {
+/// The versions kept, newest first.
+async fn kept(store: &Arc<dyn Store>, tenant: &TenantId) -> Vec<u64> {
+    store
+        .versions(tenant, None, 100)
+        .await
+        .expect("versions")
+        .iter()
+        .map(|e| e.version)
+        .collect()
+}
+
+/// The bytes the store counts for the history equal the text its tables hold (no content is
+/// left behind by the versions removed, none is missing for those kept).
+async fn history_bytes_add_up(backend: &Backend, store: &Arc<dyn Store>, tenant: &TenantId) {
+    let counted = store.history_bytes(tenant).await.expect("bytes");
+    let t = tenant.as_str();
+    let held = (backend.sql)(format!(
+        "SELECT CAST((SELECT COALESCE(SUM(bytes), 0) FROM network_acl_history_versions \
+                      WHERE tenant_id = '{t}') \
+                   + (SELECT COALESCE(SUM(size), 0) FROM network_acl_history_contents \
+                      WHERE tenant_id = '{t}') AS BIGINT)"
+    ))
+    .await;
+    assert_eq!(counted as i64, held, "history bytes");
+    let orphans = (backend.sql)(format!(
+        "SELECT COUNT(*) FROM network_acl_history_contents AS c WHERE c.tenant_id = '{t}' \
+         AND NOT EXISTS (SELECT 1 FROM network_acl_history_texts AS x \
+                         WHERE x.tenant_id = c.tenant_id AND x.hash = c.hash)"
+    ))
+    .await;
+    assert_eq!(orphans, 0, "every content has its text");
+}
+
+async fn history_retention_caps_the_count_the_age_and_the_bytes(backend: Backend) {
     let tenant = with_tenant(&backend.store).await;
-    // Young versions are kept whatever their number.
-    let young = (backend.reopen_retaining)(HistoryRetention {
+    let mut expected: Vec<Vec<NetworkAcl>> = vec![Vec::new()];
+    // The count is a hard cap: versions go however young they are.
+    let counted = (backend.reopen_retaining)(HistoryRetention {
         versions: 3,
         days: 1,
+        bytes: 0,
     })
     .await;
     for version in 0..6u64 {
         let rule = acl(u128::from(version) + 1, 10 + version, "192.0.2.1");
-        young
+        counted
             .create_network_acl(&tenant, version, &rule, &origin())
             .await
             .expect("write");
+        expected.push(rules_now(&counted, &tenant).await);
     }
-    assert_eq!(
-        young.versions(&tenant, None, 100).await.expect("h").len(),
-        6
-    );
-    assert!(young
-        .network_acls_at(&tenant, 0)
-        .await
-        .expect("v0")
-        .is_some());
+    assert_eq!(kept(&counted, &tenant).await, [6, 5, 4]);
+    for version in [4u64, 5, 6] {
+        let rebuilt = counted
+            .network_acls_at(&tenant, version)
+            .await
+            .expect("rebuild")
+            .expect("kept");
+        assert_eq!(
+            rebuilt.acls, expected[version as usize],
+            "version {version}"
+        );
+    }
+    assert_eq!(counted.network_acls_at(&tenant, 3).await.expect("v3"), None);
+    assert_eq!(counted.network_acls_at(&tenant, 0).await.expect("v0"), None);
+    assert_eq!(counted.version_entry(&tenant, 3).await.expect("e3"), None);
+    history_bytes_add_up(&backend, &counted, &tenant).await;
 
-    // With no age allowance only the newest three are kept; older ones are gone for good.
-    let counted = (backend.reopen_retaining)(HistoryRetention {
-        versions: 3,
-        days: 0,
+    // The age is a maximum: versions older than it go although the count would keep them.
+    let aged = (backend.reopen_retaining)(HistoryRetention {
+        versions: 1_000,
+        days: 1,
+        bytes: 0,
     })
     .await;
-    for version in 6..10u64 {
-        // Each write a millisecond apart, so that every older entry is strictly older than it.
-        tokio::time::sleep(Duration::from_millis(2)).await;
-        let rule = acl(u128::from(version) + 1, 10 + version, "192.0.2.1");
-        counted
-            .create_network_acl(&tenant, version, &rule, &origin())
-            .await
-            .expect("write");
-    }
-    let kept: Vec<u64> = counted
-        .versions(&tenant, None, 100)
+    (backend.sql)(
+        "UPDATE network_acl_history_versions SET created_at = created_at - 172800000 \
+         WHERE version <= 5"
+            .into(),
+    )
+    .await;
+    aged.delete_network_acl(&tenant, 6, &expected[1][0].id, &origin())
         .await
-        .expect("h")
-        .iter()
-        .map(|e| e.version)
-        .collect();
-    assert_eq!(kept, [10, 9, 8]);
-    assert!(counted
-        .network_acls_at(&tenant, 8)
-        .await
-        .expect("v8")
-        .is_some());
-    assert_eq!(counted.network_acls_at(&tenant, 7).await.expect("v7"), None);
-    assert_eq!(counted.network_acls_at(&tenant, 0).await.expect("v0"), None);
-    assert_eq!(counted.version_entry(&tenant, 7).await.expect("e7"), None);
+        .expect("write");
+    expected.push(rules_now(&aged, &tenant).await);
+    assert_eq!(kept(&aged, &tenant).await, [7, 6]);
     assert_eq!(
-        counted
-            .network_acls_at(&tenant, 8)
+        aged.network_acls_at(&tenant, 6)
             .await
-            .expect("v8")
+            .expect("v6")
             .expect("kept")
-            .acls
-            .len(),
-        8
+            .acls,
+        expected[6]
     );
+    assert_eq!(aged.network_acls_at(&tenant, 5).await.expect("v5"), None);
+    history_bytes_add_up(&backend, &aged, &tenant).await;
+
+    // The byte budget: each write brings a rule of its own (about 9 KB of text); the history
+    // stays within 40,000 bytes, the oldest versions going first.
+    let budget = 40_000u64;
+    let sized = (backend.reopen_retaining)(HistoryRetention {
+        versions: 1_000,
+        days: 0,
+        bytes: budget,
+    })
+    .await;
+    let mut version = 7u64;
+    for round in 0..12u32 {
+        let cidrs: Vec<String> = (0..600u32)
+            .map(|i| format!("10.{round}.{}.{}", i / 256, i % 256))
+            .collect();
+        let spec = NetworkAclSpec::from_json(
+            &json!({"description": format!("round {round}"), "active": true, "priority": 90,
+                    "rule": {"action": {"block": true}, "scope": "tenant",
+                             "match": {"ipv4_cidrs": cidrs}}}),
+            &Limits::default(),
+        )
+        .expect("spec");
+        let at = Timestamp::from_unix_millis(1_700_000_100_000 + i64::from(round));
+        let record = NetworkAcl {
+            id: AclId::from_random(900),
+            spec,
+            created_at: Timestamp::from_unix_millis(1_700_000_100_000),
+            updated_at: at,
+        };
+        version = if round == 0 {
+            sized
+                .create_network_acl(&tenant, version, &record, &origin())
+                .await
+        } else {
+            sized
+                .replace_network_acl(&tenant, version, &record, &origin())
+                .await
+        }
+        .expect("write");
+        expected.push(rules_now(&sized, &tenant).await);
+        let now_kept = kept(&sized, &tenant).await;
+        let bytes = sized.history_bytes(&tenant).await.expect("bytes");
+        assert!(
+            bytes <= budget || now_kept == [version],
+            "round {round}: {bytes} bytes kept in versions {now_kept:?}"
+        );
+        let contiguous: Vec<u64> = (0..now_kept.len() as u64).map(|i| version - i).collect();
+        assert_eq!(now_kept, contiguous, "round {round}");
+    }
+    let now_kept = kept(&sized, &tenant).await;
+    assert!(
+        now_kept.len() > 1 && now_kept.len() < 12,
+        "the budget keeps some versions, not all: {now_kept:?}"
+    );
+    for version in &now_kept {
+        let rebuilt = sized
+            .network_acls_at(&tenant, *version)
+            .await
+            .expect("rebuild")
+            .expect("kept");
+        assert_eq!(
+            rebuilt.acls, expected[*version as usize],
+            "version {version}"
+        );
+    }
+    history_bytes_add_up(&backend, &sized, &tenant).await;
+
+    // A budget smaller than the current version alone keeps that version only.
+    let tiny = (backend.reopen_retaining)(HistoryRetention {
+        versions: 1_000,
+        days: 0,
+        bytes: 1,
+    })
+    .await;
+    tiny.bump_version(&tenant, version, &WriteOrigin::default(), &reload())
+        .await
+        .expect("write");
+    assert_eq!(kept(&tiny, &tenant).await, [version + 1]);
+    assert_eq!(
+        tiny.network_acls_at(&tenant, version + 1)
+            .await
+            .expect("current")
+            .expect("kept")
+            .acls,
+        expected[version as usize]
+    );
+    history_bytes_add_up(&backend, &tiny, &tenant).await;
+}
+
+/// Removal is bounded per write (64 versions) and converges: lowering the byte budget to
+/// nothing over 70 versions takes two writes to bring the history down to the current version.
+async fn history_removal_is_bounded_per_write_and_converges(backend: Backend) {
+    let store = Arc::clone(&backend.store);
+    let tenant = with_tenant(&store).await;
+    let mut rule = acl(1, 10, "192.0.2.1");
+    store
+        .create_network_acl(&tenant, 0, &rule, &origin())
+        .await
+        .expect("create");
+    for version in 1..70u64 {
+        rule.spec.active = !rule.spec.active;
+        store
+            .replace_network_acl(&tenant, version, &rule, &origin())
+            .await
+            .expect("toggle");
+    }
+    assert_eq!(kept(&store, &tenant).await.len(), 70);
+    let small = (backend.reopen_retaining)(HistoryRetention {
+        versions: 1_000,
+        days: 0,
+        bytes: 1,
+    })
+    .await;
+    rule.spec.active = !rule.spec.active;
+    small
+        .replace_network_acl(&tenant, 70, &rule, &origin())
+        .await
+        .expect("toggle");
+    let after_one = kept(&small, &tenant).await;
+    assert_eq!(after_one.len(), 71 - 64, "{after_one:?}");
+    history_bytes_add_up(&backend, &small, &tenant).await;
+    rule.spec.active = !rule.spec.active;
+    small
+        .replace_network_acl(&tenant, 71, &rule, &origin())
+        .await
+        .expect("toggle");
+    assert_eq!(kept(&small, &tenant).await, [72]);
+    assert_eq!(
+        small
+            .network_acls_at(&tenant, 72)
+            .await
+            .expect("v72")
+            .expect("kept")
+            .acls,
+        vec![rule]
+    );
+    history_bytes_add_up(&backend, &small, &tenant).await;
+}
+
+/// The history as schema 9 stored it (whole records in every entry, table
+/// `network_acl_history`) is converted by migration 10: every version answers exactly as it did
+/// (its rule set, its entry with the records before and after, the list); an entry that cannot
+/// be converted stays in `network_acl_history` (reported in the log), unread; writes and
+/// removal go on from the converted history.
+async fn history_of_schema_9_is_converted_and_answers_as_before(backend: Backend) {
+    let store = Arc::clone(&backend.store);
+    let tenant = with_tenant(&store).await;
+    let by = |request: &str| WriteOrigin {
+        client_id: Some("ops".into()),
+        request_id: Some(request.into()),
+    };
+    // A history of every kind of change.
+    let a = acl(1, 30, "10.0.0.0/8");
+    let b = large_acl(2, 10, 2_000);
+    store
+        .create_network_acl(&tenant, 0, &a, &by("r1"))
+        .await
+        .expect("a");
+    store
+        .create_network_acl(&tenant, 1, &b, &by("r2"))
+        .await
+        .expect("b");
+    let mut a2 = acl(1, 20, "10.0.0.0/16");
+    a2.updated_at = Timestamp::from_unix_millis(a.updated_at.unix_millis() + 9);
+    store
+        .replace_network_acl(&tenant, 2, &a2, &by("r3"))
+        .await
+        .expect("a2");
+    let mut b_off = b.clone();
+    b_off.spec.active = false;
+    store
+        .replace_network_acl(&tenant, 3, &b_off, &by("r4"))
+        .await
+        .expect("b off");
+    let key = stored_key(7, "proxy", 1_700_000_000_000);
+    store
+        .create_network_acl_key(&tenant, 4, &key, &by("r5"))
+        .await
+        .expect("key");
+    store
+        .put_managed_list(
+            &tenant,
+            5,
+            ManagedListName::Tor,
+            &managed_list("192.0.2.7\n198.51.100.0/24\n"),
+            NOW_MS,
+            &by("r6"),
+        )
+        .await
+        .expect("list");
+    store
+        .bump_version(&tenant, 6, &WriteOrigin::default(), &reload())
+        .await
+        .expect("reload");
+    store
+        .delete_network_acl(&tenant, 7, &a.id, &by("r8"))
+        .await
+        .expect("delete a");
+    let at_three = store
+        .network_acls_at(&tenant, 3)
+        .await
+        .expect("v3")
+        .expect("kept");
+    store
+        .restore_network_acls(&tenant, 8, &at_three.acls, &by("r9"))
+        .await
+        .expect("restore");
+    let newest = 9u64;
+    let list = store.versions(&tenant, None, 100).await.expect("versions");
+    let mut entries = Vec::new();
+    let mut sets = Vec::new();
+    for version in 0..=newest {
+        sets.push(store.network_acls_at(&tenant, version).await.expect("set"));
+        entries.push(store.version_entry(&tenant, version).await.expect("entry"));
+    }
+    assert_eq!(entries[0], None);
+    assert!(sets.iter().all(Option::is_some));
+
+    // A second tenant whose entry of version 2 is not the format: 3 converts, 2 and 1 stay.
+    let other = TenantId::new("other").expect("id");
+    store
+        .create_tenant(&other, &domains(&["other.test"]), &credentials(), NOW_MS)
+        .await
+        .expect("other");
+    for version in 0..3u64 {
+        let rule = acl(50 + u128::from(version), 10 + version, "203.0.113.1");
+        store
+            .create_network_acl(&other, version, &rule, &origin())
+            .await
+            .expect("other");
+    }
+    let other_three = store
+        .version_entry(&other, 3)
+        .await
+        .expect("e")
+        .expect("kept");
+    let other_set = store
+        .network_acls_at(&other, 3)
+        .await
+        .expect("s")
+        .expect("kept");
+    let other_old = [
+        (
+            1u64,
+            store
+                .version_entry(&other, 1)
+                .await
+                .expect("e")
+                .expect("kept"),
+        ),
+        (3, other_three.clone()),
+    ];
+
+    // Back to schema 9: its tables, and the entries as it wrote them, with its SQL.
+    let quote = |text: &str| format!("'{}'", text.replace('\'', "''"));
+    let nullable = |text: &Option<String>| text.as_deref().map_or("NULL".to_owned(), quote);
+    let old_row = |tenant: &TenantId, entry: &netacl_store::VersionEntry| {
+        let changes: Vec<serde_json::Value> = entry
+            .changes
+            .iter()
+            .map(|c| {
+                json!({"type": c.kind.as_str(), "op": c.op.as_str(), "id": c.id,
+                            "before": c.before, "after": c.after})
+            })
+            .collect();
+        format!(
+            "INSERT INTO network_acl_history \
+             (tenant_id, version, created_at, client_id, request_id, changes) \
+             VALUES ({}, {}, {}, {}, {}, {});",
+            quote(tenant.as_str()),
+            entry.version,
+            entry.created_at_ms,
+            nullable(&entry.client_id),
+            nullable(&entry.request_id),
+            quote(&serde_json::Value::Array(changes).to_string())
+        )
+    };
+    let mut sql = String::from(UNDO_10);
+    for entry in entries.iter().flatten() {
+        sql.push_str(&old_row(&tenant, entry));
+    }
+    for (_, entry) in &other_old {
+        sql.push_str(&old_row(&other, entry));
+    }
+    sql.push_str(&format!(
+        "INSERT INTO network_acl_history \
+         (tenant_id, version, created_at, client_id, request_id, changes) \
+         VALUES ('other', 2, {NOW_MS}, NULL, NULL, 'not the format');"
+    ));
+    sql.push_str(match backend.dialect {
+        Dialect::Sqlite => "PRAGMA user_version = 9;",
+        Dialect::Postgres => "DELETE FROM netacl_schema_migrations WHERE version >= 10;",
+    });
+    (backend.sql)(sql).await;
+    assert_eq!(
+        (backend.sql)("SELECT COUNT(*) FROM network_acl_history".into()).await,
+        newest as i64 + 3
+    );
+
+    // Migration 10 converts it: every answer as before.
+    let migrated = (backend.reopen)().await;
+    assert_eq!(
+        migrated.versions(&tenant, None, 100).await.expect("list"),
+        list
+    );
+    for version in 0..=newest {
+        assert_eq!(
+            migrated
+                .network_acls_at(&tenant, version)
+                .await
+                .expect("set"),
+            sets[version as usize],
+            "version {version}"
+        );
+        assert_eq!(
+            migrated
+                .version_entry(&tenant, version)
+                .await
+                .expect("entry"),
+            entries[version as usize],
+            "entry {version}"
+        );
+    }
+    history_bytes_add_up(&backend, &migrated, &tenant).await;
+    // The other tenant: what converts is served, the rest stays where it was, unread.
+    assert_eq!(kept(&migrated, &other).await, [3]);
+    assert_eq!(
+        migrated.version_entry(&other, 3).await.expect("e"),
+        Some(other_three)
+    );
+    assert_eq!(
+        migrated.network_acls_at(&other, 3).await.expect("s"),
+        Some(other_set)
+    );
+    assert_eq!(migrated.network_acls_at(&other, 2).await.expect("s"), None);
+    assert_eq!(
+        (backend.sql)(
+            "SELECT COUNT(*) FROM network_acl_history WHERE tenant_id = 'other' AND version <= 2"
+                .into()
+        )
+        .await,
+        2
+    );
+    assert_eq!(
+        (backend.sql)("SELECT COUNT(*) FROM network_acl_history WHERE tenant_id <> 'other'".into())
+            .await,
+        0
+    );
+    history_bytes_add_up(&backend, &migrated, &other).await;
+
+    // Writes go on from the converted history, and removal keeps the rest exact.
+    let pruning = (backend.reopen_retaining)(HistoryRetention {
+        versions: 4,
+        days: 0,
+        bytes: 0,
+    })
+    .await;
+    pruning
+        .delete_network_acl(&tenant, newest, &b.id, &by("r10"))
+        .await
+        .expect("write");
+    assert_eq!(kept(&pruning, &tenant).await, [10, 9, 8, 7]);
+    for version in 7..=newest {
+        assert_eq!(
+            pruning
+                .network_acls_at(&tenant, version)
+                .await
+                .expect("set"),
+            sets[version as usize],
+            "version {version}"
+        );
+        assert_eq!(
+            pruning
+                .version_entry(&tenant, version)
+                .await
+                .expect("entry"),
+            entries[version as usize],
+            "entry {version}"
+        );
+    }
+    assert_eq!(
+        pruning
+            .network_acls_at(&tenant, 10)
+            .await
+            .expect("v10")
+            .expect("kept")
+            .acls,
+        vec![a2.clone()]
+    );
+    history_bytes_add_up(&backend, &pruning, &tenant).await;
+}
+
+/// A rule of `cidrs` distinct /24s (10.0.0.0/24, 10.0.1.0/24, ... on into 11.0.0.0/8).
+fn large_acl(seed: u128, priority: u64, cidrs: usize) -> NetworkAcl {
+    let list: Vec<String> = (0..cidrs)
+        .map(|i| format!("{}.{}.{}.0/24", 10 + i / 65_536, (i / 256) % 256, i % 256))
+        .collect();
+    let spec = NetworkAclSpec::from_json(
+        &json!({
+            "description": format!("large rule {seed}"),
+            "active": true,
+            "priority": priority,
+            "rule": {"action": {"block": true}, "scope": "tenant",
+                     "match": {"ipv4_cidrs": list}}
+        }),
+        &Limits::default(),
+    )
+    .expect("valid spec");
+    let now = Timestamp::from_unix_millis(1_700_000_000_000 + seed as i64);
+    NetworkAcl {
+        id: AclId::from_random(seed),
+        spec,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// The size of a record's `rule`: what "one copy of the rule" weighs.
+fn rule_bytes(acl: &NetworkAcl) -> i64 {
+    serde_json::to_string(&acl.to_json()["rule"])
+        .expect("json")
+        .len() as i64
+}
+
+/// Toggling `active` on a rule of 100,000 CIDRs forty times grows the history tables by less
+/// than one copy of the rule, and every one of the 41 versions still rebuilds as it was.
+async fn history_grows_in_proportion_to_change(backend: Backend) {
+    let store = Arc::clone(&backend.store);
+    let tenant = with_tenant(&store).await;
+    let large = large_acl(1, 10, 100_000);
+    let copy = rule_bytes(&large);
+    store
+        .create_network_acl(&tenant, 0, &large, &origin())
+        .await
+        .expect("create");
+    let before = backend.history_table_bytes().await;
+    let database_before = backend.database_bytes().await;
+    let mut expected = vec![large.clone()];
+    let mut current = large.clone();
+    for version in 1..=40u64 {
+        current.spec.active = !current.spec.active;
+        current.updated_at = Timestamp::from_unix_millis(current.updated_at.unix_millis() + 1);
+        store
+            .replace_network_acl(&tenant, version, &current, &origin())
+            .await
+            .expect("toggle");
+        expected.push(current.clone());
+    }
+    let after = backend.history_table_bytes().await;
+    let database_after = backend.database_bytes().await;
+    eprintln!(
+        "{:?}: 40 toggles of a rule of {copy} bytes grew the history tables by {} bytes \
+         ({before} -> {after}), the whole database by {} bytes ({database_before} -> \
+         {database_after})",
+        backend.dialect,
+        after - before,
+        database_after - database_before
+    );
+    assert!(
+        after - before < copy,
+        "the history tables grew by {} bytes for 40 toggles: more than one copy of the rule \
+         ({copy} bytes)",
+        after - before
+    );
+    if backend.dialect == Dialect::Sqlite {
+        // The whole file too (PostgreSQL keeps the live table's replaced rows until vacuum).
+        assert!(
+            database_after - database_before < copy,
+            "the database file grew by {} bytes for 40 toggles",
+            database_after - database_before
+        );
+    }
+    let started = std::time::Instant::now();
+    let oldest = store
+        .network_acls_at(&tenant, 1)
+        .await
+        .expect("rebuild")
+        .expect("kept");
+    eprintln!(
+        "{:?}: the oldest of 41 versions rebuilt in {:?}",
+        backend.dialect,
+        started.elapsed()
+    );
+    assert_eq!(oldest.acls, vec![large.clone()]);
+    for version in [2u64, 21, 40, 41] {
+        let rebuilt = store
+            .network_acls_at(&tenant, version)
+            .await
+            .expect("rebuild")
+            .expect("kept");
+        assert_eq!(rebuilt.acls, vec![expected[version as usize - 1].clone()]);
+    }
+    let toggle = store
+        .version_entry(&tenant, 21)
+        .await
+        .expect("entry")
+        .expect("kept");
+    assert_eq!(toggle.changes[0].before, Some(expected[19].to_json()));
+    assert_eq!(toggle.changes[0].after, Some(expected[20].to_json()));
 }
 
 /// Migration 6 (network ACL keys) applied to a database at schema version 4 keeps its data.

@@ -234,6 +234,73 @@ pub fn upstream() -> SocketAddr {
     addr
 }
 
+/// An upstream serving sites by host, as a virtual-host server behind a proxy does: it
+/// answers each request with the host and forwarding headers it received, one `name: value`
+/// line each: `host`, then `x-forwarded-host`, then `forwarded` (several lines of one name in
+/// the order received).
+pub fn echo_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(100_000) {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).into_owned();
+                let mut seen = String::new();
+                for wanted in ["host", "x-forwarded-host", "forwarded"] {
+                    for line in head.split("\r\n").skip(1) {
+                        let Some((name, value)) = line.split_once(':') else {
+                            continue;
+                        };
+                        if name.trim().eq_ignore_ascii_case(wanted) {
+                            seen.push_str(&format!("{wanted}: {}\n", value.trim()));
+                        }
+                    }
+                }
+                let _ = stream.write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{seen}",
+                        seen.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    addr
+}
+
+/// Sends `request` as it is (raw bytes); the status code and body of the answer.
+pub fn raw_exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    stream.write_all(request).expect("write");
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
 /// Sends one request; returns the status code and body (`None` when the connection failed).
 pub fn http(
     addr: SocketAddr,
@@ -394,4 +461,34 @@ pub fn median_and_worst(samples: &mut [Duration]) -> (Duration, Duration) {
     let median = samples.get(samples.len() / 2).copied().unwrap_or_default();
     let worst = samples.last().copied().unwrap_or_default();
     (median, worst)
+}
+
+/// Issue 28, through a multi-tenant `edge` in front of [`echo_upstream`]:
+/// tenant `beta.test` blocks every request and `alpha.test` none. A request judged as alpha's
+/// reaches the upstream as alpha's and as nothing else: `Connection: host` does not drop its
+/// `Host`, and a forged `X-Forwarded-Host` or `Forwarded: host=` naming beta never reaches the
+/// upstream, which gets `X-Forwarded-Host: alpha.test`.
+pub fn check_the_upstream_gets_the_judged_host(edge: SocketAddr) {
+    let (status, _) = raw_exchange(
+        edge,
+        b"GET / HTTP/1.1\r\nHost: beta.test\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 403, "beta blocks every request");
+    let (status, seen) = raw_exchange(
+        edge,
+        b"GET / HTTP/1.1\r\nHost: alpha.test\r\nConnection: host, close\r\n\r\n",
+    );
+    assert_eq!(status, 200, "{seen}");
+    assert_eq!(seen, "host: alpha.test\nx-forwarded-host: alpha.test\n");
+    let (status, seen) = raw_exchange(
+        edge,
+        b"GET / HTTP/1.1\r\nHost: alpha.test\r\nX-Forwarded-Host: beta.test\r\n\
+          Forwarded: host=beta.test\r\nForwarded: for=192.0.2.1;host=\"beta.test\"\r\n\
+          Connection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200, "{seen}");
+    assert_eq!(
+        seen,
+        "host: alpha.test\nx-forwarded-host: alpha.test\nforwarded: for=192.0.2.1\n"
+    );
 }

@@ -68,5 +68,8 @@ pub use client::{
 };
 pub use endpoint::{jwks_endpoint, token_endpoint, token_router, MAX_TOKEN_BODY_BYTES};
 pub use key::{KeyError, SigningKey, GENERATED_KEY_BITS, MAX_KEY_BITS, MIN_KEY_BITS};
-pub use scopes::{is_management_scope, with_added_scopes, ADDED_SCOPES, MANAGEMENT_SCOPES};
+pub use scopes::{
+    bootstrap_scopes, is_bootstrap, is_management_scope, with_added_scopes, ADDED_SCOPES,
+    EDGE_CLIENT_SCOPES, KEY_MATERIAL_SCOPE, MANAGEMENT_SCOPES,
+};
 pub use verify::{AuthError, Principal};

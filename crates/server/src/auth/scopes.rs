@@ -258,30 +258,65 @@ pub fn is_management_scope(scope: &str) -> bool {
 }
 
 /// Scopes the public service added after the interface specification was written (the
-/// network ACL keys). The bootstrap client gets them too, also when it was stored by an
-/// earlier version (see [`with_added_scopes`]).
+/// network ACL keys), and netacl's own. The bootstrap client gets them too, also when it was
+/// stored by an earlier version (see [`with_added_scopes`]), except [`KEY_MATERIAL_SCOPE`],
+/// which only a client given it explicitly holds (an edge client: [`EDGE_CLIENT_SCOPES`]).
 pub const ADDED_SCOPES: &[&str] = &[
     "create:network_acl_keys",
     "read:network_acl_keys",
     "delete:network_acl_keys",
     // netacl's own: receive network ACL key material (sealed to the edge) with the watch.
-    "read:network_acl_key_material",
+    KEY_MATERIAL_SCOPE,
     // netacl's own: a remote edge reports its per-rule counts into the tenant's logs.
     "create:edge_summaries",
 ];
 
-/// A stored client's scopes, with [`ADDED_SCOPES`] when it holds every scope of
-/// [`MANAGEMENT_SCOPES`] (the bootstrap client of an earlier version).
-pub fn with_added_scopes(scopes: &[String]) -> Vec<String> {
-    let mut out = scopes.to_vec();
-    let bootstrap = MANAGEMENT_SCOPES
+/// The scope that lets a watch caller receive network ACL key material (sealed to it). No
+/// client holds it unless it was given it explicitly: the bootstrap client does not.
+pub const KEY_MATERIAL_SCOPE: &str = "read:network_acl_key_material";
+
+/// The scopes of an edge client (`POST /_netacl/v1/tenants/{id}/edge-clients`): follow the
+/// rules with the watch, receive key material sealed to the edge, report per-rule counts and
+/// the traffic sample.
+pub const EDGE_CLIENT_SCOPES: &[&str] = &[
+    "read:network_acls",
+    KEY_MATERIAL_SCOPE,
+    "create:edge_summaries",
+];
+
+/// The scopes a bootstrap client is created with: every management scope and every added one
+/// but [`KEY_MATERIAL_SCOPE`].
+pub fn bootstrap_scopes() -> Vec<String> {
+    MANAGEMENT_SCOPES
         .iter()
-        .all(|s| scopes.iter().any(|have| have == s));
-    if bootstrap {
-        for added in ADDED_SCOPES {
-            if !out.iter().any(|have| have == added) {
-                out.push((*added).to_owned());
-            }
+        .chain(ADDED_SCOPES)
+        .filter(|s| **s != KEY_MATERIAL_SCOPE)
+        .map(|s| (*s).to_owned())
+        .collect()
+}
+
+/// Whether `scopes` are a bootstrap client's: every scope of [`MANAGEMENT_SCOPES`].
+pub fn is_bootstrap(scopes: &[String]) -> bool {
+    MANAGEMENT_SCOPES
+        .iter()
+        .all(|s| scopes.iter().any(|have| have == s))
+}
+
+/// A stored client's scopes as served: a bootstrap client ([`is_bootstrap`]; one stored by an
+/// earlier version too) gets [`ADDED_SCOPES`] but never [`KEY_MATERIAL_SCOPE`], which an
+/// earlier version stored with it; any other client has exactly its stored scopes.
+pub fn with_added_scopes(scopes: &[String]) -> Vec<String> {
+    if !is_bootstrap(scopes) {
+        return scopes.to_vec();
+    }
+    let mut out: Vec<String> = scopes
+        .iter()
+        .filter(|s| *s != KEY_MATERIAL_SCOPE)
+        .cloned()
+        .collect();
+    for added in ADDED_SCOPES {
+        if *added != KEY_MATERIAL_SCOPE && !out.iter().any(|have| have == added) {
+            out.push((*added).to_owned());
         }
     }
     out
@@ -291,6 +326,23 @@ pub fn with_added_scopes(scopes: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_bootstrap_client_never_holds_the_key_material_scope() {
+        let stored_by_an_earlier_version: Vec<String> = MANAGEMENT_SCOPES
+            .iter()
+            .chain(ADDED_SCOPES)
+            .map(|s| s.to_string())
+            .collect();
+        for scopes in [stored_by_an_earlier_version, bootstrap_scopes()] {
+            let served = with_added_scopes(&scopes);
+            assert!(!served.iter().any(|s| s == KEY_MATERIAL_SCOPE));
+            assert!(served.iter().any(|s| s == "create:edge_summaries"));
+            assert!(served.iter().any(|s| s == "read:network_acl_keys"));
+        }
+        let edge: Vec<String> = EDGE_CLIENT_SCOPES.iter().map(|s| s.to_string()).collect();
+        assert_eq!(with_added_scopes(&edge), edge);
+    }
 
     /// Re-derive the list from the specification text so the constant cannot drift.
     #[test]

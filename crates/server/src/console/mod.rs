@@ -7,9 +7,11 @@
 //! - **Sign-in** (`POST /console/session`, JSON `{client_id, client_secret}`): the credentials
 //!   go through the tenant's own `POST /oauth/token` (its rate limit, its errors); the access
 //!   token it answers stays on the server, in a [`Sessions`] entry bound to the tenant. The
-//!   browser gets an opaque session id in an `HttpOnly`, `SameSite=Strict` cookie (`Secure`
-//!   over TLS) scoped to `/console`, and a CSRF token in the answer's body, which it keeps in
-//!   memory only.
+//!   browser gets an opaque session id in an `HttpOnly`, `SameSite=Strict` cookie scoped to
+//!   `/console`, and a CSRF token in the answer's body, which it keeps in memory only. The cookie
+//!   is `Secure` whenever the console is reached over HTTPS: TLS to this process, a `https://`
+//!   public URL ([`ConsoleSettings::public_url`]), or `X-Forwarded-Proto: https` from a trusted
+//!   proxy ([`ConsoleSettings::trusted_proxies`]; from any other peer the header is ignored).
 //! - **Every API call** goes to `/console/api/<path>` (`<path>` under `api/v2/` or
 //!   `_netacl/v1/`): the session's token is added as `Authorization: Bearer` and the request is
 //!   answered by the API router itself, so scopes are enforced exactly as for any client (a
@@ -17,7 +19,8 @@
 //!   session's CSRF token in `X-CSRF-Token` (whatever the method), and a browser's
 //!   `Sec-Fetch-Site`, when sent, must be `same-origin`.
 //! - A session lives as long as its token (`--token-lifetime`, at most [`MAX_SESSION`]), is
-//!   kept in this process's memory (a restart or another node asks to sign in again), and ends
+//!   kept in this process's memory (a restart or another node asks to sign in again), bounded
+//!   per client, per tenant and in all (see [`sessions`]), dropped with its tenant, and ends
 //!   with `DELETE /console/session`.
 
 mod assets;
@@ -38,8 +41,38 @@ use tower::ServiceExt;
 use crate::error::{json_response, ApiError};
 use crate::{AppState, TlsTransport};
 
-pub(crate) use sessions::Sessions;
+pub use sessions::{
+    ConsoleSessionLimits, ConsoleSessionLimitsError, DEFAULT_CONSOLE_SESSIONS,
+    DEFAULT_CONSOLE_SESSIONS_PER_CLIENT, DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
+};
+pub(crate) use sessions::{Owner, Sessions};
 use sessions::{Session, SessionError};
+
+/// The console's settings ([`ServerConfig::console`](crate::ServerConfig::console)).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ConsoleSettings {
+    /// How its sessions are bounded (`--console-sessions-per-client`, `-per-tenant`,
+    /// `--console-sessions`).
+    pub sessions: ConsoleSessionLimits,
+    /// The URL clients reach the service at, when a proxy is in front (`--public-url`): with
+    /// `https`, the session cookie is `Secure` whatever the transport to this process.
+    pub public_url: Option<http::Uri>,
+    /// Peers whose `X-Forwarded-Proto` is believed (`--trusted-proxy`): a request from one of
+    /// them saying `https` gets a `Secure` session cookie. The header is ignored from any other
+    /// peer.
+    pub trusted_proxies: netacl_model::TrustedProxies,
+}
+
+impl ConsoleSettings {
+    /// Whether the URL clients reach the service at is `https://`.
+    fn public_https(&self) -> bool {
+        self.public_url
+            .as_ref()
+            .and_then(|u| u.scheme())
+            .is_some_and(|s| *s == http::uri::Scheme::HTTPS)
+    }
+}
 
 /// The longest a console session lives, whatever the token lifetime.
 pub const MAX_SESSION: std::time::Duration = std::time::Duration::from_secs(8 * 3600);
@@ -180,7 +213,7 @@ async fn sign_in(State(console): State<Console>, request: Request) -> Response {
     };
     let lifetime = std::time::Duration::from_secs(token.expires_in).min(MAX_SESSION);
     let session = Session::new(
-        authority.issuer().to_owned(),
+        owner_of(&state),
         credentials.client_id,
         token
             .scope
@@ -192,13 +225,10 @@ async fn sign_in(State(console): State<Console>, request: Request) -> Response {
         lifetime,
     );
     let info = session.info();
-    let id = match console.sessions.insert(session) {
-        Ok(id) => id,
-        Err(err) => return session_error(err),
-    };
-    let tls = parts.extensions.get::<TlsTransport>().is_some();
+    let id = console.sessions.insert(session);
+    let secure = reached_over_https(&parts, &state.inner.config.console);
     let mut response = json_response(StatusCode::CREATED, &info);
-    if let Ok(cookie) = HeaderValue::from_str(&cookie_value(&id, lifetime.as_secs(), tls)) {
+    if let Ok(cookie) = HeaderValue::from_str(&cookie_value(&id, lifetime.as_secs(), secure)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
@@ -212,9 +242,37 @@ struct TokenAnswer {
     scope: String,
 }
 
-fn cookie_value(id: &str, max_age: u64, tls: bool) -> String {
-    let secure = if tls { "; Secure" } else { "" };
+fn cookie_value(id: &str, max_age: u64, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
     format!("{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
+}
+
+/// Whether the browser reached the console over HTTPS: TLS to this process, a `https://`
+/// public URL, or `X-Forwarded-Proto: https` written by a trusted proxy (the last value of the
+/// header, the one the nearest proxy wrote; ignored from any other peer).
+fn reached_over_https(parts: &http::request::Parts, settings: &ConsoleSettings) -> bool {
+    if parts.extensions.get::<TlsTransport>().is_some() || settings.public_https() {
+        return true;
+    }
+    let trusted = &settings.trusted_proxies;
+    let from_trusted = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .is_some_and(|peer| !trusted.is_empty() && trusted.contains(peer.0.ip()));
+    from_trusted
+        && parts
+            .headers
+            .get_all("x-forwarded-proto")
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .is_some_and(|proto| proto.trim().eq_ignore_ascii_case("https"))
+}
+
+/// The served tenant instance of the request's state, as sessions are bound to it.
+fn owner_of(state: &AppState) -> Owner {
+    Owner::new(state.inner.tenant.id.clone(), &state.inner)
 }
 
 /// `GET /console/session`: who is signed in (client id, scopes, CSRF token, expiry), or 401.
@@ -235,9 +293,13 @@ async fn sign_out(State(console): State<Console>, request: Request) -> Response 
         Err(err) => return session_error(err),
     };
     console.sessions.remove(session.id());
-    let tls = request.extensions().get::<TlsTransport>().is_some();
+    let (parts, _) = request.into_parts();
+    let secure = parts
+        .extensions
+        .get::<AppState>()
+        .is_some_and(|state| reached_over_https(&parts, &state.inner.config.console));
     let mut response = StatusCode::NO_CONTENT.into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&cookie_value("", 0, tls)) {
+    if let Ok(cookie) = HeaderValue::from_str(&cookie_value("", 0, secure)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
@@ -316,7 +378,7 @@ fn session_of(console: &Console, request: &Request) -> Result<Arc<Session>, Sess
         .extensions()
         .get::<AppState>()
         .ok_or(SessionError::Missing)?;
-    console.sessions.get(id, state.inner.authority.issuer())
+    console.sessions.get(id, &owner_of(state))
 }
 
 /// The session id in the request's `Cookie` header(s).
@@ -350,7 +412,6 @@ fn session_error(err: SessionError) -> Response {
         SessionError::Missing | SessionError::Expired => (StatusCode::UNAUTHORIZED, "no_session"),
         SessionError::Csrf => (StatusCode::FORBIDDEN, "csrf"),
         SessionError::CrossSite => (StatusCode::FORBIDDEN, "cross_site"),
-        SessionError::Full => (StatusCode::SERVICE_UNAVAILABLE, "too_many_sessions"),
     };
     ApiError::new(status, Some(code), err.to_string()).into_response()
 }

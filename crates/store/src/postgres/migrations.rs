@@ -244,7 +244,53 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX tenant_logs_date ON tenant_logs (tenant_id, date, seq);
     "#,
+    // 10: the rule-set history, content-addressed (see `crate::history`). A version's row holds
+    // its changes (network ACL records as stubs: `rule` replaced by the rule's content hash) and
+    // the hash of its manifest (the stubs of every record in force after it); `contents` the
+    // bookkeeping of each rule or manifest text (how many records in force use it, the newest
+    // version referring to it), `texts` the text itself, written once. `tenants.history_bytes`
+    // counts the text a tenant's history holds. After this SQL the entries of
+    // `network_acl_history` are converted (`history::convert_legacy`); those that cannot be stay
+    // there, unread, and are reported.
+    r#"
+    CREATE TABLE network_acl_history_versions (
+        tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+        version    BIGINT NOT NULL CHECK (version > 0),
+        created_at BIGINT NOT NULL,
+        client_id  TEXT,
+        request_id TEXT,
+        changes    TEXT NOT NULL,
+        manifest   TEXT NOT NULL,
+        bytes      BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, version)
+    );
+
+    CREATE TABLE network_acl_history_contents (
+        tenant_id    TEXT NOT NULL REFERENCES tenants(id),
+        hash         TEXT NOT NULL,
+        size         BIGINT NOT NULL,
+        live         BIGINT NOT NULL,
+        last_version BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, hash)
+    );
+    CREATE INDEX network_acl_history_contents_unused
+        ON network_acl_history_contents (tenant_id, live, last_version);
+
+    CREATE TABLE network_acl_history_texts (
+        tenant_id TEXT NOT NULL,
+        hash      TEXT NOT NULL,
+        text      TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, hash),
+        FOREIGN KEY (tenant_id, hash)
+            REFERENCES network_acl_history_contents (tenant_id, hash) ON DELETE CASCADE
+    );
+
+    ALTER TABLE tenants ADD COLUMN history_bytes BIGINT NOT NULL DEFAULT 0;
+    "#,
 ];
+
+/// The migration after whose SQL the history of the format before it is converted.
+const CONTENT_ADDRESSED_HISTORY: usize = 10;
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -282,6 +328,9 @@ pub(super) async fn apply(client: &mut Client) -> Result<(), StoreError> {
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
         let version = i32::try_from(index + 1).unwrap_or(i32::MAX);
         tx.batch_execute(sql).await.map_err(setup)?;
+        if index + 1 == CONTENT_ADDRESSED_HISTORY {
+            super::history::convert_legacy(&tx).await.map_err(setup)?;
+        }
         tx.execute(
             "INSERT INTO netacl_schema_migrations (version) VALUES ($1)",
             &[&version],

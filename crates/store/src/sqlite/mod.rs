@@ -15,7 +15,10 @@ mod managed_lists;
 mod migrations;
 mod network_acls;
 mod organizations;
+mod private_files;
 mod tenants;
+
+pub use private_files::prepare_data_dir;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -47,14 +50,14 @@ struct Inner {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database in `data_dir`, checks that WAL and
+    /// Opens (creating if needed) the database in `data_dir` (the directory `0700`, the files
+    /// `0600`: [`prepare_data_dir`]), checks that WAL and
     /// `synchronous=FULL` are in force and applies pending schema migrations. Stored records are
     /// re-validated against `limits` when they are loaded.
     pub fn open(data_dir: &Path, limits: Limits) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|err| {
-            StoreError::Setup(format!("cannot create {}: {err}", data_dir.display()))
-        })?;
+        prepare_data_dir(data_dir)?;
         let path = data_dir.join(DATABASE_FILE);
+        private_files::prepare_database_file(&path)?;
         let mut writer = open_connection(&path)?;
         migrations::apply(&mut writer)?;
         let reader = open_connection(&path)?;

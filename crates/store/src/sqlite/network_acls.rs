@@ -119,22 +119,13 @@ impl NetworkAclStore for SqliteStore {
             let version = bump_acl_version(&tx, &tenant, expected_version)?;
             let before = stored_record(&tx, &tenant, row.acl.id.as_str())?
                 .ok_or_else(|| StoreError::NotFound(format!("network ACL {}", row.acl.id)))?;
-            let changed = tx
-                .execute(
-                    "UPDATE network_acls SET priority = ?3, record = ?4, updated_at = ?5
-                     WHERE tenant_id = ?1 AND id = ?2",
-                    params![
-                        tenant.as_str(),
-                        row.acl.id.as_str(),
-                        row.acl.spec.priority.get(),
-                        row.record,
-                        row.acl.updated_at.unix_millis()
-                    ],
-                )
-                .map_err(|err| row.constraint_error(err))?;
-            if changed == 0 {
-                return Err(StoreError::NotFound(format!("network ACL {}", row.acl.id)));
-            }
+            // Deleted then inserted rather than updated: SQLite writes an updated row's new
+            // overflow pages before it frees the old ones, so updating a large record (100,000
+            // CIDRs) in place leaves the file a copy of it larger; the delete frees the pages
+            // first and the insert reuses them.
+            tx.prepare_cached("DELETE FROM network_acls WHERE tenant_id = ?1 AND id = ?2")?
+                .execute(params![tenant.as_str(), row.acl.id.as_str()])?;
+            row.insert(&tx, &tenant)?;
             let change = RecordChange {
                 kind: RecordKind::NetworkAcl,
                 op: crate::ChangeOp::Update,

@@ -169,3 +169,65 @@ fn tenant_deletion_covers_every_table_keyed_by_tenant() {
     listed.sort();
     assert_eq!(keyed, listed);
 }
+
+/// A damaged history (a manifest's text gone) never stops a write: the next version builds its
+/// manifest afresh from the records in force, and reading the damaged version reports it.
+#[tokio::test]
+async fn a_damaged_history_is_reported_and_writes_go_on() {
+    let (dir, store, tenant) = fresh().await;
+    let origin = crate::WriteOrigin::default();
+    store
+        .create_network_acl(&tenant, 0, &acl(1, 10, "10.0.0.0/8"), &origin)
+        .await
+        .expect("a");
+    store
+        .create_network_acl(&tenant, 1, &acl(2, 20, "192.0.2.1"), &origin)
+        .await
+        .expect("b");
+    let conn = Connection::open(dir.path().join(DATABASE_FILE)).expect("conn");
+    conn.execute(
+        "DELETE FROM network_acl_history_texts WHERE hash =
+         (SELECT manifest FROM network_acl_history_versions WHERE version = 2)",
+        [],
+    )
+    .expect("damage");
+    drop(conn);
+    assert!(matches!(
+        store.network_acls_at(&tenant, 1).await,
+        Ok(Some(ref rules)) if rules.acls.len() == 1
+    ));
+    assert!(
+        matches!(
+            store.network_acls_at(&tenant, 2).await,
+            Ok(Some(ref rules)) if rules.acls.len() == 2
+        ),
+        "the current version is read from the records in force"
+    );
+    store
+        .create_network_acl(&tenant, 2, &acl(3, 30, "192.0.2.2"), &origin)
+        .await
+        .expect("a write after the damage");
+    assert!(matches!(
+        store.network_acls_at(&tenant, 2).await,
+        Err(StoreError::Corrupt { .. })
+    ));
+    let three = store
+        .network_acls_at(&tenant, 3)
+        .await
+        .expect("v3")
+        .expect("kept");
+    assert_eq!(three.acls.len(), 3);
+    store
+        .create_network_acl(&tenant, 3, &acl(4, 40, "192.0.2.3"), &origin)
+        .await
+        .expect("and the next");
+    assert_eq!(
+        store
+            .network_acls_at(&tenant, 3)
+            .await
+            .expect("v3")
+            .expect("kept")
+            .acls,
+        three.acls
+    );
+}
