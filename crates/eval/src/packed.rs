@@ -372,4 +372,79 @@ mod tests {
             (0x09ff_ff00..0x0a00_0200).chain([0, u32::MAX]),
         );
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(48))]
+
+        /// Random tables (from a few thousand starts, region bits 8, to 300,000, region bits
+        /// 12), spread or crowded (runs of neighbouring starts that overflow lines), with
+        /// starts on region edges and on the last address of a 24-bit region (where an unused
+        /// start also reads 2^24 - 1), and few or many codes: the packed table answers as a
+        /// search of the plain intervals at every start, on either side of it, at every
+        /// region's first and last address and at random addresses.
+        #[test]
+        fn packed_agrees_with_the_plain_intervals(
+            seed: u64,
+            count in 4_096usize..300_000,
+            crowded in 0u32..4,
+            distinct in 1u16..MAX_CODE,
+        ) {
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let mut set: std::collections::BTreeSet<u32> = Default::default();
+            while set.len() < count {
+                let r = next();
+                let start = match r % 8 {
+                    // A run of neighbours: a /32 list in one line's span, or longer.
+                    0 if crowded > 0 => {
+                        let base = next() as u32;
+                        for i in 0..(r >> 8) % (40 * u64::from(crowded)) {
+                            set.insert(base.wrapping_add(i as u32));
+                        }
+                        base
+                    }
+                    // The first or last address of a region of 2^24, 2^20 or 2^16 addresses.
+                    1 => {
+                        let bits = [24u32, 20, 16][((r >> 8) % 3) as usize];
+                        let edge = ((next() as u32) >> bits) << bits;
+                        if r & 0x100_0000 == 0 { edge } else { edge.wrapping_sub(1) }
+                    }
+                    _ => next() as u32,
+                };
+                set.insert(start);
+            }
+            set.insert(0);
+            let starts: Vec<u32> = set.into_iter().collect();
+            // Neighbours of one code are merged by the caller: codes alternate.
+            let mut codes = Vec::with_capacity(starts.len());
+            let mut last = u16::MAX;
+            for _ in &starts {
+                let mut code = (next() % u64::from(distinct)) as u16;
+                if code == last {
+                    code = (code + 1) % distinct.max(2);
+                }
+                codes.push(code);
+                last = code;
+            }
+            let table = PackedIntervals::build(&starts, &codes);
+            let mut probes: Vec<u32> = (0..20_000).map(|_| next() as u32).collect();
+            for &s in &starts {
+                probes.extend([s, s.wrapping_sub(1), s.wrapping_add(1)]);
+            }
+            for region in 0..table.regions.len() as u32 {
+                let first = region << table.shift;
+                probes.extend([first, first | ((1u32 << table.shift) - 1)]);
+            }
+            probes.extend([0, 1, u32::MAX - 1, u32::MAX]);
+            for a in probes {
+                table.prefetch(a);
+                proptest::prop_assert_eq!(table.get(a), searched(&starts, &codes, a), "{:#x}", a);
+            }
+        }
+    }
 }
