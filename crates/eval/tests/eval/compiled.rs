@@ -319,8 +319,53 @@ fn line_tables_agree_with_reference() {
         let got = policy.outcome(&policy.evaluate(&request));
         assert_eq!(got, expected, "request {input:?}");
         blocked_by_address += usize::from(got.action != Verdict::None);
+        // The same request from the IPv4-mapped form of its client address.
+        if let Some(std::net::IpAddr::V4(v4)) = request.client_ip() {
+            let mapped = request.with_client_ip(v4.to_ipv6_mapped().into());
+            assert_eq!(
+                policy.outcome(&policy.evaluate(&mapped)),
+                expected,
+                "{v4} mapped"
+            );
+        }
     }
     assert!(blocked_by_address > 100, "{blocked_by_address} decided");
+
+    // The edges of the listed networks: the first and last address of every 40th network and
+    // the addresses on either side, as IPv4 and IPv4-mapped IPv6, in every scope.
+    let mut cidrs = Vec::new();
+    for record in generated.records.as_array().expect("records") {
+        for part in ["match", "not_match"] {
+            if let Some(list) = record["rule"][part]["ipv4_cidrs"].as_array() {
+                cidrs.extend(list.iter().filter_map(|c| c.as_str()));
+            }
+        }
+    }
+    assert!(cidrs.len() > 100_000, "{} CIDRs", cidrs.len());
+    let scopes = RequestScope::ALL;
+    let mut edges = 0;
+    for (n, cidr) in cidrs.iter().enumerate().step_by(40) {
+        // A CIDR (host bits set mean its network) or a bare address.
+        let (address, len) = cidr.split_once('/').unwrap_or((cidr, "32"));
+        let address: u32 = address.parse::<std::net::Ipv4Addr>().expect("IPv4").into();
+        let len: u32 = len.parse().expect("a prefix length");
+        let first = address & u32::MAX.checked_shl(32 - len).unwrap_or(0);
+        let last = first | u32::MAX.checked_shr(len).unwrap_or(0);
+        for a in [first, last, first.wrapping_sub(1), last.wrapping_add(1)] {
+            let v4 = std::net::Ipv4Addr::from(a);
+            let request = Request::new(scopes[n % scopes.len()]).with_client_ip(v4.into());
+            let expected = reference::evaluate(&rules, &request);
+            assert_eq!(policy.outcome(&policy.evaluate(&request)), expected, "{v4}");
+            let mapped = request.with_client_ip(v4.to_ipv6_mapped().into());
+            assert_eq!(
+                policy.outcome(&policy.evaluate(&mapped)),
+                expected,
+                "{v4} mapped"
+            );
+            edges += usize::from(expected.action != Verdict::None);
+        }
+    }
+    assert!(edges > 1_000, "{edges} edge addresses decided");
 }
 
 /// 70,000 /24 networks, each listed by its own pair of 400 rules: more distinct postings than
