@@ -12,6 +12,11 @@
 //! CIDRs named by `--managed-list-rules` rules against the same CIDRs written into one rule
 //! (the same tenant around them, the same requests, a fifth of them from a listed network):
 //! index build and compile times, and the cost per decision of each, in alternating rounds.
+//!
+//! Memory: `policy_bytes` (what the policy's tables hold, table by table in `policy_tables`),
+//! `policy_resident_bytes` (what one more compiled policy adds to a process's resident memory,
+//! measured in a child process) and `compile_resident_bytes` (this process's resident memory
+//! after its compile less before); see `bench_memory`.
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -98,6 +103,14 @@ pub struct Args {
     /// --analysis-work` gives it); default: no bound.
     #[arg(long, value_name = "UNITS")]
     work_budget: Option<u64>,
+    /// With --tenants: the per-rule counters striped as on a machine of this many cores (at
+    /// most 16; 0: this machine's).
+    #[arg(long, default_value_t = 0)]
+    stripes: usize,
+    /// Internal: the resident-memory measurement of `policy_resident_bytes`, run by `netacl
+    /// bench` in a child process (see `bench_memory`); prints one JSON object.
+    #[arg(long, hide = true)]
+    resident_child: bool,
 }
 
 #[derive(Serialize)]
@@ -127,6 +140,17 @@ struct Report {
     decisions_per_second: f64,
     policy_bytes: usize,
     bytes_per_cidr: f64,
+    /// What compiling the policy adds to a process's resident memory (see
+    /// [`crate::bench_memory`]).
+    policy_resident_bytes: u64,
+    /// `policy_resident_bytes` per CIDR.
+    resident_bytes_per_cidr: f64,
+    /// This process's resident memory after its compile less before (the request mix not yet
+    /// built), with the allocator's defaults: the policy and the compile's freed scratch
+    /// memory that the allocator keeps for reuse.
+    compile_resident_bytes: u64,
+    /// `policy_bytes` table by table.
+    policy_tables: Vec<crate::bench_memory::TableBytes>,
     verdicts: Verdicts,
     /// Whether a `match_all` deny-all rule was added after the others.
     deny_all: bool,
@@ -220,6 +244,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             change_samples: args.change_samples,
             seed: args.seed,
             json: args.json,
+            stripes: args.stripes,
             geo: (args.enrich || args.geoip_city.is_some() || args.geoip_asn.is_some()).then(
                 || crate::cmd_bench_tenants::GeoDatabasesArgs {
                     city: args.geoip_city.clone(),
@@ -251,28 +276,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return crate::cmd_bench_analyze::run(&config, &bench);
     }
 
-    let t = Instant::now();
-    let mut generated = synthetic::generate(&config);
-    if args.deny_all {
-        if let serde_json::Value::Array(records) = &mut generated.records {
-            records.push(serde_json::json!({
-                "id": "acl_zzzzzzzzzzzzzzzzzzzzzz", "description": "deny all the rest",
-                "active": true, "priority": 100,
-                "rule": {"action": {"block": true}, "scope": "tenant", "match_all": true},
-                "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
-            }));
-        }
+    if args.resident_child {
+        return crate::bench_memory::run_resident_child(&config, || prepare(&args, &config));
     }
-    let databases = if args.enrich || args.geoip_city.is_some() || args.geoip_asn.is_some() {
-        let databases = crate::bench_enrich::Databases::prepare(
-            args.geoip_city.as_deref(),
-            args.geoip_asn.as_deref(),
-        )?;
-        databases.redraw_tenant(&mut generated.records);
-        Some(databases)
-    } else {
-        None
-    };
+
+    let t = Instant::now();
+    let (generated, databases) = prepare(&args, &config)?;
     let generate_ms = ms(t);
 
     let t = Instant::now();
@@ -281,10 +290,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("the synthetic rule set does not validate")?;
     let validate_ms = ms(t);
 
+    let resident_before = crate::bench_memory::resident_bytes()?;
     let t = Instant::now();
     let policy = CompiledPolicy::compile_with_limits(&rules, &synthetic::limits_for(&config))
         .context("the synthetic rule set does not compile")?;
     let compile_ms = ms(t);
+    let compile_resident_bytes =
+        crate::bench_memory::resident_bytes()?.saturating_sub(resident_before);
 
     // The mix is copied after compilation so that each request's strings lie together and the
     // requests follow one another in memory, as a proxy's parser leaves them in its buffers
@@ -391,6 +403,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
 
+    let policy_resident_bytes = crate::bench_memory::policy_resident_bytes(&tenant_args(&args))?;
     let stats = policy.stats();
     let cidrs = generated.cidrs;
     let report = Report {
@@ -418,6 +431,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             stats.approx_bytes as f64 / cidrs as f64
         },
+        policy_resident_bytes,
+        resident_bytes_per_cidr: if cidrs == 0 {
+            0.0
+        } else {
+            policy_resident_bytes as f64 / cidrs as f64
+        },
+        compile_resident_bytes,
+        policy_tables: crate::bench_memory::policy_tables(&stats),
         verdicts,
         deny_all: args.deny_all,
         managed_list,
@@ -441,6 +462,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             r.compile_ms,
             r.policy_bytes as f64 / (1024.0 * 1024.0),
             r.bytes_per_cidr
+        );
+        println!(
+            "resident: {:.1} MiB a policy ({:.1} bytes per CIDR; {:.1} MiB after this process's first compile); by table: {}",
+            r.policy_resident_bytes as f64 / (1024.0 * 1024.0),
+            r.resident_bytes_per_cidr,
+            r.compile_resident_bytes as f64 / (1024.0 * 1024.0),
+            r.policy_tables
+                .iter()
+                .map(|t| format!("{} {:.1} MiB", t.name(), t.bytes() as f64 / (1024.0 * 1024.0)))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         println!(
             "compiled:  {:.0} ns per decision (median of {} rounds over {} requests; min {:.0}, max {:.0}), {:.1} M decisions/s on one thread",
@@ -515,6 +547,66 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The synthetic tenant of `args` (with a deny-all rule, and redrawn over the geo databases
+/// with `--enrich`), and the databases.
+fn prepare(
+    args: &Args,
+    config: &SyntheticConfig,
+) -> anyhow::Result<(synthetic::Synthetic, Option<crate::bench_enrich::Databases>)> {
+    let mut generated = synthetic::generate(config);
+    if args.deny_all {
+        if let serde_json::Value::Array(records) = &mut generated.records {
+            records.push(serde_json::json!({
+                "id": "acl_zzzzzzzzzzzzzzzzzzzzzz", "description": "deny all the rest",
+                "active": true, "priority": 100,
+                "rule": {"action": {"block": true}, "scope": "tenant", "match_all": true},
+                "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+            }));
+        }
+    }
+    let databases = if args.enrich || args.geoip_city.is_some() || args.geoip_asn.is_some() {
+        let databases = crate::bench_enrich::Databases::prepare(
+            args.geoip_city.as_deref(),
+            args.geoip_asn.as_deref(),
+        )?;
+        databases.redraw_tenant(&mut generated.records);
+        Some(databases)
+    } else {
+        None
+    };
+    Ok((generated, databases))
+}
+
+/// The arguments that make the same tenant (for the resident-memory child).
+fn tenant_args(args: &Args) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = vec![
+        "--rules".into(),
+        args.rules.to_string().into(),
+        "--cidrs".into(),
+        args.cidrs.to_string().into(),
+        "--requests".into(),
+        args.requests.to_string().into(),
+        "--seed".into(),
+        args.seed.to_string().into(),
+    ];
+    if args.deny_all {
+        out.push("--deny-all".into());
+    }
+    if args.enrich {
+        out.push("--enrich".into());
+    }
+    for (flag, path) in [
+        ("--geoip-city", &args.geoip_city),
+        ("--geoip-asn", &args.geoip_asn),
+    ] {
+        if let Some(path) = path {
+            out.push(flag.into());
+            out.push(path.into());
+        }
+    }
+    out
 }
 
 /// A synthetic record (the managed-list measurement's rules).

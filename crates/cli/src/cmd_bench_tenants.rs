@@ -9,7 +9,9 @@
 //!
 //! - `resident_bytes_per_small_tenant`: the process's resident memory (`/proc/self/statm`)
 //!   before and after the small tenants go into an edge's tenant table (the large ones are in
-//!   already; nothing the batch holds is freed during it), divided by their number.
+//!   already; nothing the batch holds is freed during it), divided by their number; with
+//!   `--stripes N` the per-request counters are striped as on an N-core machine (`stripes`
+//!   reports the count used).
 //! - `tenant_select_ns`: selecting the tenant by host ([`TenantRouter::select`]).
 //! - `compiled_ns_per_decision`: selection by host, the tenant's policy snapshot (from the host
 //!   table's entry), the decision (each host read from one buffer of the mix's hosts in
@@ -58,6 +60,8 @@ use netacl_eval::{CompiledPolicy, Engine, GeoTable, Request, RequestInput, Signa
 use netacl_model::{AclId, Priority, RequestScope, RuleSet, Signal};
 use serde::Serialize;
 
+use crate::bench_memory::resident_bytes;
+
 /// What `netacl bench --tenants` measures (see the module docs).
 #[derive(Debug, Clone)]
 pub struct TenantsArgs {
@@ -77,6 +81,8 @@ pub struct TenantsArgs {
     pub seed: u64,
     /// JSON output.
     pub json: bool,
+    /// The per-rule counters striped as on a machine of this many cores (0: this machine's).
+    pub stripes: usize,
     /// `--enrich`: the tenants' geo/ASN conditions answered from the table of every tenant,
     /// built from these databases (generated when both are `None`).
     pub geo: Option<GeoDatabasesArgs>,
@@ -101,6 +107,9 @@ struct TenantsReport {
     requests: usize,
     rounds: usize,
     generate_ms: f64,
+    /// Stripes of the per-request counters (`--stripes`, else this machine's cores, at most
+    /// 16): a busy tenant's rule counters have one per thread slot, a quiet tenant's one.
+    stripes: usize,
     resident_bytes_per_small_tenant: f64,
     resident_bytes_before: u64,
     resident_bytes_after: u64,
@@ -136,18 +145,6 @@ struct GeoReport {
     geo_change_enforced_p50_ms_during_rebuild: f64,
     geo_change_enforced_p99_ms_during_rebuild: f64,
     geo_table_rebuilds_during_changes: usize,
-}
-
-/// Resident bytes of this process (Linux `/proc/self/statm`, pages × 4096).
-fn resident_bytes() -> anyhow::Result<u64> {
-    let text = std::fs::read_to_string("/proc/self/statm").context("reading /proc/self/statm")?;
-    let pages: u64 = text
-        .split_whitespace()
-        .nth(1)
-        .context("statm has no resident field")?
-        .parse()
-        .context("statm's resident field")?;
-    Ok(pages * 4096)
 }
 
 fn host(i: usize) -> String {
@@ -265,6 +262,18 @@ fn select_only(router: &TenantRouter, hosts: &[&str], passes: usize) {
 /// Runs the measurement.
 pub fn run(args: TenantsArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.tenants >= 1, "--tenants must be at least 1");
+    anyhow::ensure!(
+        args.stripes <= netacl_edge::MAX_STRIPES,
+        "--stripes must be at most {}",
+        netacl_edge::MAX_STRIPES
+    );
+    if args.stripes > 0 {
+        anyhow::ensure!(
+            netacl_edge::set_counter_stripes(args.stripes),
+            "the counters were striped before --stripes could apply"
+        );
+    }
+    let stripes = netacl_edge::counter_stripes();
     anyhow::ensure!(args.requests >= 1, "--requests must be at least 1");
     let large = args.large_tenants.min(args.tenants.saturating_sub(1));
     let small = args.tenants - large;
@@ -437,6 +446,7 @@ pub fn run(args: TenantsArgs) -> anyhow::Result<ExitCode> {
         requests: mix.len(),
         rounds,
         generate_ms,
+        stripes,
         resident_bytes_per_small_tenant: per_small,
         resident_bytes_before: before,
         resident_bytes_after: after,

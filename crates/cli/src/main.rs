@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_enrich;
+mod bench_memory;
 mod bench_threads;
 mod cmd_bench;
 mod cmd_bench_analyze;

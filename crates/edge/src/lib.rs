@@ -35,7 +35,10 @@ pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY};
 pub use lists::PolicySources;
-pub use metrics::{EdgeMetrics, RuleStat, RuleTable, SummarySink};
+pub use metrics::{
+    counter_stripes, set_counter_stripes, EdgeMetrics, RuleStat, RuleTable, SummarySink,
+    MAX_STRIPES,
+};
 /// Request paths (re-exported from `netacl-model`, so that `netacl eval`, the dry run and the
 /// edge derive a scope alike): [`normalize_path`] gives a path's normal form, [`scope_of_path`]
 /// the scope the edge decides with, or why the path is refused.

@@ -60,13 +60,31 @@ impl Line {
     }
 }
 
+/// Stripes of the counters: the available parallelism (at most [`MAX_STRIPES`]) unless
+/// [`set_counter_stripes`] chose another count first.
+static STRIPES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// The most stripes counters have.
+pub const MAX_STRIPES: usize = 16;
+
 pub(crate) fn stripe_count() -> usize {
-    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *COUNT.get_or_init(|| {
+    *STRIPES.get_or_init(|| {
         std::thread::available_parallelism()
             .map_or(1, std::num::NonZeroUsize::get)
-            .clamp(1, 16)
+            .clamp(1, MAX_STRIPES)
     })
+}
+
+/// Stripes the per-request counters as on a machine of `stripes` cores (1 to [`MAX_STRIPES`])
+/// instead of this one's: for benches that measure another machine's memory. It must come
+/// before any counter is made; `false` when the count was already fixed (it stays as it was).
+pub fn set_counter_stripes(stripes: usize) -> bool {
+    STRIPES.set(stripes.clamp(1, MAX_STRIPES)).is_ok()
+}
+
+/// Stripes the per-request counters have (fixed from their first use).
+pub fn counter_stripes() -> usize {
+    stripe_count()
 }
 
 /// This thread's stripe slot (assigned once per thread, in turn).
@@ -111,25 +129,6 @@ impl Stripes {
     /// Stripes (0 for no counters).
     fn stripes(&self) -> usize {
         self.cells.len().checked_div(self.lines).unwrap_or(0)
-    }
-
-    /// The counter's value over every stripe, each stripe's cell set back to 0.
-    pub(crate) fn take(&self, counter: usize) -> u64 {
-        (0..self.stripes())
-            .filter_map(|stripe| self.cell(stripe, counter))
-            .fold(0u64, |sum, cell| sum.saturating_add(cell.swap(0, Relaxed)))
-    }
-
-    /// Bytes of counters held.
-    #[cfg(test)]
-    pub(crate) fn bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.cells)
-    }
-
-    /// Where the counters start (tests: on a cache line).
-    #[cfg(test)]
-    pub(crate) fn start(&self) -> usize {
-        self.cells.as_ptr() as usize
     }
 
     pub(crate) fn sum(&self, counter: usize) -> u64 {

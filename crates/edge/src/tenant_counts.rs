@@ -11,13 +11,20 @@
 //! compiled policy numbers its active rules by ascending priority, ties by id, as the table
 //! does).
 //!
-//! The counters are striped as the single-tenant edge's are ([`EdgeMetrics`](crate::EdgeMetrics)):
-//! one stripe per thread slot, and here each stripe is a whole number of cache lines allocated
-//! on a line boundary, so threads deciding at once on different cores never write the same
-//! line, without a padding line between stripes. A tenant without active rules holds no
-//! counters at all. Memory per tenant: `64 × stripes × ⌈(3 + 5 × rules) / 8⌉` bytes of counters
-//! (a 5-rule tenant on a 2-core machine: 512 bytes) and 28 bytes per rule (its id, scope and
-//! action), about 100 bytes of table beside them.
+//! A quiet tenant's counters are one stripe of cache lines (allocated on a line boundary) that
+//! every thread writes: its memory does not grow with the number of cores. Once the tenant is
+//! busy, its counters get one more stripe per thread slot, as the single-tenant edge's are
+//! striped ([`EdgeMetrics`](crate::EdgeMetrics)), so threads deciding at once on different
+//! cores never write the same line. *Busy* is checked every [`BUSY_CHECK`] by the edge's
+//! summary task (never per request): a tenant whose table counted at least [`BUSY_REQUESTS`]
+//! requests since the last check is spread, and a new version of a spread tenant's rules is
+//! counted spread from the start. Spreading allocates the stripes once, off the request path;
+//! a request records into the shared stripe or into its thread's, whichever the table has when
+//! it looks, and a report sums the shared stripe and every thread's, so no count is lost or
+//! counted twice. A tenant without active rules holds no counters at all. Memory per tenant:
+//! `64 × ⌈(3 + 5 × rules) / 8⌉` bytes of counters (a 5-rule tenant: 256 bytes), `stripes`
+//! times more once busy (one stripe per core, at most 16), and 28 bytes per rule (its id,
+//! scope and action), about 100 bytes of table beside them.
 //!
 //! Every summary interval [`TenantRuleCounts::take_summaries`] takes the counts since its last
 //! call, each cell swapped with 0 (an increment lands before the swap and is reported now, or
@@ -30,14 +37,14 @@
 //! rule change loses only the few decisions recorded into the old table while it is replaced.
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use netacl_eval::RuleIndex;
 use netacl_model::{AclId, AclSummary, Action, RequestScope, RuleScope, RuleSet};
 
-use crate::metrics::{scope_slot, stripe_slot, Stripes, REQUEST_SCOPES, SCOPES};
+use crate::metrics::{scope_slot, stripe_count, stripe_slot, Line, LINE, REQUEST_SCOPES, SCOPES};
 use crate::tenants::TenantRouter;
 
 /// Counters per rule, after the [`SCOPES`] request counters: the requests it decided per
@@ -48,6 +55,97 @@ const REFUSED: usize = SCOPES + 1;
 
 fn rule_cell(rule: usize, counter: usize) -> usize {
     SCOPES + rule * PER_RULE + counter
+}
+
+/// How often the summary task looks for busy tenants (see the module docs).
+pub(crate) const BUSY_CHECK: Duration = Duration::from_secs(1);
+/// Requests since the last check from which a tenant is busy: its counters get a stripe per
+/// thread slot (see the module docs).
+pub(crate) const BUSY_REQUESTS: u64 = 1_000;
+
+/// A table's counters: one stripe every thread writes while the tenant is quiet, one stripe
+/// per thread slot more once it is busy (see the module docs).
+#[derive(Debug)]
+struct Counters {
+    /// Cache lines per stripe: the counters rounded up to a line.
+    lines: usize,
+    shared: Box<[Line]>,
+    /// [`stripe_count`] stripes, once the tenant is busy.
+    spread: OnceLock<Box<[Line]>>,
+}
+
+impl Counters {
+    fn new(counters: usize, spread: bool) -> Self {
+        let lines = counters.div_ceil(LINE);
+        let out = Counters {
+            lines,
+            shared: (0..lines).map(|_| Line::new()).collect(),
+            spread: OnceLock::new(),
+        };
+        if spread {
+            out.spread();
+        }
+        out
+    }
+
+    /// Gives every thread slot a stripe of its own, once (not without counters, nor with one
+    /// stripe: there is no other core to share a line with).
+    fn spread(&self) {
+        if self.lines > 0 && stripe_count() > 1 {
+            self.spread.get_or_init(|| {
+                (0..self.lines * stripe_count())
+                    .map(|_| Line::new())
+                    .collect()
+            });
+        }
+    }
+
+    fn is_spread(&self) -> bool {
+        self.spread.get().is_some()
+    }
+
+    /// One more in `counter`, in `stripe` (this thread's [`stripe_slot`]) once spread.
+    #[inline]
+    fn add(&self, stripe: usize, counter: usize) {
+        let line = match self.spread.get() {
+            Some(stripes) => stripes.get(stripe * self.lines + counter / LINE),
+            None => self.shared.get(counter / LINE),
+        };
+        if let Some(line) = line {
+            line.0[counter % LINE].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The counter's value over the shared stripe and every thread's, each cell set back to 0.
+    fn take(&self, counter: usize) -> u64 {
+        let (line, cell) = (counter / LINE, counter % LINE);
+        let take = |l: Option<&Line>| l.map_or(0, |l| l.0[cell].swap(0, Relaxed));
+        let mut sum = take(self.shared.get(line));
+        if let Some(stripes) = self.spread.get() {
+            for stripe in 0..stripes.len() / self.lines.max(1) {
+                sum = sum.saturating_add(take(stripes.get(stripe * self.lines + line)));
+            }
+        }
+        sum
+    }
+
+    /// The requests counted in the shared stripe and not taken yet (its per-scope counters).
+    fn shared_requests(&self) -> u64 {
+        (0..SCOPES)
+            .filter_map(|s| {
+                self.shared
+                    .get(s / LINE)
+                    .map(|l| l.0[s % LINE].load(Relaxed))
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// Bytes of counters held.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.shared)
+            + self.spread.get().map_or(0, |s| std::mem::size_of_val(&**s))
+    }
 }
 
 /// The actions a counted rule may have, by the number a [`CountedRule`] keeps.
@@ -76,12 +174,14 @@ struct CountTable {
     rules: Box<[CountedRule]>,
     /// Positions in `rules`, sorted by id (a refused connection names its rule by id).
     by_id: Box<[u32]>,
-    /// `stripe_count()` stripes of the counters (none without rules).
-    counts: Stripes,
+    /// The counters (none without rules).
+    counts: Counters,
 }
 
 impl CountTable {
-    fn build(rules: Option<&RuleSet>) -> Self {
+    /// The table of `rules`, its counters spread over the thread slots from the start when
+    /// `spread` (the tenant is busy).
+    fn build(rules: Option<&RuleSet>, spread: bool) -> Self {
         let mut active: Vec<_> = rules
             .map(|r| r.acls.iter().filter(|acl| acl.spec.active).collect())
             .unwrap_or_default();
@@ -108,13 +208,13 @@ impl CountTable {
             version: rules.map_or(0, |r| r.version),
             rules: counted,
             by_id: by_id.into_boxed_slice(),
-            counts: Stripes::new(counters),
+            counts: Counters::new(counters, spread),
         }
     }
 
     #[inline]
     fn add(&self, stripe: usize, counter: usize) {
-        self.counts.add_in(stripe, counter);
+        self.counts.add(stripe, counter);
     }
 
     /// The counter's value over every stripe, each stripe's cell set back to 0.
@@ -203,6 +303,8 @@ pub struct TenantRuleCounts {
     /// request).
     pending: Mutex<Vec<RuleCount>>,
     sample_key: u64,
+    /// The shared stripe's request count at the last busy check.
+    seen: AtomicU64,
 }
 
 impl std::fmt::Debug for TenantRuleCounts {
@@ -222,9 +324,10 @@ impl TenantRuleCounts {
     /// tenant of this process had or will have.
     pub(crate) fn new(rules: Option<&RuleSet>) -> Self {
         Self {
-            table: ArcSwap::from_pointee(CountTable::build(rules)),
+            table: ArcSwap::from_pointee(CountTable::build(rules, false)),
             pending: Mutex::new(Vec::new()),
             sample_key: NEXT_SAMPLE_KEY.fetch_add(1, Relaxed),
+            seen: AtomicU64::new(0),
         }
     }
 
@@ -268,11 +371,30 @@ impl TenantRuleCounts {
         if old.version == rules.version && rules.version != 0 {
             return;
         }
-        self.table.store(Arc::new(CountTable::build(Some(rules))));
+        let spread = old.counts.is_spread();
+        self.table
+            .store(Arc::new(CountTable::build(Some(rules), spread)));
         let mut drained = Vec::new();
         old.drain(&mut drained);
         merge(&mut drained, std::mem::take(&mut *pending));
         *pending = drained;
+    }
+
+    /// Spreads the counters over a stripe per thread slot when the table counted at least
+    /// `busy` requests since the last call (the summary task calls it every [`BUSY_CHECK`]);
+    /// whether they are spread (now or before).
+    pub(crate) fn spread_if_busy(&self, busy: u64) -> bool {
+        let table = self.table.load();
+        if !table.counts.is_spread() {
+            let counted = table.counts.shared_requests();
+            let before = self.seen.swap(counted, Relaxed);
+            // Taken for a report, or a new table, since the last look: all of it is new.
+            let since = counted.checked_sub(before).unwrap_or(counted);
+            if since >= busy {
+                table.counts.spread();
+            }
+        }
+        table.counts.is_spread()
     }
 
     /// Records one decision made against rule-set `version`: the request's `scope`, the
@@ -432,8 +554,16 @@ pub(crate) fn collect_summaries(router: &TenantRouter, interval: Duration) -> Ve
     out
 }
 
+/// Spreads the counters of every tenant of `router` that became busy (see the module docs).
+pub(crate) fn spread_busy_tenants(router: &TenantRouter) {
+    for tenant in router.tenants() {
+        tenant.rule_counts().spread_if_busy(BUSY_REQUESTS);
+    }
+}
+
 /// Every `interval`, the reports of every tenant of `router` (see [`collect_summaries`]),
-/// handed to `sink` when there are any, until the task is aborted.
+/// handed to `sink` when there are any, and every [`BUSY_CHECK`] the busy tenants' counters
+/// spread, until the task is aborted.
 pub(crate) fn spawn_tenant_summaries(
     router: Arc<TenantRouter>,
     interval: Duration,
@@ -443,11 +573,18 @@ pub(crate) fn spawn_tenant_summaries(
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
+        let mut busy_check = tokio::time::interval(BUSY_CHECK);
+        busy_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        busy_check.tick().await;
         loop {
-            ticker.tick().await;
-            let reports = collect_summaries(&router, interval);
-            if let (Some(sink), false) = (&sink, reports.is_empty()) {
-                (sink.0)(reports);
+            tokio::select! {
+                _ = ticker.tick() => {
+                    let reports = collect_summaries(&router, interval);
+                    if let (Some(sink), false) = (&sink, reports.is_empty()) {
+                        (sink.0)(reports);
+                    }
+                }
+                _ = busy_check.tick() => spread_busy_tenants(&router),
             }
         }
     })
@@ -492,7 +629,7 @@ mod tests {
 
     /// The position of rule `id` in the table of `rules`.
     fn at(rules: &RuleSet, id: &str) -> usize {
-        let table = CountTable::build(Some(rules));
+        let table = CountTable::build(Some(rules), false);
         table
             .rules
             .iter()
@@ -607,7 +744,7 @@ mod tests {
             ],
         );
         let policy = netacl_eval::CompiledPolicy::compile(&set).expect("compiles");
-        let table = CountTable::build(Some(&set));
+        let table = CountTable::build(Some(&set), false);
         assert_eq!(table.rules.len(), 4);
         for n in 1..=4u8 {
             let ip: std::net::IpAddr = format!("192.0.2.{n}").parse().expect("ip");
@@ -650,10 +787,115 @@ mod tests {
                 ("acl_5555555555555555555555", 5, "block", "tenant"),
             ],
         );
-        let table = CountTable::build(Some(&five));
-        assert_eq!(table.counts.bytes(), 4 * 64 * stripe_count());
+        // One stripe however many cores (the memory of a quiet tenant does not grow with
+        // them); one more per thread slot once spread.
+        let table = CountTable::build(Some(&five), false);
+        assert_eq!(table.counts.bytes(), 4 * 64);
         assert_eq!(std::mem::align_of::<Line>(), 64);
         assert_eq!(std::mem::size_of::<Line>(), 64);
-        assert_eq!(table.counts.start() % 64, 0, "stripes start on a line");
+        assert_eq!(
+            table.counts.shared.as_ptr() as usize % 64,
+            0,
+            "stripes start on a line"
+        );
+        table.counts.spread();
+        let spread = if stripe_count() > 1 {
+            stripe_count()
+        } else {
+            0
+        };
+        assert_eq!(table.counts.bytes(), 4 * 64 * (1 + spread));
+    }
+
+    /// Five rules, each matching its own address.
+    fn five(version: u64) -> RuleSet {
+        rules(
+            version,
+            &[
+                (A, 1, "block", "tenant"),
+                (B, 2, "log", "tenant"),
+                (C, 3, "allow", "authentication"),
+                ("acl_4444444444444444444444", 4, "block", "management"),
+                ("acl_5555555555555555555555", 5, "block", "tenant"),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_busy_tenant_is_spread_and_a_quiet_one_is_not() {
+        let set = five(1);
+        let counts = TenantRuleCounts::new(Some(&set));
+        let scope = RequestScope::Authentication;
+        for _ in 0..BUSY_REQUESTS - 1 {
+            assert!(counts.record_at(1, scope, Some(0), std::iter::empty()));
+        }
+        assert!(!counts.spread_if_busy(BUSY_REQUESTS), "quiet so far");
+        // Counted since the last look only: one more request is not busy.
+        assert!(counts.record_at(1, scope, Some(0), std::iter::empty()));
+        assert!(!counts.spread_if_busy(BUSY_REQUESTS));
+        for _ in 0..BUSY_REQUESTS {
+            assert!(counts.record_at(1, scope, Some(0), std::iter::empty()));
+        }
+        let many_cores = stripe_count() > 1;
+        assert_eq!(counts.spread_if_busy(BUSY_REQUESTS), many_cores);
+        assert!(counts.record_at(1, scope, Some(0), std::iter::once(1)));
+        let reports = counts.take_summaries(Duration::from_secs(60));
+        let a = by_id(&reports, A);
+        assert_eq!(
+            (a.evaluated, a.matched),
+            (2 * BUSY_REQUESTS + 1, 2 * BUSY_REQUESTS + 1)
+        );
+        assert_eq!(by_id(&reports, B).matched, 1);
+        // A new version of a busy tenant's rules is counted spread from the start.
+        counts.install(&five(2));
+        assert_eq!(counts.table.load().counts.is_spread(), many_cores);
+    }
+
+    /// Threads record while the counters spread and reports are taken: every count is reported
+    /// once.
+    #[test]
+    fn counts_stay_exact_while_the_counters_spread() {
+        const THREADS: u64 = 4;
+        const EACH: u64 = 20_000;
+        let set = five(1);
+        let counts = Arc::new(TenantRuleCounts::new(Some(&set)));
+        let reported = std::thread::scope(|threads| {
+            for t in 0..THREADS {
+                let counts = Arc::clone(&counts);
+                threads.spawn(move || {
+                    for n in 0..EACH {
+                        let rule = Some((t + n) as usize % 5);
+                        assert!(counts.record_at(
+                            1,
+                            RequestScope::Management,
+                            rule,
+                            std::iter::once(1)
+                        ));
+                    }
+                });
+            }
+            let mut reported = Vec::new();
+            for round in 0..200 {
+                if round == 50 {
+                    counts.table.load().counts.spread();
+                }
+                reported.extend(counts.take_summaries(Duration::from_secs(1)));
+                std::thread::yield_now();
+            }
+            reported
+        });
+        let mut matched: HashMap<String, u64> = HashMap::new();
+        for r in reported
+            .into_iter()
+            .chain(counts.take_summaries(Duration::from_secs(1)))
+        {
+            *matched.entry(r.rule_id).or_default() += r.matched;
+        }
+        let total = THREADS * EACH;
+        // Rule B (position 1) is the deciding rule of a fifth of the requests and monitored in
+        // all of them.
+        assert_eq!(matched.get(B), Some(&(total / 5 + total)));
+        let all: u64 = matched.values().sum();
+        assert_eq!(all, total + total);
     }
 }

@@ -292,6 +292,10 @@ struct Grouper {
     /// request of the scope (`match_all` with a terminal action), [`NO_RULE`] when none. No
     /// rule after it can be tried for that scope.
     scope_cut: [u32; REQUEST_SCOPES],
+    /// The postings stored for several rules, by content: values listed by the same rules in
+    /// the same roles (a block list written into two rules) share one, so an address index
+    /// holds few distinct postings and packs them in its lines' codes.
+    stored: std::collections::HashMap<Vec<(u8, u32)>, u32, foldhash::fast::RandomState>,
 }
 
 impl Grouper {
@@ -315,8 +319,18 @@ impl Grouper {
             }
             self.cut(&mut run);
             // A value whose rules were all cut concerns no request: left out of the index.
-            if !run.is_empty() {
-                out.push((key, self.postings.add_sorted(&run)));
+            if let Some(&(_, rule)) = run.first() {
+                let reference = if run.iter().all(|&(_, r)| r == rule) {
+                    // One rule: inline, nothing stored (or, rarely, stored as it is).
+                    self.postings.add_sorted(&run)
+                } else if let Some(&reference) = self.stored.get(&run) {
+                    reference
+                } else {
+                    let reference = self.postings.add_sorted(&run);
+                    self.stored.insert(run.clone(), reference);
+                    reference
+                };
+                out.push((key, reference));
             }
         }
         out
@@ -632,6 +646,7 @@ impl CompiledPolicy {
             postings: Postings::default(),
             decides_alone,
             scope_cut,
+            stored: Default::default(),
         };
         let g = &mut grouper;
         let c = collected;
@@ -721,6 +736,7 @@ impl CompiledPolicy {
             .unwrap_or_default();
         policy.stats.approx_bytes = policy.stats.indexes.iter().map(|i| i.bytes).sum::<usize>()
             + policy.postings.bytes()
+            + policy.geo_values.bytes()
             + policy.meta.capacity() * std::mem::size_of::<RuleMeta>()
             + policy
                 .ids
@@ -751,6 +767,8 @@ impl CompiledPolicy {
                 name,
                 kind: if t.networks() == 0 {
                     IndexKind::Unused
+                } else if t.is_packed() {
+                    IndexKind::IntervalLines
                 } else if t.has_blocks() {
                     IndexKind::IntervalBlocks
                 } else if t.has_first_level() {

@@ -42,7 +42,7 @@
 //! assert_eq!(policy.evaluate(&from("192.0.2.9").with_country("US")).verdict(), Verdict::None);
 //! ```
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::hash::short_key_caseless;
@@ -90,9 +90,13 @@ impl GeoAnswer {
     /// value no rule lists matches no `match` and satisfies every `not_match`).
     fn restricted_to(self, values: &GeoValues) -> Self {
         GeoAnswer {
-            country: self.country.filter(|c| values.countries.contains(c)),
-            subdivision: self.subdivision.filter(|s| values.subdivisions.contains(s)),
-            asn: self.asn.filter(|a| values.asns.contains(a)),
+            country: self
+                .country
+                .filter(|c| values.countries.binary_search(c).is_ok()),
+            subdivision: self
+                .subdivision
+                .filter(|s| values.subdivisions.binary_search(s).is_ok()),
+            asn: self.asn.filter(|a| values.asns.binary_search(a).is_ok()),
         }
     }
 
@@ -104,11 +108,22 @@ impl GeoAnswer {
 /// The countries, subdivisions and ASNs a policy's active rules list (in `match` or
 /// `not_match`): the only values worth compiling into intervals. Two policies listing the same
 /// values can share one [`GeoIntervals`].
+///
+/// Each kind is a sorted slice without repeats (searched by bisection; a tree set of 25,000
+/// ASNs took three times the bytes).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GeoValues {
-    countries: BTreeSet<[u8; 2]>,
-    subdivisions: BTreeSet<u64>,
-    asns: BTreeSet<u32>,
+    countries: Box<[[u8; 2]]>,
+    subdivisions: Box<[u64]>,
+    asns: Box<[u32]>,
+}
+
+/// The values sorted, without repeats.
+fn sorted_set<T: Ord>(values: impl IntoIterator<Item = T>) -> Box<[T]> {
+    let mut values: Vec<T> = values.into_iter().collect();
+    values.sort_unstable();
+    values.dedup();
+    values.into_boxed_slice()
 }
 
 impl GeoValues {
@@ -118,10 +133,17 @@ impl GeoValues {
         asns: impl IntoIterator<Item = u32>,
     ) -> Self {
         GeoValues {
-            countries: countries.into_iter().collect(),
-            subdivisions: subdivisions.into_iter().collect(),
-            asns: asns.into_iter().collect(),
+            countries: sorted_set(countries),
+            subdivisions: sorted_set(subdivisions),
+            asns: sorted_set(asns),
         }
+    }
+
+    /// Heap bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.countries)
+            + std::mem::size_of_val(&*self.subdivisions)
+            + std::mem::size_of_val(&*self.asns)
     }
 
     /// The values of explicit lists: countries (two ASCII letters, any case; others are
@@ -348,9 +370,9 @@ pub(crate) struct ValueIds {
 
 impl ValueIds {
     fn new(values: &GeoValues) -> ValueIds {
-        let countries: Vec<[u8; 2]> = values.countries.iter().copied().collect();
-        let subdivisions: Vec<u64> = values.subdivisions.iter().copied().collect();
-        let asns: Vec<u32> = values.asns.iter().copied().collect();
+        let countries: Vec<[u8; 2]> = values.countries.to_vec();
+        let subdivisions: Vec<u64> = values.subdivisions.to_vec();
+        let asns: Vec<u32> = values.asns.to_vec();
         let packing = Packing::new(countries.len(), subdivisions.len(), asns.len());
         ValueIds {
             countries,

@@ -9,6 +9,7 @@ mod hash;
 mod lines;
 mod managed;
 mod memo;
+mod packed;
 mod pages;
 mod policy;
 mod postings;

@@ -21,21 +21,28 @@ enum Memory {
 impl PageBytes {
     /// A copy of `bytes`.
     pub(crate) fn copy_of(bytes: &[u8]) -> Self {
-        let memory = match memmap2::MmapMut::map_anon(bytes.len().max(1)) {
+        Self::filled(bytes.len(), |out| out.copy_from_slice(bytes))
+    }
+
+    /// `len` bytes, zeroed, then written by `fill` in place (a table built where it stays: no
+    /// heap copy to free afterwards, which the allocator might keep resident).
+    pub(crate) fn filled(len: usize, fill: impl FnOnce(&mut [u8])) -> Self {
+        let memory = match memmap2::MmapMut::map_anon(len.max(1)) {
             Ok(mut map) => {
                 // Before the first write: the pages are allocated (huge, if granted) when
                 // first touched. Declined advice leaves ordinary pages, which work the same.
                 #[cfg(target_os = "linux")]
                 let _ = map.advise(memmap2::Advice::HugePage);
-                map[..bytes.len()].copy_from_slice(bytes);
+                fill(&mut map[..len]);
                 Memory::Mapped(map)
             }
-            Err(_) => Memory::Heap(bytes.into()),
+            Err(_) => {
+                let mut heap = vec![0u8; len].into_boxed_slice();
+                fill(&mut heap);
+                Memory::Heap(heap)
+            }
         };
-        Self {
-            memory,
-            len: bytes.len(),
-        }
+        Self { memory, len }
     }
 
     /// The bytes.

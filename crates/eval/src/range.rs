@@ -11,17 +11,25 @@
 //! The search is kept short by a first level, chosen by size:
 //!
 //! - fewer than 64 intervals: none, a binary search over all of them (a few cache lines);
-//! - IPv4 up to 131,071 intervals: a direct table on the top 8 to 22 bits of the address, sized
+//! - IPv4 up to 4,095 intervals: a direct table on the top 8 to 22 bits of the address, sized
 //!   so that a block holds about one interval (a block that no network touches is marked, and
 //!   answered by the table alone), then a search of the block's few intervals;
-//! - IPv4 from 131,072 intervals (tables far larger than a core's cache): [`Block`]s, the
-//!   intervals of each block of addresses packed in half a cache line and found by indexing,
-//!   so that a random address costs one memory access, which the evaluator starts (prefetches)
-//!   before it looks up the other signals. The block size adapts to the density of each
-//!   region of the address space (each /12 has its own, from a /12 held whole to blocks of 16
-//!   addresses), read from a region table small enough to stay in cache: a crowded region
-//!   gets small blocks (a database's thousands of /24s) instead of blocks that overflow, and
-//!   an empty or uniform region one shared block;
+//! - IPv4 from 4,096 intervals: [`PackedIntervals`], twelve interval starts to a cache line,
+//!   each region of the address space cut into as many lines as its density asks, found by a
+//!   multiply: a random address costs one memory access, which the evaluator starts
+//!   (prefetches) before it looks up the other signals, at about 13 bytes an interval. A line
+//!   holds a 16-bit *chain* code per interval: the networks' postings and enclosing networks
+//!   interned (a chain is a posting and the chain around it), a few hundred for a block list
+//!   of a million networks over a hundred rules, read from a small table that stays in cache;
+//!   the network list is not kept;
+//! - IPv4 from 131,072 intervals whose chains are too many for a 16-bit code (every network
+//!   listed by its own combination of rules): [`Block`]s, the intervals of each block of
+//!   addresses packed in half a cache line with their postings and found by indexing, one
+//!   memory access a lookup, at up to 64 bytes an interval start. The block size adapts to the
+//!   density of each region of the address space (each /12 has its own, from a /12 held whole
+//!   to blocks of 16 addresses), read from a region table small enough to stay in cache; an
+//!   empty or uniform region gets one shared block. Below 131,072 intervals such a table takes
+//!   the direct table;
 //! - IPv6: a fence array holding every 32nd interval start, small enough to stay in cache;
 //!   from 8,192 intervals the prefetch searches the fences and requests the lines of the group
 //!   of intervals the lookup will search (a million-network GeoIP table's IPv6 lookups went
@@ -29,6 +37,7 @@
 
 use std::hint::select_unpredictable;
 
+use crate::packed::{PackedIntervals, MAX_CODE};
 use crate::pages::PageBytes;
 use crate::search::partition_point;
 
@@ -49,6 +58,8 @@ pub(crate) trait Address:
     /// The address's offset within its block of the top `bits` bits, truncated to 16 bits
     /// (exact when the block holds at most 65,536 addresses).
     fn offset16(self, bits: u32) -> u16;
+    /// The low 32 bits (the whole address for IPv4).
+    fn low32(self) -> u32;
 }
 
 impl Address for u32 {
@@ -69,6 +80,10 @@ impl Address for u32 {
     fn offset16(self, bits: u32) -> u16 {
         (self & (u32::MAX >> bits)) as u16
     }
+    #[inline]
+    fn low32(self) -> u32 {
+        self
+    }
 }
 
 impl Address for u128 {
@@ -88,6 +103,10 @@ impl Address for u128 {
     #[inline]
     fn offset16(self, bits: u32) -> u16 {
         (self & (u128::MAX >> bits)) as u16
+    }
+    #[inline]
+    fn low32(self) -> u32 {
+        self as u32
     }
 }
 
@@ -118,8 +137,11 @@ const FENCE_STRIDE: usize = 32;
 /// Fenced tables of at least this many intervals (hundreds of kilobytes) prefetch the group
 /// of intervals a lookup searches.
 const FENCES_PREFETCH_MIN: usize = 1 << 13;
-/// IPv4 tables of at least this many intervals (far more than a core's cache holds) are laid
-/// out in [`Block`]s.
+/// IPv4 tables of at least this many intervals are packed in lines ([`PackedIntervals`]) when
+/// their distinct chains fit a `u16` code.
+const PACKED_MIN: usize = 1 << 12;
+/// IPv4 tables of at least this many intervals (far more than a core's cache holds) whose
+/// chains do not fit a `u16` code are laid out in [`Block`]s.
 const BLOCKS_MIN: usize = 1 << 17;
 /// Intervals a [`Block`] holds inline.
 const BLOCK_INTERVALS: usize = 5;
@@ -293,6 +315,10 @@ enum FirstLevel<A> {
         blocks: PageBytes,
         spill: Vec<SpillEntry>,
     },
+    /// The intervals packed in lines, each holding the code of a chain: the node list holds
+    /// the chains (interned: one per distinct posting and enclosing chain), not the networks;
+    /// the interval list itself is not kept.
+    Packed(PackedIntervals),
 }
 
 /// The interval table of one address signal and family.
@@ -317,7 +343,13 @@ impl<A: Address> Default for RangeTable<A> {
 impl<A: Address> RangeTable<A> {
     /// Builds the table from distinct networks `(first address, last address, posting)`.
     /// Networks must be distinct and laminar (CIDR blocks always are).
-    pub(crate) fn build(mut nets: Vec<(A, A, u32)>) -> Self {
+    pub(crate) fn build(nets: Vec<(A, A, u32)>) -> Self {
+        Self::build_laid_out(nets, true)
+    }
+
+    /// [`build`](Self::build); `pack`: whether a large IPv4 table may be packed in lines
+    /// (the tests of the other layouts build them with `false`).
+    fn build_laid_out(mut nets: Vec<(A, A, u32)>, pack: bool) -> Self {
         // Outer networks first among those with the same start (the compiler passes them in
         // that order already: checking is one pass, sorting would be a second sort).
         let outer_first = |a: &(A, A, u32), b: &(A, A, u32)| a.0.cmp(&b.0).then(b.1.cmp(&a.1));
@@ -376,6 +408,17 @@ impl<A: Address> RangeTable<A> {
         }
         close_until(&mut stack, &mut starts, &mut innermost, None);
 
+        if pack && A::DIRECT16 && starts.len() >= PACKED_MIN {
+            if let Some((chains, packed)) = Self::packed(&starts, &innermost, &nodes) {
+                return Self {
+                    intervals: Vec::new(),
+                    nodes: chains,
+                    first: FirstLevel::Packed(packed),
+                    interval_count: starts.len(),
+                    network_count: nodes.len(),
+                };
+            }
+        }
         if A::DIRECT16 && starts.len() >= BLOCKS_MIN {
             let first = Self::blocks(&starts, &innermost, &nodes);
             let network_count = nodes.len();
@@ -448,6 +491,57 @@ impl<A: Address> RangeTable<A> {
             nodes,
             first,
         }
+    }
+
+    /// Interns the chains of the networks (a chain: a network's posting and the chain of the
+    /// network around it; the first chain, code 0, is "no network") and packs the intervals
+    /// (`starts[i]`, innermost network `innermost[i]`) in lines of chain codes, neighbours with
+    /// the same chain merged; `None` when there are more chains than a code can name.
+    fn packed(
+        starts: &[A],
+        innermost: &[u32],
+        nodes: &[Node],
+    ) -> Option<(Vec<Node>, PackedIntervals)> {
+        let mut chains = vec![Node {
+            posting: NONE,
+            parent: NONE,
+        }];
+        let mut known: std::collections::HashMap<(u32, u32), u16, foldhash::fast::RandomState> =
+            Default::default();
+        let mut chain_of: Vec<u16> = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let parent = match node.parent {
+                NONE => NONE,
+                p => u32::from(chain_of[p as usize]),
+            };
+            let code = match known.entry((node.posting, parent)) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    if chains.len() > usize::from(MAX_CODE) {
+                        return None;
+                    }
+                    chains.push(Node {
+                        posting: node.posting,
+                        parent,
+                    });
+                    *e.insert((chains.len() - 1) as u16)
+                }
+            };
+            chain_of.push(code);
+        }
+        let mut merged_starts = Vec::with_capacity(starts.len());
+        let mut codes: Vec<u16> = Vec::with_capacity(starts.len());
+        for (&start, &node) in starts.iter().zip(innermost) {
+            let code = chain_of.get(node as usize).copied().unwrap_or(0);
+            if codes.last() != Some(&code) {
+                merged_starts.push(start.low32());
+                codes.push(code);
+            }
+        }
+        drop(chain_of);
+        let packed = PackedIntervals::build(&merged_starts, &codes);
+        chains.shrink_to_fit();
+        Some((chains, packed))
     }
 
     /// Lays the intervals (`starts[i]`, innermost network `innermost[i]`) out in blocks, each
@@ -595,6 +689,10 @@ impl<A: Address> RangeTable<A> {
                     select_unpredictable(nested, node.parent, NONE),
                 );
             }
+            FirstLevel::Packed(packed) => {
+                let chain = self.nodes[usize::from(packed.get(address.low32()))];
+                return (chain.posting, chain.parent);
+            }
             FirstLevel::None => (0, self.intervals.len() - 1),
             FirstLevel::Direct { bits, table } => {
                 let high = address.top(*bits);
@@ -622,6 +720,7 @@ impl<A: Address> RangeTable<A> {
                 let (index, _) = regions.block(address);
                 prefetch_index::prefetch_index(blocks.bytes(), index * BLOCK_BYTES);
             }
+            FirstLevel::Packed(packed) => packed.prefetch(address.low32()),
             // A large IPv6 table: the fences stay in cache, the group of intervals they lead
             // to does not. Its lines are requested now, so the search finds them arriving.
             FirstLevel::Fences(fences) if self.intervals.len() >= FENCES_PREFETCH_MIN => {
@@ -668,6 +767,11 @@ impl<A: Address> RangeTable<A> {
         matches!(self.first, FirstLevel::Blocks { .. })
     }
 
+    /// Whether the table is packed in lines ([`PackedIntervals`]).
+    pub(crate) fn is_packed(&self) -> bool {
+        matches!(self.first, FirstLevel::Packed(_))
+    }
+
     pub(crate) fn bytes(&self) -> usize {
         let first = match &self.first {
             FirstLevel::None => 0,
@@ -682,6 +786,7 @@ impl<A: Address> RangeTable<A> {
                     + blocks.bytes().len()
                     + spill.capacity() * std::mem::size_of::<SpillEntry>()
             }
+            FirstLevel::Packed(packed) => packed.bytes(),
         };
         self.intervals.capacity() * std::mem::size_of::<Interval<A>>()
             + self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -761,10 +866,11 @@ mod tests {
             let next = nets.len() as u32;
             nets.entry(first).or_insert(next);
         }
-        let table = RangeTable::build(
+        let table = RangeTable::build_laid_out(
             nets.iter()
                 .map(|(&first, &p)| (first, first | 0xff, p))
                 .collect(),
+            false,
         );
         assert!(matches!(table.first, FirstLevel::Direct { bits: 17, .. }));
         for probe in 0..200_000u32 {
@@ -920,17 +1026,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn blocks_agree_with_a_per_length_oracle() {
+    /// Random /20 to /32 networks, enclosing networks (nesting two and three deep), the two
+    /// ends of the space, block edges, and one /16 crowded with /32s.
+    fn per_length_case() -> Vec<(u32, u8)> {
         let mut next = xorshift(0x0dd_c0ffee);
         let mut nets: std::collections::BTreeSet<(u32, u8)> = Default::default();
-        // Random /20 to /32 networks: enough intervals for blocks.
         while nets.len() < 75_000 {
             let len = 20 + (next() % 13) as u8;
             nets.insert(((next() as u32) & (u32::MAX << (32 - len)), len));
         }
-        // Enclosing networks (nesting two and three deep), the two ends of the space, block
-        // edges, and one /16 crowded with /32s (its blocks overflow and spill).
         for (first, len) in [
             (0x0a00_0000, 8),
             (0x0a10_0000, 12),
@@ -947,24 +1051,23 @@ mod tests {
         for i in 0..400u32 {
             nets.insert((0x0c0c_0000 + i * 7, 32));
         }
-        let nets: Vec<(u32, u8)> = nets.into_iter().collect();
-        let table = RangeTable::build(
-            nets.iter()
-                .enumerate()
-                .map(|(p, &(first, len))| {
-                    let last = first | (u32::MAX.checked_shr(u32::from(len)).unwrap_or(0));
-                    (first, last, p as u32)
-                })
-                .collect(),
-        );
-        let FirstLevel::Blocks { spill, .. } = &table.first else {
-            panic!("expected blocks for {} intervals", table.intervals());
-        };
-        assert!(!spill.is_empty(), "the crowded /16 spills");
-        // The oracle: per prefix length, the networks by first address.
+        nets.into_iter().collect()
+    }
+
+    fn last_of(first: u32, len: u8) -> u32 {
+        first | (u32::MAX.checked_shr(u32::from(len)).unwrap_or(0))
+    }
+
+    /// `table` (of `nets`, posting `posting(i)` for network `i`) against an oracle of the
+    /// networks by prefix length, at random addresses and at every network's edges.
+    fn agrees_with_a_per_length_oracle(
+        table: &RangeTable<u32>,
+        nets: &[(u32, u8)],
+        posting: impl Fn(usize) -> u32,
+    ) {
         let mut by_len: Vec<std::collections::HashMap<u32, u32>> = vec![Default::default(); 33];
         for (p, &(first, len)) in nets.iter().enumerate() {
-            by_len[usize::from(len)].insert(first, p as u32);
+            by_len[usize::from(len)].insert(first, posting(p));
         }
         let expected = |a: u32| -> Vec<u32> {
             (0..=32u32)
@@ -975,16 +1078,86 @@ mod tests {
                 })
                 .collect()
         };
+        let mut next = xorshift(0x5eed_00f0_0ddd);
         let mut probes: Vec<u32> = (0..200_000).map(|_| next() as u32).collect();
-        for &(first, len) in &nets {
-            let last = first | (u32::MAX.checked_shr(u32::from(len)).unwrap_or(0));
+        for &(first, len) in nets {
+            let last = last_of(first, len);
             probes.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
         }
         probes.extend((0..2_000u32).map(|i| 0x0c0c_0000 + i));
         probes.extend([0, 1, u32::MAX, u32::MAX - 1, 0x0b00_fffe, 0x0b01_0001]);
         for a in probes {
-            assert_eq!(chain(&table, a), expected(a), "{a:#x}");
+            table.prefetch(a);
+            assert_eq!(chain(table, a), expected(a), "{a:#x}");
         }
+    }
+
+    #[test]
+    fn blocks_agree_with_a_per_length_oracle() {
+        let nets = per_length_case();
+        let table = RangeTable::build_laid_out(
+            nets.iter()
+                .enumerate()
+                .map(|(p, &(first, len))| (first, last_of(first, len), p as u32))
+                .collect(),
+            false,
+        );
+        let FirstLevel::Blocks { spill, .. } = &table.first else {
+            panic!("expected blocks for {} intervals", table.intervals());
+        };
+        assert!(!spill.is_empty(), "the crowded /16 spills");
+        agrees_with_a_per_length_oracle(&table, &nets, |p| p as u32);
+    }
+
+    /// The same networks with the postings of a block list over a few dozen rules (a few
+    /// dozen distinct postings, so a few hundred chains): packed in lines.
+    #[test]
+    fn lines_agree_with_a_per_length_oracle() {
+        let nets = per_length_case();
+        let posting = |p: usize| (p * 7 % 41) as u32;
+        let table = RangeTable::build(
+            nets.iter()
+                .enumerate()
+                .map(|(p, &(first, len))| (first, last_of(first, len), posting(p)))
+                .collect(),
+        );
+        let FirstLevel::Packed(packed) = &table.first else {
+            panic!("expected lines for {} intervals", table.intervals());
+        };
+        assert!(packed.spilled_lines() > 0, "the crowded /16 spills");
+        assert!(table.nodes.len() < 10_000, "{} chains", table.nodes.len());
+        assert_eq!(table.networks(), nets.len());
+        // Lines, regions and chains: about 13 bytes an interval.
+        assert!(
+            table.bytes() < table.intervals() * 14,
+            "{} bytes for {} intervals",
+            table.bytes(),
+            table.intervals()
+        );
+        agrees_with_a_per_length_oracle(&table, &nets, posting);
+    }
+
+    /// A posting per network: more chains than a line's code names, so the table keeps the
+    /// blocks (from 131,072 intervals) or the direct table.
+    #[test]
+    fn too_many_chains_for_lines_keep_blocks() {
+        let nets = per_length_case();
+        let table = RangeTable::build(
+            nets.iter()
+                .enumerate()
+                .map(|(p, &(first, len))| (first, last_of(first, len), p as u32))
+                .collect(),
+        );
+        assert!(table.has_blocks(), "{} intervals", table.intervals());
+        let small = RangeTable::build(
+            nets.iter()
+                .take(70_000)
+                .step_by(8)
+                .enumerate()
+                .map(|(p, &(first, len))| (first, last_of(first, len), p as u32))
+                .collect(),
+        );
+        assert!(small.is_packed(), "fewer chains than codes");
     }
 
     #[test]
@@ -999,7 +1172,7 @@ mod tests {
                 (first, first | 0xff, i)
             })
             .collect();
-        let table = RangeTable::build(nets.clone());
+        let table = RangeTable::build_laid_out(nets.clone(), false);
         let FirstLevel::Blocks {
             regions,
             blocks,
@@ -1070,5 +1243,86 @@ mod tests {
         );
         assert_eq!(Block::find(&records, 1, 5), None, "spilled");
         assert_eq!(Block::find(&records, 2, 5), None, "out of range");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(32))]
+
+        /// Random CIDR sets, spread over the space or crowded into a few /16s (dense: /32s
+        /// side by side, nesting), postings from a few (lines) or one per network (blocks or
+        /// direct table), IPv4 and IPv6: every layout answers as a scan of the networks.
+        #[test]
+        fn random_networks_answer_as_a_scan(
+            seed: u64,
+            count in 1usize..6_000,
+            crowded: bool,
+            distinct in 1u32..5_000,
+        ) {
+            let mut next = xorshift(seed | 1);
+            let windows: Vec<u32> = (0..4).map(|_| (next() as u32) & 0xffff_0000).collect();
+            let mut v4: std::collections::BTreeSet<(u32, u8)> = Default::default();
+            let mut v6: std::collections::BTreeSet<(u128, u8)> = Default::default();
+            for _ in 0..count {
+                let len = [32u8, 32, 31, 28, 24, 24, 20, 16, 12][(next() % 9) as usize];
+                let point = if crowded {
+                    windows[(next() % 4) as usize] | (next() as u32 & 0xffff)
+                } else {
+                    next() as u32
+                };
+                v4.insert((point & u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0), len));
+                let len6 = [128u8, 64, 56, 48, 32][(next() % 5) as usize];
+                let point6 = if crowded {
+                    (u128::from(windows[(next() % 4) as usize]) << 96)
+                        | (u128::from(next()) << 32)
+                } else {
+                    (u128::from(next()) << 64) | u128::from(next())
+                };
+                v6.insert((point6 & (u128::MAX << (128 - u32::from(len6))), len6));
+            }
+            let posting = |p: usize| (p as u32).wrapping_mul(2_654_435_761) % distinct;
+            let nets4: Vec<(u32, u32, u32)> = v4
+                .iter()
+                .enumerate()
+                .map(|(p, &(first, len))| (first, last_of(first, len), posting(p)))
+                .collect();
+            let nets6: Vec<(u128, u128, u32)> = v6
+                .iter()
+                .enumerate()
+                .map(|(p, &(first, len))| {
+                    (first, first | (u128::MAX.checked_shr(u32::from(len)).unwrap_or(0)), posting(p))
+                })
+                .collect();
+            let t4 = RangeTable::build(nets4.clone());
+            let t6 = RangeTable::build(nets6.clone());
+            if t4.intervals() >= PACKED_MIN {
+                proptest::prop_assert!(t4.is_packed());
+            }
+            fn scan<A: Address>(nets: &[(A, A, u32)], a: A) -> Vec<u32> {
+                // Innermost first: the enclosing networks of an address are nested, so the
+                // narrower ones start later or end earlier.
+                let mut holding: Vec<&(A, A, u32)> =
+                    nets.iter().filter(|n| n.0 <= a && a <= n.1).collect();
+                holding.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+                holding.into_iter().map(|n| n.2).collect()
+            }
+            let mut probes4: Vec<u32> = (0..1_500).map(|_| next() as u32).collect();
+            let mut probes6: Vec<u128> = (0..500).map(|_| (u128::from(next()) << 64) | u128::from(next())).collect();
+            for &(first, last, _) in nets4.iter().step_by(1 + nets4.len() / 700) {
+                probes4.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+            }
+            for &(first, last, _) in nets6.iter().step_by(1 + nets6.len() / 300) {
+                probes6.extend([first, last, first.wrapping_sub(1), last.wrapping_add(1)]);
+            }
+            probes4.extend([0, u32::MAX]);
+            probes6.extend([0, u128::MAX]);
+            for a in probes4 {
+                t4.prefetch(a);
+                proptest::prop_assert_eq!(chain(&t4, a), scan(&nets4, a), "{:#x}", a);
+            }
+            for a in probes6 {
+                t6.prefetch(a);
+                proptest::prop_assert_eq!(chain(&t6, a), scan(&nets6, a), "{:#x}", a);
+            }
+        }
     }
 }

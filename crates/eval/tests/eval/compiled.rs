@@ -283,10 +283,11 @@ fn managed_lists_are_compiled_once_and_shared() {
     assert!(Arc::ptr_eq(again.managed_index(), &index));
 }
 
-/// A tenant large enough for the block layout of the client address index (from 131,072
-/// intervals), end to end against the reference: nested networks, spilled blocks, prefetch.
+/// A tenant large enough for a client address index packed in lines (from 4,096 intervals;
+/// here 160,000 CIDRs over 20 rules, so a few hundred distinct chains), end to end against the
+/// reference: nested networks, spilled lines, prefetch.
 #[test]
-fn block_tables_agree_with_reference() {
+fn line_tables_agree_with_reference() {
     let config = SyntheticConfig {
         rules: 60,
         cidrs: 160_000,
@@ -305,7 +306,12 @@ fn block_tables_agree_with_reference() {
         .iter()
         .find(|i| i.name == "client_ip_v4")
         .expect("the client index");
-    assert_eq!(client.kind, IndexKind::IntervalBlocks, "{client:?}");
+    assert_eq!(client.kind, IndexKind::IntervalLines, "{client:?}");
+    // Lines, regions and chains: well under 20 bytes an interval.
+    assert!(
+        client.bytes < client.intervals.unwrap_or(0) * 20,
+        "{client:?}"
+    );
     let mut blocked_by_address = 0;
     for input in &generated.requests {
         let request = input.to_request().expect("synthetic requests are valid");
@@ -313,8 +319,146 @@ fn block_tables_agree_with_reference() {
         let got = policy.outcome(&policy.evaluate(&request));
         assert_eq!(got, expected, "request {input:?}");
         blocked_by_address += usize::from(got.action != Verdict::None);
+        // The same request from the IPv4-mapped form of its client address.
+        if let Some(std::net::IpAddr::V4(v4)) = request.client_ip() {
+            let mapped = request.with_client_ip(v4.to_ipv6_mapped().into());
+            assert_eq!(
+                policy.outcome(&policy.evaluate(&mapped)),
+                expected,
+                "{v4} mapped"
+            );
+        }
     }
     assert!(blocked_by_address > 100, "{blocked_by_address} decided");
+
+    // The edges of the listed networks: the first and last address of every 40th network and
+    // the addresses on either side, as IPv4 and IPv4-mapped IPv6, in every scope.
+    let mut cidrs = Vec::new();
+    for record in generated.records.as_array().expect("records") {
+        for part in ["match", "not_match"] {
+            if let Some(list) = record["rule"][part]["ipv4_cidrs"].as_array() {
+                cidrs.extend(list.iter().filter_map(|c| c.as_str()));
+            }
+        }
+    }
+    assert!(cidrs.len() > 100_000, "{} CIDRs", cidrs.len());
+    let scopes = RequestScope::ALL;
+    let mut edges = 0;
+    for (n, cidr) in cidrs.iter().enumerate().step_by(40) {
+        // A CIDR (host bits set mean its network) or a bare address.
+        let (address, len) = cidr.split_once('/').unwrap_or((cidr, "32"));
+        let address: u32 = address.parse::<std::net::Ipv4Addr>().expect("IPv4").into();
+        let len: u32 = len.parse().expect("a prefix length");
+        let first = address & u32::MAX.checked_shl(32 - len).unwrap_or(0);
+        let last = first | u32::MAX.checked_shr(len).unwrap_or(0);
+        for a in [first, last, first.wrapping_sub(1), last.wrapping_add(1)] {
+            let v4 = std::net::Ipv4Addr::from(a);
+            let request = Request::new(scopes[n % scopes.len()]).with_client_ip(v4.into());
+            let expected = reference::evaluate(&rules, &request);
+            assert_eq!(policy.outcome(&policy.evaluate(&request)), expected, "{v4}");
+            let mapped = request.with_client_ip(v4.to_ipv6_mapped().into());
+            assert_eq!(
+                policy.outcome(&policy.evaluate(&mapped)),
+                expected,
+                "{v4} mapped"
+            );
+            edges += usize::from(expected.action != Verdict::None);
+        }
+    }
+    assert!(edges > 1_000, "{edges} edge addresses decided");
+}
+
+/// 70,000 /24 networks, each listed by its own pair of 400 rules: more distinct postings than
+/// a line's code names, so the client index keeps the half-line blocks (from 131,072
+/// intervals); end to end against the reference. The same networks listed by the same two
+/// rules share one posting and are packed in lines.
+#[test]
+fn block_tables_agree_with_reference() {
+    const RULES: u32 = 400;
+    const NETWORKS: u32 = 70_000;
+    let mut pairs = Vec::with_capacity(NETWORKS as usize);
+    'pairs: for a in 0..RULES {
+        for b in a + 1..RULES {
+            if pairs.len() == NETWORKS as usize {
+                break 'pairs;
+            }
+            pairs.push((a, b));
+        }
+    }
+    // A /24 every 512 addresses from 10.0.0.0 (a gap after each), in a scattered order.
+    let network = |n: u32| 0x0a00_0000u32 + ((n.wrapping_mul(40_503) % NETWORKS) << 9);
+    let text = |n: u32| format!("{}/24", std::net::Ipv4Addr::from(network(n)));
+    let mut listed: Vec<Vec<String>> = vec![Vec::new(); RULES as usize];
+    for (n, &(a, b)) in pairs.iter().enumerate() {
+        listed[a as usize].push(text(n as u32));
+        listed[b as usize].push(text(n as u32));
+    }
+    let records = |listed: &[Vec<String>]| -> Vec<serde_json::Value> {
+        listed
+            .iter()
+            .enumerate()
+            .filter(|(_, cidrs)| !cidrs.is_empty())
+            .map(|(i, cidrs)| {
+                // Log rules (a rule that decides alone would cut the ones after it from the
+                // postings), the last five blocking.
+                let action = if i + 5 >= RULES as usize {
+                    json!({"block": true})
+                } else {
+                    json!({"log": true})
+                };
+                record(
+                    // Base58 has no `0`.
+                    &format!("R{i:04}").replace('0', "z"),
+                    // Priorities go to 100; ties are ordered by id.
+                    1 + (i as u64 % 100),
+                    true,
+                    json!({"action": action, "scope": "tenant", "match": {"ipv4_cidrs": cidrs}}),
+                )
+            })
+            .collect()
+    };
+    let limits = Limits::new(200_000, 200_000, 1_000, 400_000);
+    let build = |records: Vec<serde_json::Value>| {
+        let rules =
+            netacl_model::RuleSet::from_json(&serde_json::Value::Array(records), 1, &limits)
+                .expect("valid rules");
+        let policy = CompiledPolicy::compile_with_limits(&rules, &limits).expect("compiles");
+        let kind = policy
+            .stats()
+            .indexes
+            .iter()
+            .find(|i| i.name == "client_ip_v4")
+            .map(|i| i.kind);
+        (rules, policy, kind)
+    };
+    let (rules, policy, kind) = build(records(&listed));
+    assert_eq!(kind, Some(IndexKind::IntervalBlocks));
+    let mut next = 0x2545_f491_4f6c_dd1du64;
+    let mut decided = 0;
+    for i in 0..3_000u32 {
+        next ^= next << 13;
+        next ^= next >> 7;
+        next ^= next << 17;
+        let address = if i % 2 == 0 {
+            network((next % u64::from(NETWORKS)) as u32) | (next >> 40) as u32 & 0x1ff
+        } else {
+            next as u32
+        };
+        let request = Request::new(RequestScope::Authentication)
+            .with_client_ip(std::net::Ipv4Addr::from(address).into());
+        let expected = reference::evaluate(&rules, &request);
+        let got = policy.outcome(&policy.evaluate(&request));
+        assert_eq!(got, expected, "{}", std::net::Ipv4Addr::from(address));
+        decided += usize::from(got.action != Verdict::None || !got.monitored.is_empty());
+    }
+    assert!(decided > 500, "{decided} requests matched");
+
+    // Every network in the same two (log) rules: one posting, lines.
+    let all: Vec<String> = (0..NETWORKS).map(text).collect();
+    let same = vec![Vec::new(), all.clone(), all];
+    let (_, policy, kind) = build(records(&same));
+    assert_eq!(kind, Some(IndexKind::IntervalLines));
+    assert_eq!(policy.stats().postings, 1);
 }
 
 #[test]

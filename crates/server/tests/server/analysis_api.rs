@@ -529,14 +529,14 @@ async fn expensive_requests_are_limited_per_tenant_and_a_dropped_analysis_stops(
     use netacl_server::rate_limit::RateLimitConfig;
     use netacl_server::{OperatorToken, WorkLimits};
     use std::time::{Duration, Instant};
-    use support::{oneshot, start_in, DOMAIN};
+    use crate::support::{oneshot, start_in, DOMAIN};
 
     const OPERATOR: &str = "operator-token-of-the-expensive-requests-test";
     let dir = tempfile::tempdir().expect("tempdir");
     let limits = WorkLimits::new()
         .with_analysis(u64::MAX, Duration::from_secs(600))
         .with_concurrency(1, 4);
-    let config = support::config()
+    let config = crate::support::config()
         .with_operator_token(OperatorToken::new(OPERATOR.into()).expect("operator token"))
         .with_rate_limit(RateLimitConfig {
             burst: 10_000,
