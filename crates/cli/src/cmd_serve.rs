@@ -115,7 +115,7 @@ pub struct Args {
     /// Rule analysis through the API: the longest one analysis runs (250ms, 10s, 1m), whatever
     /// work units it has left (the backstop of a slow or busy machine).
     #[arg(long, env = "NETACL_ANALYSIS_DEADLINE", value_name = "DURATION", default_value = "10s",
-          value_parser = crate::cmd_edge::parse_duration)]
+          value_parser = crate::duration_arg::parse_duration)]
     analysis_deadline: std::time::Duration,
     /// Expensive requests (analysis, impact preview, dry run, managed-list upload, directory
     /// import) one tenant may run at once; more: 429 with Retry-After.

@@ -524,12 +524,12 @@ fn pending_body() -> axum::body::Body {
 /// and a deadline of ten minutes, only the cancellation can end it that soon).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expensive_requests_are_limited_per_tenant_and_a_dropped_analysis_stops() {
+    use crate::support::{oneshot, start_in, DOMAIN};
     use axum::body::Body;
     use http::Request;
     use netacl_server::rate_limit::RateLimitConfig;
     use netacl_server::{OperatorToken, WorkLimits};
     use std::time::{Duration, Instant};
-    use crate::support::{oneshot, start_in, DOMAIN};
 
     const OPERATOR: &str = "operator-token-of-the-expensive-requests-test";
     let dir = tempfile::tempdir().expect("tempdir");
