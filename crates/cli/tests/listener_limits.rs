@@ -695,7 +695,17 @@ fn slow_analysis_body(count: u32) -> Value {
 #[test]
 fn sigterm_stops_serve_within_ten_seconds_while_an_analysis_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = start_serve(dir.path(), &[], None);
+    // The analysis's own bounds (work units, deadline) lifted, so that only the stop ends it.
+    let mut server = start_serve(
+        dir.path(),
+        &[
+            "--analysis-work",
+            "100000000000",
+            "--analysis-deadline",
+            "10m",
+        ],
+        None,
+    );
     let token = server.token();
     let addr = server.addr;
     let body = slow_analysis_body(800);

@@ -193,7 +193,12 @@ impl Admitted {
                                 continue;
                             }
                             Watch::Until(ms, _) if state.now_ms() < ms => {
-                                timer.as_mut().reset(state.instant(ms));
+                                // Looked at again within the watch period however far the
+                                // deadline is: a kept-alive connection's next head may begin
+                                // (bytes arrive) while it sleeps toward its idle deadline, and
+                                // from then on the header timeout is the one that counts.
+                                let next = Instant::now() + limits.watch_period();
+                                timer.as_mut().reset(state.instant(ms).min(next));
                                 continue;
                             }
                             Watch::Until(_, Expiry::Send) => {

@@ -583,8 +583,15 @@ fn in_child_process(name: &str, body: impl FnOnce()) {
         body();
         return;
     }
+    // The test's path within the binary: this module's path without the crate's name.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let path = if module.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{module}::{name}")
+    };
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([path.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .output()
         .unwrap();
