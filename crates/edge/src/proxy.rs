@@ -572,7 +572,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                 }
                 (None, None) => None,
             };
-            let summary = crate::tenant_counts::spawn_tenant_summaries(
+            let summary = crate::summaries::spawn_tenant_summaries(
                 Arc::clone(router),
                 config.summary_interval,
                 sink,

@@ -35,7 +35,7 @@ use crate::metrics::SummarySink;
 use crate::origin::{is_loopback_url, OriginClient};
 use crate::sample::TrafficSample;
 use crate::source::RemoteRules;
-use crate::tenant_counts::{TenantSummaries, TenantSummarySink};
+use crate::tenant_counts::{TenantSummaries, TenantSummarySink, BUSY_CHECK, BUSY_REQUESTS};
 use crate::tenant_source::RemoteTenants;
 use crate::tenants::TenantRouter;
 
@@ -413,6 +413,77 @@ impl Reporter {
             )),
         }
     }
+}
+
+// --- The multi-tenant edge's periodic task: every tenant's reports, and busy tenants spread ---
+
+/// Takes every tenant's reports of the interval (see [`TenantRuleCounts::take_summaries`]) and
+/// logs each report as an `acls_summary` event (target `netacl_edge::summary`, with the tenant).
+pub(crate) fn collect_summaries(router: &TenantRouter, interval: Duration) -> Vec<TenantSummaries> {
+    let mut out = Vec::new();
+    for tenant in router.tenants() {
+        let summaries = tenant.rule_counts().take_summaries(interval);
+        if summaries.is_empty() {
+            continue;
+        }
+        for s in &summaries {
+            tracing::info!(
+                target: "netacl_edge::summary",
+                event = "acls_summary",
+                tenant = tenant.id(),
+                rule_id = %s.rule_id,
+                action = %s.action,
+                scope = %s.scope,
+                policy_version = s.policy_version,
+                interval_s = s.interval_s,
+                evaluated = s.evaluated,
+                matched = s.matched,
+                connections_refused = s.connections_refused,
+                "acls_summary"
+            );
+        }
+        out.push(TenantSummaries {
+            tenant: tenant.id().to_owned(),
+            summaries,
+        });
+    }
+    out
+}
+
+/// Spreads the counters of every tenant of `router` that became busy (see the module docs).
+pub(crate) fn spread_busy_tenants(router: &TenantRouter) {
+    for tenant in router.tenants() {
+        tenant.rule_counts().spread_if_busy(BUSY_REQUESTS);
+    }
+}
+
+/// Every `interval`, the reports of every tenant of `router` (see [`collect_summaries`]),
+/// handed to `sink` when there are any, and every [`BUSY_CHECK`] the busy tenants' counters
+/// spread, until the task is aborted.
+pub(crate) fn spawn_tenant_summaries(
+    router: Arc<TenantRouter>,
+    interval: Duration,
+    sink: Option<TenantSummarySink>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        let mut busy_check = tokio::time::interval(BUSY_CHECK);
+        busy_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        busy_check.tick().await;
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {
+                    let reports = collect_summaries(&router, interval);
+                    if let (Some(sink), false) = (&sink, reports.is_empty()) {
+                        (sink.0)(reports);
+                    }
+                }
+                _ = busy_check.tick() => spread_busy_tenants(&router),
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Per-rule counts of each tenant at a multi-tenant edge, and the `acls_summary` reports made
 //! from them.
 //!
-//! Every tenant of a [`TenantRouter`] carries a [`TenantRuleCounts`]: a table of counters for
+//! Every tenant of a [`TenantRouter`](crate::TenantRouter) carries a [`TenantRuleCounts`]: a table of counters for
 //! the rule-set version its engine holds, built when that version is installed (compiled by the
 //! edge, or observed from the engine `netacl serve` feeds), sized by the tenant's active rules
 //! and swapped in whole. Recording a decision takes no lock, allocates nothing and looks nothing
@@ -45,7 +45,6 @@ use netacl_eval::RuleIndex;
 use netacl_model::{AclId, AclSummary, Action, RequestScope, RuleScope, RuleSet};
 
 use crate::metrics::{scope_slot, stripe_count, stripe_slot, Line, LINE, REQUEST_SCOPES, SCOPES};
-use crate::tenants::TenantRouter;
 
 /// Counters per rule, after the [`SCOPES`] request counters: the requests it decided per
 /// request scope, its monitored matches, the connections it refused.
@@ -506,7 +505,7 @@ pub struct TenantSummaries {
 /// Called once per interval from the summary task with every tenant that has something to
 /// report; it must not block (hand the batch to a task).
 #[derive(Clone)]
-pub struct TenantSummarySink(Arc<dyn Fn(Vec<TenantSummaries>) + Send + Sync>);
+pub struct TenantSummarySink(pub(crate) Arc<dyn Fn(Vec<TenantSummaries>) + Send + Sync>);
 
 impl TenantSummarySink {
     /// A sink calling `f` with each interval's reports.
@@ -519,75 +518,6 @@ impl std::fmt::Debug for TenantSummarySink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("TenantSummarySink")
     }
-}
-
-/// Takes every tenant's reports of the interval (see [`TenantRuleCounts::take_summaries`]) and
-/// logs each report as an `acls_summary` event (target `netacl_edge::summary`, with the tenant).
-pub(crate) fn collect_summaries(router: &TenantRouter, interval: Duration) -> Vec<TenantSummaries> {
-    let mut out = Vec::new();
-    for tenant in router.tenants() {
-        let summaries = tenant.rule_counts().take_summaries(interval);
-        if summaries.is_empty() {
-            continue;
-        }
-        for s in &summaries {
-            tracing::info!(
-                target: "netacl_edge::summary",
-                event = "acls_summary",
-                tenant = tenant.id(),
-                rule_id = %s.rule_id,
-                action = %s.action,
-                scope = %s.scope,
-                policy_version = s.policy_version,
-                interval_s = s.interval_s,
-                evaluated = s.evaluated,
-                matched = s.matched,
-                connections_refused = s.connections_refused,
-                "acls_summary"
-            );
-        }
-        out.push(TenantSummaries {
-            tenant: tenant.id().to_owned(),
-            summaries,
-        });
-    }
-    out
-}
-
-/// Spreads the counters of every tenant of `router` that became busy (see the module docs).
-pub(crate) fn spread_busy_tenants(router: &TenantRouter) {
-    for tenant in router.tenants() {
-        tenant.rule_counts().spread_if_busy(BUSY_REQUESTS);
-    }
-}
-
-/// Every `interval`, the reports of every tenant of `router` (see [`collect_summaries`]),
-/// handed to `sink` when there are any, and every [`BUSY_CHECK`] the busy tenants' counters
-/// spread, until the task is aborted.
-pub(crate) fn spawn_tenant_summaries(
-    router: Arc<TenantRouter>,
-    interval: Duration,
-    sink: Option<TenantSummarySink>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticker.tick().await;
-        let mut busy_check = tokio::time::interval(BUSY_CHECK);
-        busy_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        busy_check.tick().await;
-        loop {
-            tokio::select! {
-                _ = ticker.tick() => {
-                    let reports = collect_summaries(&router, interval);
-                    if let (Some(sink), false) = (&sink, reports.is_empty()) {
-                        (sink.0)(reports);
-                    }
-                }
-                _ = busy_check.tick() => spread_busy_tenants(&router),
-            }
-        }
-    })
 }
 
 #[cfg(test)]
