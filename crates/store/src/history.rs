@@ -260,6 +260,24 @@ fn corrupt(tenant: &TenantId, version: u64, reason: impl Into<String>) -> StoreE
 }
 
 /// The JSON text stored for changes.
+/// A kept version refers to a content (rule or manifest text) that is not stored.
+pub(crate) fn missing(tenant: &TenantId, version: u64) -> StoreError {
+    StoreError::Corrupt {
+        tenant: tenant.to_string(),
+        id: format!("history version {version}"),
+        reason: "a content it refers to is missing".into(),
+    }
+}
+
+/// A network ACL record in force, read from its stored JSON text.
+pub(crate) fn record_in_force(tenant: &TenantId, text: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text).map_err(|err| StoreError::Corrupt {
+        tenant: tenant.to_string(),
+        id: "network ACL".into(),
+        reason: err.to_string(),
+    })
+}
+
 fn changes_text(changes: &[RecordChange]) -> Result<String, StoreError> {
     let array: Vec<Value> = changes.iter().map(RecordChange::to_json).collect();
     serde_json::to_string(&array)

@@ -10,8 +10,9 @@ use super::network_acls::{query_acls, Row};
 use super::tenants::{acl_version, bump_acl_version};
 use super::{from_version, now_ms, read_snapshot, to_version, PostgresStore};
 use crate::history::{
-    change_rules, convert_entry, join_changes, parse_changes, parse_manifest, plan_version,
-    record_of, rule_set, without_records, ContentUse, Previous, Restore, PRUNE_BATCH,
+    change_rules, convert_entry, join_changes, missing, parse_changes, parse_manifest,
+    plan_version, record_in_force, record_of, rule_set, without_records, ContentUse, Previous,
+    Restore, PRUNE_BATCH,
 };
 use crate::{
     HistoryRetention, HistoryStore, RecordChange, StoreError, TenantId, VersionEntry, WriteOrigin,
@@ -107,22 +108,10 @@ async fn previous(
     let mut records = Vec::with_capacity(rows.len());
     for row in rows {
         let text: &str = row.get(0);
-        let record: Value = serde_json::from_str(text).map_err(|err| StoreError::Corrupt {
-            tenant: tenant.to_string(),
-            id: "network ACL".into(),
-            reason: err.to_string(),
-        })?;
+        let record = record_in_force(tenant, text)?;
         records.push(record);
     }
     Ok(Previous::Unknown { records })
-}
-
-fn missing(tenant: &TenantId, version: u64) -> StoreError {
-    StoreError::Corrupt {
-        tenant: tenant.to_string(),
-        id: format!("history version {version}"),
-        reason: "a content it refers to is missing".into(),
-    }
 }
 
 /// The text of a content, if it is stored.
