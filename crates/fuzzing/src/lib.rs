@@ -1,24 +1,4 @@
-//! The bodies of netacl's fuzz targets: each function takes one input (arbitrary bytes), runs
-//! exactly the code the product runs on such input (the public functions of its crates), and
-//! panics if a property the product promises does not hold.
-//!
-//! Two harnesses call them:
-//!
-//! - `fuzz/` (cargo-fuzz, libFuzzer; outside the workspace): one target per function of
-//!   [`TARGETS`], run by `.ci/run` for a bounded time and by hand with
-//!   `RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET` (README, Security, "Fuzzing");
-//! - `tests/regressions.rs` here, a plain `cargo test`: every input kept in
-//!   `fuzz/regressions/TARGET/` (each crash found, minimised) and every seed in
-//!   `fuzz/corpus/TARGET/`, fed to its target.
-//!
-//! ```
-//! // Any bytes: a target either returns or panics with the property that failed.
-//! netacl_fuzzing::paths(b"/api/v2/../v2/users");
-//! netacl_fuzzing::request_line(br#"{"path": "/api/v2/users", "client_ip": "198.51.100.7"}"#);
-//! ```
-//!
-//! Keeping the bodies in a workspace crate means the regression test is built with the rest of
-//! the workspace (no second build of the product) and the fuzz targets are one line each.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 mod bodies;
