@@ -1,0 +1,4 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+
+pub mod spoe;
