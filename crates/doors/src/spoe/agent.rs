@@ -146,7 +146,10 @@ impl Connection {
         let hello = HaproxyHello::try_from(hello.payload())
             .map_err(|reason| ConnError::Refused(StatusCode::Invalid, reason))?;
         let version = hello.negotiate_version().ok_or_else(|| {
-            ConnError::Refused(StatusCode::BadVersion, StatusCode::BadVersion.message().into())
+            ConnError::Refused(
+                StatusCode::BadVersion,
+                StatusCode::BadVersion.message().into(),
+            )
         })?;
         let max_frame_size = hello
             .negotiate_max_frame_size(self.codec.max_frame_size())
@@ -182,9 +185,8 @@ impl Connection {
                     };
                     let mut ack = Ack::new(metadata.stream_id, metadata.frame_id);
                     for message in messages.iter().filter(|m| m.name == MESSAGE_NAME) {
-                        let request = SpoeRequest::from_message(message).map_err(|e| {
-                            ConnError::Refused(StatusCode::Invalid, e.to_string())
-                        })?;
+                        let request = SpoeRequest::from_message(message)
+                            .map_err(|e| ConnError::Refused(StatusCode::Invalid, e.to_string()))?;
                         let decision = enforcer.decide_request(
                             Some(&request.conn),
                             &request.method,
@@ -220,28 +222,10 @@ impl Connection {
         config: &SpoeConfig,
     ) -> Result<Box<dyn SpopFrame>, ConnError> {
         loop {
-            if self.read.len() >= 4 {
-                let announced =
-                    u32::from_be_bytes([self.read[0], self.read[1], self.read[2], self.read[3]]);
-                if announced > self.codec.max_frame_size() {
-                    return Err(ConnError::Refused(
-                        StatusCode::TooBig,
-                        StatusCode::TooBig.message().into(),
-                    ));
-                }
-            }
-            // FLAGS follow the length and the type byte; FIN clear is a fragment. The agent
-            // announced no fragmentation, so a fragment is a peer error it names as such.
-            if self.read.len() >= 9 && self.read[8] & 1 == 0 {
-                return Err(ConnError::Refused(
-                    StatusCode::FragmentationNotSupported,
-                    StatusCode::FragmentationNotSupported.message().into(),
-                ));
-            }
-            match self.codec.decode(&mut self.read) {
-                Ok(Some(frame)) => return Ok(frame),
-                Ok(None) => {}
-                Err(e) => return Err(ConnError::Refused(StatusCode::Invalid, e.to_string())),
+            if let Some(frame) = decode_frame(&mut self.read, &mut self.codec)
+                .map_err(|refusal| ConnError::Refused(refusal.status, refusal.reason))?
+            {
+                return Ok(frame);
             }
             let timeout = if self.read.is_empty() {
                 wait
@@ -254,7 +238,10 @@ impl Connection {
                     if self.read.is_empty() {
                         ConnError::Timeout
                     } else {
-                        ConnError::Refused(StatusCode::Timeout, StatusCode::Timeout.message().into())
+                        ConnError::Refused(
+                            StatusCode::Timeout,
+                            StatusCode::Timeout.message().into(),
+                        )
                     }
                 })??;
             if read == 0 {
@@ -263,7 +250,11 @@ impl Connection {
         }
     }
 
-    async fn send<F: SpopFrame>(&mut self, frame: &F, config: &SpoeConfig) -> Result<(), ConnError> {
+    async fn send<F: SpopFrame>(
+        &mut self,
+        frame: &F,
+        config: &SpoeConfig,
+    ) -> Result<(), ConnError> {
         self.encode(frame)?;
         tokio::time::timeout(config.frame_timeout, self.stream.write_all(&self.write))
             .await
@@ -277,6 +268,44 @@ impl Connection {
         self.write.clear();
         frame.serialize_into(&mut self.write)
     }
+}
+
+/// Why a frame is refused: the status and reason of the AGENT-DISCONNECT that answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The SPOP status code.
+    pub status: StatusCode,
+    /// The message.
+    pub reason: String,
+}
+
+/// The next whole frame at the front of `read` (removed from it), `None` until one has arrived
+/// in full. Refused: a frame announced over the codec's limit (before its bytes are awaited),
+/// a fragment (FIN clear: the agent announces no fragmentation), or a frame the codec cannot
+/// parse. This is what the agent runs on every byte HAProxy sends, and what the `spoe_frames`
+/// fuzz target runs.
+pub fn decode_frame(
+    read: &mut BytesMut,
+    codec: &mut SpopCodec,
+) -> Result<Option<Box<dyn SpopFrame>>, Refusal> {
+    let refuse = |status: StatusCode| Refusal {
+        status,
+        reason: status.message().to_string(),
+    };
+    if read.len() >= 4 {
+        let announced = u32::from_be_bytes([read[0], read[1], read[2], read[3]]);
+        if announced > codec.max_frame_size() {
+            return Err(refuse(StatusCode::TooBig));
+        }
+    }
+    // FLAGS follow the length and the type byte; FIN clear is a fragment.
+    if read.len() >= 9 && read[8] & 1 == 0 {
+        return Err(refuse(StatusCode::FragmentationNotSupported));
+    }
+    codec.decode(read).map_err(|e| Refusal {
+        status: StatusCode::Invalid,
+        reason: e.to_string(),
+    })
 }
 
 /// The variables HAProxy reads (`option var-prefix netacl`: `txn.netacl.NAME`): `action`

@@ -102,7 +102,10 @@ impl SpoeRequest {
         for (arg, name) in [
             ("ua", USER_AGENT),
             ("signature", HeaderName::from_static("signature")),
-            ("signature_input", HeaderName::from_static("signature-input")),
+            (
+                "signature_input",
+                HeaderName::from_static("signature-input"),
+            ),
         ] {
             if let Some(value) = optional_str(message, arg)? {
                 headers.insert(name, header_value(arg, value)?);
@@ -147,7 +150,10 @@ fn tls_info(message: &Message) -> Result<Option<TlsInfo>, MessageError> {
         return Ok(sni.map(|s| TlsInfo::new(Some(s), "", "")));
     };
     let ciphers = be_u16_list("ciphers", ciphers)?;
-    let extensions = be_u16_list("extensions", optional_bin(message, "extensions")?.unwrap_or(&[]))?;
+    let extensions = be_u16_list(
+        "extensions",
+        optional_bin(message, "extensions")?.unwrap_or(&[]),
+    )?;
     let groups = be_u16_list("groups", optional_bin(message, "groups")?.unwrap_or(&[]))?;
     let formats = optional_bin(message, "point_formats")?.unwrap_or(&[]);
     let ja3 = ja3_from_parts(version, &ciphers, &extensions, &groups, formats);
@@ -216,10 +222,7 @@ mod tests {
     fn message(args: Vec<(&str, TypedData)>) -> Message {
         Message {
             name: MESSAGE_NAME.to_string(),
-            args: args
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            args: args.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         }
     }
 

@@ -8,5 +8,5 @@
 mod agent;
 mod message;
 
-pub use agent::{serve_spoe, SpoeConfig, DEFAULT_MAX_FRAME_SIZE};
+pub use agent::{decode_frame, serve_spoe, Refusal, SpoeConfig, DEFAULT_MAX_FRAME_SIZE};
 pub use message::{MessageError, SpoeRequest, MESSAGE_NAME};

@@ -15,9 +15,11 @@ use spop::{encode_varint_into, TypedData};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+mod haproxy;
+
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-fn rule(n: u128, priority: u64, action: Value, criteria: Value) -> Value {
+pub(crate) fn rule(n: u128, priority: u64, action: Value, criteria: Value) -> Value {
     let mut rule = json!({"action": action, "scope": "tenant"});
     if let Value::Object(c) = criteria {
         for (k, v) in c {
@@ -37,14 +39,24 @@ async fn agent(config: SpoeConfig) -> SocketAddr {
         ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
     );
     let rules = vec![
-        rule(1, 1, json!({"block": true}), json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}})),
+        rule(
+            1,
+            1,
+            json!({"block": true}),
+            json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}}),
+        ),
         rule(
             2,
             2,
             json!({"redirect": true, "redirect_uri": "https://example.test/moved"}),
             json!({"match": {"user_agents": ["moved/*"]}}),
         ),
-        rule(3, 3, json!({"log": true}), json!({"match": {"hostnames": ["logged.example.test"]}})),
+        rule(
+            3,
+            3,
+            json!({"log": true}),
+            json!({"match": {"hostnames": ["logged.example.test"]}}),
+        ),
     ];
     let rules = RuleSet::from_json(&Value::Array(rules), 1, &Limits::default()).unwrap();
     enforcer.apply_rules(&rules).unwrap();
@@ -75,9 +87,17 @@ fn kv(out: &mut Vec<u8>, name: &str, value: TypedData) {
 
 fn hello(max_frame_size: u32, healthcheck: bool) -> Vec<u8> {
     let mut p = Vec::new();
-    kv(&mut p, "supported-versions", TypedData::String("2.0".into()));
+    kv(
+        &mut p,
+        "supported-versions",
+        TypedData::String("2.0".into()),
+    );
     kv(&mut p, "max-frame-size", TypedData::UInt32(max_frame_size));
-    kv(&mut p, "capabilities", TypedData::String("pipelining,async".into()));
+    kv(
+        &mut p,
+        "capabilities",
+        TypedData::String("pipelining,async".into()),
+    );
     if healthcheck {
         kv(&mut p, "healthcheck", TypedData::Bool(true));
     }
@@ -108,9 +128,15 @@ fn request(src: [u8; 4], host: &str, ua: &str) -> Vec<(&'static str, TypedData)>
 /// One frame from the agent: its type, stream id, frame id and payload bytes.
 async fn read_frame(s: &mut TcpStream) -> (u8, u64, u64, Vec<u8>) {
     let mut len = [0u8; 4];
-    tokio::time::timeout(TIMEOUT, s.read_exact(&mut len)).await.unwrap().unwrap();
+    tokio::time::timeout(TIMEOUT, s.read_exact(&mut len))
+        .await
+        .unwrap()
+        .unwrap();
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    tokio::time::timeout(TIMEOUT, s.read_exact(&mut body)).await.unwrap().unwrap();
+    tokio::time::timeout(TIMEOUT, s.read_exact(&mut body))
+        .await
+        .unwrap()
+        .unwrap();
     let (rest, stream) = spop::decode_varint(&body[5..]).unwrap();
     let (rest, id) = spop::decode_varint(rest).unwrap();
     (body[0], stream, id, rest.to_vec())
@@ -128,14 +154,19 @@ fn set_vars(mut p: &[u8]) -> Vec<(String, String)> {
         let rest = &rest[len as usize..];
         assert_eq!(rest[0] & 0x0f, 8, "a string value");
         let (rest, len) = spop::decode_varint(&rest[1..]).unwrap();
-        vars.push((name, String::from_utf8(rest[..len as usize].to_vec()).unwrap()));
+        vars.push((
+            name,
+            String::from_utf8(rest[..len as usize].to_vec()).unwrap(),
+        ));
         p = &rest[len as usize..];
     }
     vars
 }
 
 fn var<'v>(vars: &'v [(String, String)], name: &str) -> Option<&'v str> {
-    vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    vars.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }
 
 /// The value of an AGENT-DISCONNECT's `status-code`.
@@ -179,16 +210,31 @@ async fn pipelined_notifies_are_answered_in_order_with_the_decision() {
     let mut s = connected(addr, 16380).await;
     // Three requests written at once (pipelining), answered by stream and frame id.
     let mut batch = notify(1, 1, &request([192, 0, 2, 9], "app.example.test", "curl/8"));
-    batch.extend(notify(2, 1, &request([198, 51, 100, 1], "app.example.test", "moved/1")));
-    batch.extend(notify(3, 1, &request([198, 51, 100, 1], "logged.example.test", "curl/8")));
-    batch.extend(notify(4, 7, &request([198, 51, 100, 1], "app.example.test", "curl/8")));
+    batch.extend(notify(
+        2,
+        1,
+        &request([198, 51, 100, 1], "app.example.test", "moved/1"),
+    ));
+    batch.extend(notify(
+        3,
+        1,
+        &request([198, 51, 100, 1], "logged.example.test", "curl/8"),
+    ));
+    batch.extend(notify(
+        4,
+        7,
+        &request([198, 51, 100, 1], "app.example.test", "curl/8"),
+    ));
     s.write_all(&batch).await.unwrap();
 
     let (kind, stream, id, p) = read_frame(&mut s).await;
     assert_eq!((kind, stream, id), (103, 1, 1), "ACK of the first");
     let vars = set_vars(&p);
     assert_eq!(var(&vars, "action"), Some("block"));
-    assert_eq!(var(&vars, "rule"), Some(AclId::from_random(1).to_string().as_str()));
+    assert_eq!(
+        var(&vars, "rule"),
+        Some(AclId::from_random(1).to_string().as_str())
+    );
 
     let (_, stream, _, p) = read_frame(&mut s).await;
     assert_eq!(stream, 2);
@@ -233,7 +279,9 @@ async fn a_health_check_gets_the_hello_and_the_frame_size_is_negotiated_down() {
     assert!(p.windows(expected.len()).any(|w| w == expected.as_slice()));
     // A health check's connection is closed after the HELLO.
     let mut rest = Vec::new();
-    let read = tokio::time::timeout(TIMEOUT, s.read_to_end(&mut rest)).await.unwrap();
+    let read = tokio::time::timeout(TIMEOUT, s.read_to_end(&mut rest))
+        .await
+        .unwrap();
     assert_eq!(read.unwrap(), 0);
 }
 
