@@ -30,7 +30,7 @@ const PLACEHOLDERS: [&str; 6] = [
     "NETACL_DEPLOY_DIR",
 ];
 
-fn render(template: &Path, values: &[(&str, String)], out: &Path) {
+pub(crate) fn render(template: &Path, values: &[(&str, String)], out: &Path) {
     let mut text = std::fs::read_to_string(template).unwrap();
     for name in PLACEHOLDERS {
         let value = &values.iter().find(|(n, _)| *n == name).unwrap().1;
@@ -44,11 +44,11 @@ fn render(template: &Path, values: &[(&str, String)], out: &Path) {
     std::fs::write(out, text).unwrap();
 }
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-struct Haproxy(Child);
+pub(crate) struct Haproxy(pub(crate) Child);
 
 impl Drop for Haproxy {
     fn drop(&mut self) {
@@ -57,7 +57,7 @@ impl Drop for Haproxy {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -66,7 +66,7 @@ fn free_port() -> u16 {
 }
 
 /// The upstream: answers 200 to everything, and keeps each request's head.
-async fn upstream() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+pub(crate) async fn upstream() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -16,6 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 mod haproxy;
+mod haproxy_tls;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
