@@ -24,7 +24,7 @@ pub use evaluator::evaluator;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target, in the order `.ci/run` runs them.
-pub const TARGETS: [Target; 9] = [
+pub const TARGETS: [Target; 10] = [
     ("client_hello", client_hello),
     ("request_line", request_line),
     ("bodies", bodies),
@@ -34,6 +34,7 @@ pub const TARGETS: [Target; 9] = [
     ("maxmind", maxmind),
     ("form_body", form_body),
     ("spoe_frames", spoe_frames),
+    ("check_request", check_request),
 ];
 
 /// The ClientHello reader and JA3/JA4: the bytes are what a client sends on a TLS connection.
@@ -402,5 +403,33 @@ pub fn spoe_frames(data: &[u8]) {
                 }
             }
         }
+    }
+}
+
+/// The ext_authz service's reading of Envoy's `CheckRequest`: the bytes are a protobuf message as
+/// it arrives in a gRPC frame.
+///
+/// Never panics; a request that decodes either gives facts whose client is the request's
+/// `attributes.source.address` (parsed as an IP address) or is refused (`INVALID_ARGUMENT`).
+pub fn check_request(data: &[u8]) {
+    use envoy_types::ext_authz::v3::pb::{Address, CheckRequest};
+    use netacl_doors::ext_authz::CheckFacts;
+    use prost::Message as _;
+    let Ok(request) = CheckRequest::decode(data) else {
+        return;
+    };
+    if let Ok(facts) = CheckFacts::from_check(&request) {
+        let source = request
+            .attributes
+            .as_ref()
+            .and_then(|a| a.source.as_ref())
+            .and_then(|p| p.address.as_ref())
+            .and_then(|a| a.address.as_ref());
+        let Some(Address::SocketAddress(socket)) = source else {
+            panic!("facts from a CheckRequest without a socket address");
+        };
+        let ip: IpAddr = socket.address.parse().expect("the facts' source parsed");
+        assert_eq!(facts.conn.peer.ip(), ip);
+        assert!(facts.uri.path().starts_with('/'));
     }
 }
