@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 use crate::body::read_write_body;
 use crate::error::{json_response, ApiError};
 use crate::guard::{Authorized, ReadNetworkAcls};
-use crate::policy::Policy;
 use crate::query::Query;
+use crate::tenant::policy::Policy;
 use crate::work::CancelOnDrop;
 use crate::AppState;
 

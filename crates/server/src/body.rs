@@ -31,81 +31,6 @@ pub(crate) struct FormShape {
     pub(crate) json_fields: &'static [&'static str],
 }
 
-/// The network ACL create/replace/update body.
-pub(crate) const NETWORK_ACL_FORM: FormShape = FormShape {
-    booleans: &[
-        "active",
-        "rule.action.block",
-        "rule.action.allow",
-        "rule.action.log",
-        "rule.action.redirect",
-        "rule.match_all",
-    ],
-    integers: &["priority", "rule.match.asns[]", "rule.not_match.asns[]"],
-    json_fields: &["rule", "rule.action", "rule.match", "rule.not_match"],
-};
-
-/// The resources whose write endpoints take form bodies, each with its own [`FormShape`]: what
-/// [`form_body_to_json`] reads a form as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FormResource {
-    /// `POST`/`PUT`/`PATCH /api/v2/network-acls`.
-    NetworkAcl,
-    /// `POST`/`PATCH /api/v2/organizations`.
-    Organization,
-    /// An organization's connection (add, `PATCH`).
-    OrganizationConnection,
-    /// `PATCH /api/v2/branding`.
-    Branding,
-    /// `PUT /_netacl/v1/managed-lists/{name}`.
-    ManagedList,
-    /// `POST /api/v2/keys/network-acls`.
-    NetworkAclKey,
-}
-
-impl FormResource {
-    /// Every resource, for tests and fuzzing.
-    pub const ALL: [FormResource; 6] = [
-        FormResource::NetworkAcl,
-        FormResource::Organization,
-        FormResource::OrganizationConnection,
-        FormResource::Branding,
-        FormResource::ManagedList,
-        FormResource::NetworkAclKey,
-    ];
-
-    fn shape(self) -> &'static FormShape {
-        match self {
-            FormResource::NetworkAcl => &NETWORK_ACL_FORM,
-            FormResource::Organization => &crate::organizations::ORGANIZATION_FORM,
-            FormResource::OrganizationConnection => {
-                &crate::organization_connections::CONNECTION_FORM
-            }
-            FormResource::Branding => &crate::branding::BRANDING_FORM,
-            FormResource::ManagedList => &crate::managed_lists::MANAGED_LIST_FORM,
-            FormResource::NetworkAclKey => &crate::acl_keys::KEY_FORM,
-        }
-    }
-}
-
-/// Turns an `application/x-www-form-urlencoded` body into the JSON value the admin API then
-/// validates, exactly as the write endpoints of `resource` do (the book's "Bodies and forms",
-/// `docs/src/api/bodies.md`): bracketed keys, coercion by position, JSON text in the fields that
-/// take it, at most [`MAX_NESTING_DEPTH`] levels in all.
-///
-/// The public entry point for fuzzing (`fuzz/`, target `form_body`) and tests: the body comes
-/// from the network, so this never panics, and a value it returns nests at most
-/// [`MAX_NESTING_DEPTH`] levels deep.
-///
-/// # Errors
-///
-/// The admin API's 400 (`invalid_body`) for a body that is not a form, a malformed or
-/// conflicting key, invalid JSON text in a field, or nesting over the limit.
-pub fn form_body_to_json(bytes: &[u8], resource: FormResource) -> Result<Value, ApiError> {
-    form_to_json(bytes, resource.shape())
-}
-
 /// Reads a body of at most `limit` bytes and turns it into JSON. `form` is the shape of form
 /// bodies, `None` when the endpoint takes JSON only. In a JSON body, a number written with a
 /// zero fraction where the operation's schema says integer becomes that integer
@@ -409,6 +334,7 @@ fn coerce(path: &str, value: String, shape: &FormShape, levels: usize) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network_acls::NETWORK_ACL_FORM;
     use serde_json::json;
 
     #[test]

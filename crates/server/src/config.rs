@@ -44,7 +44,7 @@ pub struct ServerConfig {
     pub signing_key: Option<Arc<SigningKey>>,
     /// The operator token guarding `/_netacl/v1/tenants` (`--operator-token-file`). `None`: the
     /// operator API refuses every request (401).
-    pub operator_token: Option<crate::operator::OperatorToken>,
+    pub operator_token: Option<crate::auth::operator_token::OperatorToken>,
     /// How much of each tenant's log is kept (`GET /api/v2/logs`): by default
     /// [`DEFAULT_LOG_RETENTION_EVENTS`](crate::DEFAULT_LOG_RETENTION_EVENTS) events and
     /// [`DEFAULT_LOG_RETENTION_DAYS`](crate::DEFAULT_LOG_RETENTION_DAYS) days.
@@ -122,7 +122,10 @@ impl ServerConfig {
     }
 
     /// With the operator token of `/_netacl/v1/tenants`.
-    pub fn with_operator_token(mut self, token: crate::operator::OperatorToken) -> Self {
+    pub fn with_operator_token(
+        mut self,
+        token: crate::auth::operator_token::OperatorToken,
+    ) -> Self {
         self.operator_token = Some(token);
         self
     }

@@ -6,7 +6,6 @@
 //! write: the restored rule set is compiled before it is committed, committed as one new version
 //! conditioned on the version the caller saw, installed, then answered.
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, RawQuery};
@@ -24,83 +23,13 @@ use crate::guard::{
 };
 use crate::query::Query;
 use crate::request_context::RequestContext;
-use crate::tenant::{AclSnapshot, Change, StoredAcl};
+use crate::tenant::rollback::no_such_version;
+use crate::tenant::Change;
 use crate::AppState;
 
 /// Default and largest `take` of the versions list.
 const DEFAULT_TAKE: u64 = 50;
 const MAX_TAKE: u64 = 100;
-
-/// 404 `inexistent_version`: never recorded, removed by retention, or not reached yet.
-pub(crate) fn no_such_version() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        Some("inexistent_version"),
-        "The version does not exist or is no longer kept.",
-    )
-}
-
-/// 409: the rule set is no longer at the version the caller saw.
-pub(crate) fn stale_version(expected: u64, actual: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        Some("conflict"),
-        format!(
-            "The network ACLs are at version {actual}, not the expected_version {expected}; \
-             review the changes since and retry."
-        ),
-    )
-}
-
-/// The records a rollback to `version` leaves in force: the rule set of `version` (`then`),
-/// each record that is unchanged but for `updated_at` kept as it is now, each other one stamped
-/// `updated_at` = now (never earlier than its current stamp). `None` when that is the rule set in
-/// force already. A record naming a key the tenant no longer has (`check` refuses it) makes the
-/// version impossible to restore: 409 naming the record and the reason.
-pub(crate) fn restored_records(
-    current: &AclSnapshot,
-    then: Vec<NetworkAcl>,
-    version: u64,
-    check: impl Fn(&NetworkAcl) -> Result<(), ApiError>,
-) -> Result<Option<Vec<Arc<StoredAcl>>>, ApiError> {
-    let now = Timestamp::now();
-    let mut unchanged = 0;
-    let mut restored = Vec::with_capacity(then.len());
-    for acl in then {
-        match current.get(&acl.id) {
-            Some(live) if same_but_updated_at(&live.acl, &acl) => {
-                unchanged += 1;
-                restored.push(Arc::clone(live));
-            }
-            live => {
-                check(&acl).map_err(|err| {
-                    ApiError::new(
-                        StatusCode::CONFLICT,
-                        Some("conflict"),
-                        format!(
-                            "Version {version} cannot be restored: network ACL {}: {}",
-                            acl.id,
-                            err.message()
-                        ),
-                    )
-                })?;
-                let floor = live.map_or(acl.updated_at, |l| l.acl.updated_at.max(acl.updated_at));
-                restored.push(StoredAcl::new(NetworkAcl {
-                    updated_at: now.max(floor),
-                    ..acl
-                }));
-            }
-        }
-    }
-    if unchanged == restored.len() && unchanged == current.ordered.len() {
-        return Ok(None);
-    }
-    Ok(Some(restored))
-}
-
-fn same_but_updated_at(a: &NetworkAcl, b: &NetworkAcl) -> bool {
-    a.id == b.id && a.spec == b.spec && a.created_at == b.created_at
-}
 
 /// A version number from the path (400 `invalid_uri` when it is not one).
 pub(crate) struct VersionPath(u64);

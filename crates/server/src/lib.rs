@@ -84,6 +84,7 @@ mod console;
 mod cursor;
 mod directory;
 mod error;
+mod forms;
 mod groups;
 mod guard;
 mod history;
@@ -100,7 +101,6 @@ mod organization_connections;
 mod organization_schemas;
 mod organizations;
 mod paging;
-mod policy;
 pub mod provisioning;
 mod query;
 mod request_context;
@@ -112,13 +112,12 @@ mod signing_keys;
 mod sync;
 mod tenancy;
 mod tenant;
-mod tenant_feed;
 mod tenant_schemas;
 mod work;
 
 use std::sync::Arc;
 
-pub use body::{form_body_to_json, FormResource};
+pub use auth::operator_token::OperatorToken;
 pub use config::{
     ServerConfig, DEFAULT_BODY_LIMIT, DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS,
 };
@@ -127,11 +126,11 @@ pub use console::{
     DEFAULT_CONSOLE_SESSIONS_PER_CLIENT, DEFAULT_CONSOLE_SESSIONS_PER_TENANT,
 };
 pub use error::ApiError;
+pub use forms::{form_body_to_json, FormResource};
 pub use logs::sample::EdgeSampleSource;
 pub use logs::{
     days_ms, default_log_retention, DEFAULT_LOG_RETENTION_DAYS, DEFAULT_LOG_RETENTION_EVENTS,
 };
-pub use operator::OperatorToken;
 pub use request_context::{RequestContext, MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 pub use service::{AdminService, BootstrapClient, StartError, StartReport};
 pub use signing_keys::{
@@ -182,5 +181,9 @@ impl AppState {
 /// The OpenAPI 3.1 document for a tenant domain and the default limits (what
 /// `GET /_netacl/v1/openapi.json` serves, with the limits the server was started with).
 pub fn openapi_document(tenant_domain: &str) -> serde_json::Value {
-    openapi::document(tenant_domain, &netacl_model::Limits::default())
+    openapi::document(
+        tenant_domain,
+        &netacl_model::Limits::default(),
+        &routes::described(),
+    )
 }

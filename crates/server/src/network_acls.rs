@@ -8,7 +8,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use netacl_model::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Timestamp};
 use rand::RngCore;
 
-use crate::body::{read_write_body, NETWORK_ACL_FORM};
+use crate::body::{read_write_body, FormShape};
 use crate::error::{ApiError, JSON_UTF8};
 use crate::guard::{
     Authorized, CreateNetworkAcls, DeleteNetworkAcls, ReadNetworkAcls, UpdateNetworkAcls,
@@ -17,6 +17,20 @@ use crate::query::Query;
 use crate::request_context::RequestContext;
 use crate::tenant::{Applied, Change, StoredAcl};
 use crate::AppState;
+
+/// The network ACL create/replace/update body.
+pub(crate) const NETWORK_ACL_FORM: FormShape = FormShape {
+    booleans: &[
+        "active",
+        "rule.action.block",
+        "rule.action.allow",
+        "rule.action.log",
+        "rule.action.redirect",
+        "rule.match_all",
+    ],
+    integers: &["priority", "rule.match.asns[]", "rule.not_match.asns[]"],
+    json_fields: &["rule", "rule.action", "rule.match", "rule.not_match"],
+};
 
 /// Default and largest `per_page`.
 pub(crate) const DEFAULT_PER_PAGE: u64 = 50;

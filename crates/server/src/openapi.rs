@@ -1,4 +1,5 @@
-//! The OpenAPI 3.1 document, built from the route table ([`crate::routes`]).
+//! The OpenAPI 3.1 document, built from the route table (`crate::routes`, which passes its
+//! [`Operation`]s in).
 //!
 //! It states what the server really does, so that generic clients and conformance tools
 //! (schemathesis runs over it in CI) can rely on it:
@@ -18,52 +19,70 @@
 //!   refused for a rule no schema states (references between records of one body, a connection
 //!   that must exist): each item is a regular expression of the 400 `message` and why.
 
-use axum::response::Response;
-use http::StatusCode;
+use http::{Method, StatusCode};
 use netacl_model::{patterns, Limits, ManagedListName};
 use serde_json::{json, Map, Value};
 
 use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
 use crate::cursor::{CURSOR_PATTERN, DEFAULT_TAKE, MAX_TAKE};
-use crate::error::json_response;
 use crate::groups::{fields_pattern, MAX_FIELDS_LEN, MEMBER_FIELDS};
 use crate::network_acls::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
-use crate::routes::{operations, BodySchema, Operation};
-use crate::AppState;
 
-/// `GET /_netacl/v1/openapi.json`.
-pub(crate) async fn serve(state: AppState) -> Response {
-    let config = &state.inner.config;
-    json_response(
-        StatusCode::OK,
-        &document(&config.tenant_domain, &config.limits),
-    )
+/// The JSON schema of a request body, by name (see [`crate::openapi`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodySchema {
+    NetworkAclCreate,
+    NetworkAclUpdate,
+    DryRun,
+    Analyze,
+    Preview,
+    OrganizationCreate,
+    OrganizationUpdate,
+    EnabledConnectionAdd,
+    EnabledConnectionUpdate,
+    OrganizationConnectionAdd,
+    OrganizationConnectionUpdate,
+    BrandingUpdate,
+    DirectoryImport,
+    ManagedListPut,
+    NetworkAclKeyCreate,
+    EdgeSummaries,
+    EdgeSample,
+    Rollback,
 }
 
-/// The component schemas of the document, built once (their types do not depend on the tenant
-/// or the limits): what request bodies are read against (`crate::integral_numbers`).
-pub(crate) fn body_components() -> &'static Map<String, Value> {
-    static COMPONENTS: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    COMPONENTS.get_or_init(|| {
-        document("localhost", &Limits::default())
-            .pointer("/components/schemas")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    })
+/// One operation.
+pub(crate) struct Operation {
+    pub(crate) method: Method,
+    /// The path in axum / OpenAPI syntax (`/api/v2/network-acls/{id}`).
+    pub(crate) path: &'static str,
+    pub(crate) operation_id: &'static str,
+    pub(crate) summary: &'static str,
+    /// The scope required; `None` for an open route (no token, no rate limit).
+    pub(crate) scope: Option<&'static str>,
+    /// Declared query parameters: name, JSON schema type, description.
+    pub(crate) query: &'static [(&'static str, &'static str, &'static str)],
+    pub(crate) body: Option<BodySchema>,
+    /// Whether the body may also be a form.
+    pub(crate) form: bool,
+    /// Success status and description.
+    pub(crate) success: (u16, &'static str),
+    /// Error statuses the operation can answer besides 401/403/429.
+    pub(crate) errors: &'static [u16],
 }
 
-/// The whole document for a tenant domain and the rule-set limits in force.
-pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
+/// The whole document for a tenant domain and the rule-set limits in force, describing
+/// `operations` (the route table, `crate::routes`).
+pub(crate) fn document(domain: &str, limits: &Limits, operations: &[Operation]) -> Value {
     let mut paths: Map<String, Value> = Map::new();
-    for op in operations() {
+    for op in operations {
         let item = paths
             .entry(op.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(item) = item {
             item.insert(
                 op.method.as_str().to_ascii_lowercase(),
-                operation_object(&op),
+                operation_object(op),
             );
         }
     }
@@ -121,7 +140,7 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
             schemas.insert(name.into(), schema);
         }
     }
-    add_form_schemas(&mut document);
+    add_form_schemas(&mut document, operations);
     document
 }
 
@@ -513,7 +532,7 @@ const FORM_SUFFIX: &str = "Form";
 const FORM_MEMBER_NAME: &str = "^[^\\[\\]]*[^\\[\\]0-9][^\\[\\]]*$";
 
 /// Adds the form variant of every component a form body uses, and each form body's encoding.
-fn add_form_schemas(document: &mut Value) {
+fn add_form_schemas(document: &mut Value, operations: &[Operation]) {
     let Some(schemas) = document
         .pointer("/components/schemas")
         .and_then(Value::as_object)
@@ -522,7 +541,7 @@ fn add_form_schemas(document: &mut Value) {
         return;
     };
     let mut bodies: Vec<String> = Vec::new();
-    for op in operations() {
+    for op in operations {
         if let (Some(body), true) = (op.body, op.form) {
             let name = schema_name(body).to_owned();
             if !bodies.contains(&name) {
@@ -1165,8 +1184,19 @@ fn schemas(limits: &Limits) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::body::{FormShape, NETWORK_ACL_FORM};
+
+    /// The document of the route table.
+    fn document(domain: &str, limits: &Limits) -> Value {
+        super::document(domain, limits, &crate::routes::described())
+    }
+
+    /// The route table's operations.
+    fn operations() -> Vec<Operation> {
+        crate::routes::described()
+    }
+    use crate::body::FormShape;
     use crate::branding::BRANDING_FORM;
+    use crate::network_acls::NETWORK_ACL_FORM;
     use crate::organizations::ORGANIZATION_FORM;
 
     /// The form reader of each operation that takes forms.

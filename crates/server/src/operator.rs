@@ -12,50 +12,11 @@ use axum::Router;
 use http::{HeaderMap, StatusCode};
 use netacl_store::TenantId;
 use serde_json::{json, Value};
-use subtle::ConstantTimeEq;
 
 use crate::error::{json_response, ApiError};
 use crate::provisioning::{self, tenant_json, ProvisionError};
 use crate::query::Query;
 use crate::tenancy::Registry;
-
-/// The operator token: at least 256 random bits, base64url. Compared in constant time; never
-/// logged (`Debug` is redacted).
-#[derive(Clone)]
-pub struct OperatorToken(zeroize::Zeroizing<String>);
-
-impl OperatorToken {
-    /// Wraps a token read from the operator token file. `None` when shorter than 32 characters.
-    pub fn new(token: String) -> Option<Self> {
-        (token.len() >= 32).then(|| Self(zeroize::Zeroizing::new(token)))
-    }
-
-    /// A fresh token: 256 random bits, base64url without padding (43 characters).
-    pub fn generate() -> Self {
-        use base64::Engine;
-        use rand::RngCore;
-        let mut bytes = [0u8; 32];
-        rand::rngs::OsRng.fill_bytes(&mut bytes);
-        Self(zeroize::Zeroizing::new(
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
-        ))
-    }
-
-    /// The token's text (to write it to its file).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    fn matches(&self, presented: &[u8]) -> bool {
-        self.0.as_bytes().ct_eq(presented).into()
-    }
-}
-
-impl std::fmt::Debug for OperatorToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OperatorToken(<redacted>)")
-    }
-}
 
 /// Largest page of `GET /_netacl/v1/tenants`.
 const MAX_TAKE: u32 = 100;
@@ -430,7 +391,7 @@ fn parse_watch_cursor(text: &str, instance: &str) -> Result<WatchCursor, ApiErro
 }
 
 /// `GET /_netacl/v1/tenants/watch?since=CURSOR&timeout_ms=N&lists=true&keys=X25519`: every
-/// tenant that changed since the cursor (see [`crate::tenant_feed`]), 304 after `timeout_ms`
+/// tenant that changed since the cursor (see [`crate::tenancy::feed`]), 304 after `timeout_ms`
 /// without a change.
 async fn watch(
     State(registry): State<Arc<Registry>>,
@@ -536,7 +497,7 @@ async fn watch_inner(
         if lists {
             // The items of a list only when the edge may not hold them: a full answer, a
             // tenant added since the cursor, a list changed since it (or not recorded yet).
-            let now = crate::tenant_feed::ChangeFeed::digests_of(&snapshot);
+            let now = crate::tenancy::feed::ChangeFeed::digests_of(&snapshot);
             let send_all = since == 0 || mark.added > since;
             let entries = crate::internal::lists_json(&snapshot, |name, digest| {
                 let i = name.index();

@@ -9,53 +9,22 @@ use axum::Router;
 use http::Method;
 
 use crate::error::ApiError;
+use crate::openapi::{self, BodySchema, Operation};
+use crate::AppState;
 use crate::{
     acl_keys, branding, directory, groups, history, managed_lists, organizations, sessions,
     signing_keys,
 };
-use crate::{analysis, guard, internal, network_acls, openapi};
+use crate::{analysis, guard, internal, network_acls};
+use axum::response::Response;
+use http::StatusCode;
+use netacl_model::Limits;
+use serde_json::{Map, Value};
 
-/// The JSON schema of a request body, by name (see [`crate::openapi`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BodySchema {
-    NetworkAclCreate,
-    NetworkAclUpdate,
-    DryRun,
-    Analyze,
-    Preview,
-    OrganizationCreate,
-    OrganizationUpdate,
-    EnabledConnectionAdd,
-    EnabledConnectionUpdate,
-    OrganizationConnectionAdd,
-    OrganizationConnectionUpdate,
-    BrandingUpdate,
-    DirectoryImport,
-    ManagedListPut,
-    NetworkAclKeyCreate,
-    EdgeSummaries,
-    EdgeSample,
-    Rollback,
-}
-
-/// One operation.
-pub(crate) struct Operation {
-    pub(crate) method: Method,
-    /// The path in axum / OpenAPI syntax (`/api/v2/network-acls/{id}`).
-    pub(crate) path: &'static str,
-    pub(crate) operation_id: &'static str,
-    pub(crate) summary: &'static str,
-    /// The scope required; `None` for an open route (no token, no rate limit).
-    pub(crate) scope: Option<&'static str>,
-    /// Declared query parameters: name, JSON schema type, description.
-    pub(crate) query: &'static [(&'static str, &'static str, &'static str)],
-    pub(crate) body: Option<BodySchema>,
-    /// Whether the body may also be a form.
-    pub(crate) form: bool,
-    /// Success status and description.
-    pub(crate) success: (u16, &'static str),
-    /// Error statuses the operation can answer besides 401/403/429.
-    pub(crate) errors: &'static [u16],
+/// One entry of the route table: an operation as the OpenAPI document describes it, and the
+/// handler that answers it.
+pub(crate) struct Route {
+    pub(crate) operation: Operation,
     route: fn() -> MethodRouter,
 }
 
@@ -118,7 +87,7 @@ const SESSIONS_QUERY: &[(&str, &str, &str)] = &[
 ];
 
 /// Every operation the server answers.
-pub(crate) fn operations() -> Vec<Operation> {
+pub(crate) fn operations() -> Vec<Route> {
     let mut operations = base_operations();
     operations.extend(organization_operations::operations());
     operations.extend(network_acl_key_operations());
@@ -177,61 +146,71 @@ const LOGS_QUERY: &[(&str, &str, &str)] = &[
 ];
 
 /// `/api/v2/logs` and the edges' summaries (see [`crate::logs`]).
-fn log_operations() -> Vec<Operation> {
+fn log_operations() -> Vec<Route> {
     vec![
-        Operation {
-            method: Method::GET,
-            path: "/api/v2/logs",
-            operation_id: "get_logs",
-            summary: "List the tenant's log events (management writes, edge summaries)",
-            scope: Some("read:logs"),
-            query: LOGS_QUERY,
-            body: None,
-            form: false,
-            success: (
-                200,
-                "A page of log events (bare array, or envelope with include_totals)",
-            ),
-            errors: &[400],
+        Route {
+            operation: Operation {
+                method: Method::GET,
+                path: "/api/v2/logs",
+                operation_id: "get_logs",
+                summary: "List the tenant's log events (management writes, edge summaries)",
+                scope: Some("read:logs"),
+                query: LOGS_QUERY,
+                body: None,
+                form: false,
+                success: (
+                    200,
+                    "A page of log events (bare array, or envelope with include_totals)",
+                ),
+                errors: &[400],
+            },
             route: || get(crate::logs::list),
         },
-        Operation {
-            method: Method::GET,
-            path: "/api/v2/logs/{id}",
-            operation_id: "get_logs_by_id",
-            summary: "Get a log event",
-            scope: Some("read:logs"),
-            query: &[],
-            body: None,
-            form: false,
-            success: (200, "The log event"),
-            errors: &[400, 404],
+        Route {
+            operation: Operation {
+                method: Method::GET,
+                path: "/api/v2/logs/{id}",
+                operation_id: "get_logs_by_id",
+                summary: "Get a log event",
+                scope: Some("read:logs"),
+                query: &[],
+                body: None,
+                form: false,
+                success: (200, "The log event"),
+                errors: &[400, 404],
+            },
             route: || get(crate::logs::get),
         },
-        Operation {
-            method: Method::POST,
-            path: "/_netacl/v1/edge/summaries",
-            operation_id: "netacl_edge_summaries",
-            summary: "Record an edge's per-rule counts as acls_summary events in the tenant's logs",
-            scope: Some("create:edge_summaries"),
-            query: &[],
-            body: Some(BodySchema::EdgeSummaries),
-            form: false,
-            success: (200, "How many events were recorded"),
-            errors: &[400, 413, 415],
+        Route {
+            operation: Operation {
+                method: Method::POST,
+                path: "/_netacl/v1/edge/summaries",
+                operation_id: "netacl_edge_summaries",
+                summary:
+                    "Record an edge's per-rule counts as acls_summary events in the tenant's logs",
+                scope: Some("create:edge_summaries"),
+                query: &[],
+                body: Some(BodySchema::EdgeSummaries),
+                form: false,
+                success: (200, "How many events were recorded"),
+                errors: &[400, 413, 415],
+            },
             route: || post(crate::logs::post_summaries),
         },
-        Operation {
-            method: Method::POST,
-            path: "/_netacl/v1/edge/sample",
-            operation_id: "netacl_edge_sample",
-            summary: "Keep an edge's traffic sample (its last one replaced) for the impact preview",
-            scope: Some("create:edge_summaries"),
-            query: &[],
-            body: Some(BodySchema::EdgeSample),
-            form: false,
-            success: (200, "How many requests were kept"),
-            errors: &[400, 413, 415],
+        Route {
+            operation: Operation {
+                method: Method::POST,
+                path: "/_netacl/v1/edge/sample",
+                operation_id: "netacl_edge_sample",
+                summary:
+                    "Keep an edge's traffic sample (its last one replaced) for the impact preview",
+                scope: Some("create:edge_summaries"),
+                query: &[],
+                body: Some(BodySchema::EdgeSample),
+                form: false,
+                success: (200, "How many requests were kept"),
+                errors: &[400, 413, 415],
+            },
             route: || post(crate::logs::sample::post_sample),
         },
     ]
@@ -253,9 +232,10 @@ const DIFF_QUERY: &[(&str, &str, &str)] = &[(
 )];
 
 /// `/_netacl/v1/network-acls/versions` and `/rollback` (see [`history`]).
-fn history_operations() -> Vec<Operation> {
+fn history_operations() -> Vec<Route> {
     vec![
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/network-acls/versions",
             operation_id: "netacl_versions",
@@ -266,9 +246,11 @@ fn history_operations() -> Vec<Operation> {
             form: false,
             success: (200, "A page of versions"),
             errors: &[400],
-            route: || get(history::list),
+},
+route: || get(history::list),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/network-acls/versions/{version}",
             operation_id: "netacl_version",
@@ -279,9 +261,11 @@ fn history_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The version's network ACLs"),
             errors: &[400, 404],
-            route: || get(history::get),
+},
+route: || get(history::get),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/network-acls/versions/{version}/diff",
             operation_id: "netacl_version_diff",
@@ -292,9 +276,11 @@ fn history_operations() -> Vec<Operation> {
             form: false,
             success: (200, "Records added, removed and changed"),
             errors: &[400, 404],
-            route: || get(history::diff),
+},
+route: || get(history::diff),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/_netacl/v1/network-acls/rollback",
             operation_id: "netacl_rollback",
@@ -305,72 +291,82 @@ fn history_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The version in force and its network ACLs"),
             errors: &[400, 404, 409, 413, 415],
-            route: || post(history::rollback),
+},
+route: || post(history::rollback),
         },
     ]
 }
 
 /// `/api/v2/keys/network-acls` (see [`acl_keys`]).
-fn network_acl_key_operations() -> Vec<Operation> {
+fn network_acl_key_operations() -> Vec<Route> {
     vec![
-        Operation {
-            method: Method::GET,
-            path: "/api/v2/keys/network-acls",
-            operation_id: "get_network-acl-keys",
-            summary: "List network ACL keys, newest first (never their material)",
-            scope: Some("read:network_acl_keys"),
-            query: &[],
-            body: None,
-            form: false,
-            success: (200, "The keys"),
-            errors: &[400],
+        Route {
+            operation: Operation {
+                method: Method::GET,
+                path: "/api/v2/keys/network-acls",
+                operation_id: "get_network-acl-keys",
+                summary: "List network ACL keys, newest first (never their material)",
+                scope: Some("read:network_acl_keys"),
+                query: &[],
+                body: None,
+                form: false,
+                success: (200, "The keys"),
+                errors: &[400],
+            },
             route: || get(acl_keys::list),
         },
-        Operation {
-            method: Method::POST,
-            path: "/api/v2/keys/network-acls",
-            operation_id: "post_network-acl-keys",
-            summary: "Create a network ACL key (HMAC-SHA256 material, write-only)",
-            scope: Some("create:network_acl_keys"),
-            query: &[],
-            body: Some(BodySchema::NetworkAclKeyCreate),
-            form: true,
-            success: (201, "The stored key"),
-            errors: &[400, 409, 413, 415],
+        Route {
+            operation: Operation {
+                method: Method::POST,
+                path: "/api/v2/keys/network-acls",
+                operation_id: "post_network-acl-keys",
+                summary: "Create a network ACL key (HMAC-SHA256 material, write-only)",
+                scope: Some("create:network_acl_keys"),
+                query: &[],
+                body: Some(BodySchema::NetworkAclKeyCreate),
+                form: true,
+                success: (201, "The stored key"),
+                errors: &[400, 409, 413, 415],
+            },
             route: || post(acl_keys::create),
         },
-        Operation {
-            method: Method::GET,
-            path: "/api/v2/keys/network-acls/{id}",
-            operation_id: "get_network-acl-keys_by_id",
-            summary: "Get a network ACL key (never its material)",
-            scope: Some("read:network_acl_keys"),
-            query: &[],
-            body: None,
-            form: false,
-            success: (200, "The key"),
-            errors: &[400, 404],
+        Route {
+            operation: Operation {
+                method: Method::GET,
+                path: "/api/v2/keys/network-acls/{id}",
+                operation_id: "get_network-acl-keys_by_id",
+                summary: "Get a network ACL key (never its material)",
+                scope: Some("read:network_acl_keys"),
+                query: &[],
+                body: None,
+                form: false,
+                success: (200, "The key"),
+                errors: &[400, 404],
+            },
             route: || get(acl_keys::get),
         },
-        Operation {
-            method: Method::DELETE,
-            path: "/api/v2/keys/network-acls/{id}",
-            operation_id: "delete_network-acl-keys_by_id",
-            summary: "Delete a network ACL key (409 while a network ACL names it)",
-            scope: Some("delete:network_acl_keys"),
-            query: &[],
-            body: None,
-            form: false,
-            success: (204, "Deleted"),
-            errors: &[400, 404, 409],
+        Route {
+            operation: Operation {
+                method: Method::DELETE,
+                path: "/api/v2/keys/network-acls/{id}",
+                operation_id: "delete_network-acl-keys_by_id",
+                summary: "Delete a network ACL key (409 while a network ACL names it)",
+                scope: Some("delete:network_acl_keys"),
+                query: &[],
+                body: None,
+                form: false,
+                success: (204, "Deleted"),
+                errors: &[400, 404, 409],
+            },
             route: || delete(acl_keys::delete),
         },
     ]
 }
 
-fn base_operations() -> Vec<Operation> {
+fn base_operations() -> Vec<Route> {
     vec![
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/network-acls",
             operation_id: "get_network-acls",
@@ -384,9 +380,11 @@ fn base_operations() -> Vec<Operation> {
                 "A page of network ACLs (bare array, or envelope with include_totals)",
             ),
             errors: &[400],
-            route: || get(network_acls::list),
+},
+route: || get(network_acls::list),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/api/v2/network-acls",
             operation_id: "post_network-acls",
@@ -397,9 +395,11 @@ fn base_operations() -> Vec<Operation> {
             form: true,
             success: (201, "The stored network ACL"),
             errors: &[400, 409, 413, 415],
-            route: || post(network_acls::create),
+},
+route: || post(network_acls::create),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/network-acls/{id}",
             operation_id: "get_network-acls_by_id",
@@ -410,9 +410,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The network ACL"),
             errors: &[400, 404],
-            route: || get(network_acls::get),
+},
+route: || get(network_acls::get),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::PUT,
             path: "/api/v2/network-acls/{id}",
             operation_id: "put_network-acls_by_id",
@@ -423,9 +425,11 @@ fn base_operations() -> Vec<Operation> {
             form: true,
             success: (200, "The stored network ACL"),
             errors: &[400, 404, 409, 413, 415],
-            route: || put(network_acls::replace),
+},
+route: || put(network_acls::replace),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::PATCH,
             path: "/api/v2/network-acls/{id}",
             operation_id: "patch_network-acls_by_id",
@@ -436,9 +440,11 @@ fn base_operations() -> Vec<Operation> {
             form: true,
             success: (200, "The stored network ACL"),
             errors: &[400, 404, 409, 413, 415],
-            route: || patch(network_acls::update),
+},
+route: || patch(network_acls::update),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::DELETE,
             path: "/api/v2/network-acls/{id}",
             operation_id: "delete_network-acls_by_id",
@@ -449,9 +455,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (204, "Deleted"),
             errors: &[400, 404],
-            route: || delete(network_acls::delete),
+},
+route: || delete(network_acls::delete),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/_netacl/v1/dry-run",
             operation_id: "netacl_dry_run",
@@ -462,9 +470,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The outcome and the policy version"),
             errors: &[400, 413, 415],
-            route: || post(internal::dry_run),
+},
+route: || post(internal::dry_run),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/_netacl/v1/network-acls/analyze",
             operation_id: "netacl_analyze",
@@ -475,9 +485,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The findings and the rules left undecided"),
             errors: &[400, 413, 415],
-            route: || post(analysis::analyze),
+},
+route: || post(analysis::analyze),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/_netacl/v1/network-acls/preview",
             operation_id: "netacl_preview",
@@ -488,9 +500,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "How many decisions change, from what to what, by rule, with examples"),
             errors: &[400, 404, 413, 415],
-            route: || post(analysis::preview),
+},
+route: || post(analysis::preview),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/status",
             operation_id: "netacl_status",
@@ -501,9 +515,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "Policy status"),
             errors: &[400],
-            route: || get(internal::status),
+},
+route: || get(internal::status),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/network-acls/counts",
             operation_id: "netacl_rule_counts",
@@ -518,9 +534,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "Counts per rule and bucket, with the tenant's totals"),
             errors: &[400],
-            route: || get(crate::rule_counts::counts),
+},
+route: || get(crate::rule_counts::counts),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/network-acls/watch",
             operation_id: "netacl_watch",
@@ -534,9 +552,11 @@ fn base_operations() -> Vec<Operation> {
                 "The version and every network ACL (304 when nothing changed)",
             ),
             errors: &[304, 400],
-            route: || get(internal::watch),
+},
+route: || get(internal::watch),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/managed-lists",
             operation_id: "netacl_managed_lists",
@@ -547,9 +567,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The managed lists"),
             errors: &[400],
-            route: || get(managed_lists::list),
+},
+route: || get(managed_lists::list),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/managed-lists/{name}",
             operation_id: "netacl_managed_list_get",
@@ -560,9 +582,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The managed list"),
             errors: &[400, 404],
-            route: || get(managed_lists::get),
+},
+route: || get(managed_lists::get),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::PUT,
             path: "/_netacl/v1/managed-lists/{name}",
             operation_id: "netacl_managed_list_put",
@@ -573,9 +597,11 @@ fn base_operations() -> Vec<Operation> {
             form: true,
             success: (200, "The managed list as stored"),
             errors: &[400, 404, 409, 413, 415],
-            route: || put(managed_lists::put),
+},
+route: || put(managed_lists::put),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::DELETE,
             path: "/_netacl/v1/managed-lists/{name}",
             operation_id: "netacl_managed_list_delete",
@@ -586,9 +612,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (204, "Removed"),
             errors: &[400, 404, 409],
-            route: || delete(managed_lists::delete),
+},
+route: || delete(managed_lists::delete),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/_netacl/v1/openapi.json",
             operation_id: "netacl_openapi",
@@ -599,9 +627,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The document"),
             errors: &[],
-            route: || get(openapi::serve),
+},
+route: || get(serve_openapi),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/api/v2/organizations",
             operation_id: "post_organizations",
@@ -612,9 +642,11 @@ fn base_operations() -> Vec<Operation> {
             form: true,
             success: (201, "The stored organization"),
             errors: &[400, 409, 413, 415],
-            route: || post(organizations::create),
+},
+route: || post(organizations::create),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/groups/{id}/members",
             operation_id: "get_group_members",
@@ -625,9 +657,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "A page of members"),
             errors: &[400, 404],
-            route: || get(groups::members),
+},
+route: || get(groups::members),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/users/{user_id}/sessions",
             operation_id: "get_user_sessions",
@@ -638,9 +672,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "A page of sessions"),
             errors: &[400, 404],
-            route: || get(sessions::list),
+},
+route: || get(sessions::list),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/branding",
             operation_id: "get_branding",
@@ -651,9 +687,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The branding settings"),
             errors: &[400],
-            route: || get(branding::get),
+},
+route: || get(branding::get),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::PATCH,
             path: "/api/v2/branding",
             operation_id: "patch_branding",
@@ -664,9 +702,11 @@ fn base_operations() -> Vec<Operation> {
             form: true,
             success: (200, "The whole branding settings"),
             errors: &[400, 413, 415],
-            route: || patch(branding::update),
+},
+route: || patch(branding::update),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/keys/signing",
             operation_id: "get_signing_keys",
@@ -677,9 +717,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The signing keys (public parts only)"),
             errors: &[400],
-            route: || get(signing_keys::list),
+},
+route: || get(signing_keys::list),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::GET,
             path: "/api/v2/keys/signing/{kid}",
             operation_id: "get_signing_key",
@@ -690,9 +732,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The signing key (public parts only)"),
             errors: &[400, 404],
-            route: || get(signing_keys::get),
+},
+route: || get(signing_keys::get),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/api/v2/keys/signing/rotate",
             operation_id: "post_signing_keys",
@@ -703,9 +747,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (201, "The new current key's certificate and key id"),
             errors: &[400, 409],
-            route: || post(signing_keys::rotate),
+},
+route: || post(signing_keys::rotate),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::PUT,
             path: "/api/v2/keys/signing/{kid}/revoke",
             operation_id: "put_signing_keys",
@@ -716,9 +762,11 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "The revoked key's certificate and key id"),
             errors: &[400, 404, 409],
-            route: || put(signing_keys::revoke),
+},
+route: || put(signing_keys::revoke),
         },
-        Operation {
+        Route {
+operation: Operation {
             method: Method::POST,
             path: "/_netacl/v1/directory/import",
             operation_id: "netacl_directory_import",
@@ -729,16 +777,51 @@ fn base_operations() -> Vec<Operation> {
             form: false,
             success: (200, "What the import did"),
             errors: &[400, 409, 413, 415],
-            route: || post(directory::import),
+},
+route: || post(directory::import),
         },
     ]
+}
+
+/// Every operation the server answers, as the OpenAPI document describes it.
+pub(crate) fn described() -> Vec<Operation> {
+    operations()
+        .into_iter()
+        .map(|route| route.operation)
+        .collect()
+}
+
+/// `GET /_netacl/v1/openapi.json`.
+async fn serve_openapi(state: AppState) -> Response {
+    let config = &state.inner.config;
+    crate::error::json_response(
+        StatusCode::OK,
+        &openapi::document(&config.tenant_domain, &config.limits, &described()),
+    )
+}
+
+/// The component schemas of the document, built once (their types do not depend on the tenant
+/// or the limits): what request bodies are read against (`crate::integral_numbers`).
+pub(crate) fn body_components() -> &'static Map<String, Value> {
+    static COMPONENTS: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    COMPONENTS.get_or_init(|| {
+        openapi::document("localhost", &Limits::default(), &described())
+            .pointer("/components/schemas")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    })
 }
 
 /// The router of every operation in the table (token and JWKS routes are merged by the caller).
 pub(crate) fn router() -> Router {
     type PathMethods = (MethodRouter, bool, Vec<Method>);
     let mut by_path: BTreeMap<&'static str, PathMethods> = BTreeMap::new();
-    for op in operations() {
+    for Route {
+        operation: op,
+        route,
+    } in operations()
+    {
         let guarded = op.scope.is_some();
         let entry = by_path
             .entry(op.path)
@@ -748,7 +831,7 @@ pub(crate) fn router() -> Router {
             "mixed guarded and open methods on {}",
             op.path
         );
-        let mut route = (op.route)();
+        let mut route = route();
         if let Some(body) = op.body {
             // A JSON body is read against this schema (`635.0` where it says integer).
             route = route.route_layer(axum::middleware::from_fn_with_state(
@@ -796,7 +879,7 @@ async fn with_body_schema(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    crate::integral_numbers::scope(openapi::body_components(), name, next.run(request)).await
+    crate::integral_numbers::scope(body_components(), name, next.run(request)).await
 }
 
 /// `Allow` of a path: its methods, and `HEAD` where it has `GET` (answered like `GET`).

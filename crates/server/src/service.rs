@@ -271,15 +271,12 @@ impl AdminService {
                 crate::tenancy::select_tenant,
             ));
         // The operator API is above tenants: served whatever the host.
-        crate::operator::router(
-            Arc::clone(&self.registry),
-            crate::openapi::body_components(),
-        )
-        .merge(tenants)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            crate::error::panic_response,
-        ))
-        .layer(axum::middleware::from_fn(crate::request_context::assign))
+        crate::operator::router(Arc::clone(&self.registry), crate::routes::body_components())
+            .merge(tenants)
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                crate::error::panic_response,
+            ))
+            .layer(axum::middleware::from_fn(crate::request_context::assign))
     }
 
     /// Sets the size past which an answer of the operator's tenants watch stops adding tenants

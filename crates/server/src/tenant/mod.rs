@@ -31,7 +31,10 @@ use netacl_store::{
 use tokio::sync::{watch, Mutex};
 
 use crate::error::ApiError;
-use crate::policy::{Policy, PolicyEngine};
+use policy::{Policy, PolicyEngine};
+
+pub(crate) mod policy;
+pub(crate) mod rollback;
 
 /// One committed record and its JSON form, rendered once.
 pub(crate) struct StoredAcl {
@@ -694,20 +697,16 @@ impl TenantRuntime {
                 expected_version,
             } => {
                 if expected_version != current.version {
-                    return Err(crate::history::stale_version(
-                        expected_version,
-                        current.version,
-                    ));
+                    return Err(rollback::stale_version(expected_version, current.version));
                 }
                 let then = self
                     .store
                     .network_acls_at(&self.id, version)
                     .await?
-                    .ok_or_else(crate::history::no_such_version)?;
-                let restored =
-                    crate::history::restored_records(&current, then.acls, version, |acl| {
-                        check_key_references(acl, &current.keys)
-                    })?;
+                    .ok_or_else(rollback::no_such_version)?;
+                let restored = rollback::restored_records(&current, then.acls, version, |acl| {
+                    check_key_references(acl, &current.keys)
+                })?;
                 let Some(restored) = restored else {
                     // The rule set of `version` is the one in force: nothing to record.
                     return Ok(Applied {

@@ -38,6 +38,8 @@ use crate::signing_keys::SigningKeys;
 use crate::tenant::TenantRuntime;
 use crate::{AppState, Shared, StartError};
 
+pub(crate) mod feed;
+
 /// How often the set of tenants is compared with the store's (its tenants generation).
 pub const TENANTS_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -148,7 +150,7 @@ pub(crate) struct Registry {
     /// Whether the poll also catches up each tenant's rules (nodes sharing a database).
     follow_rules: std::sync::atomic::AtomicBool,
     /// Every tenant's changes, for the operator's tenants watch.
-    feed: Arc<crate::tenant_feed::ChangeFeed>,
+    feed: Arc<crate::tenancy::feed::ChangeFeed>,
     /// The console's sessions: a tenant no longer served loses its sessions at once.
     sessions: Arc<crate::console::Sessions>,
 }
@@ -216,11 +218,11 @@ impl Registry {
             directory,
             changes: tokio::sync::Mutex::new(()),
             follow_rules: std::sync::atomic::AtomicBool::new(false),
-            feed: crate::tenant_feed::ChangeFeed::new(),
+            feed: crate::tenancy::feed::ChangeFeed::new(),
             sessions,
         });
         registry.publish();
-        crate::tenant_feed::follow(&registry, Arc::clone(&registry.feed));
+        crate::tenancy::feed::follow(&registry, Arc::clone(&registry.feed));
         tokio::spawn(poll(Arc::downgrade(&registry)));
         Ok(registry)
     }
@@ -229,7 +231,7 @@ impl Registry {
         self.directory.subscribe()
     }
 
-    pub(crate) fn operator_token(&self) -> Option<&crate::operator::OperatorToken> {
+    pub(crate) fn operator_token(&self) -> Option<&crate::auth::operator_token::OperatorToken> {
         self.base.operator_token.as_ref()
     }
 
@@ -246,7 +248,7 @@ impl Registry {
     }
 
     /// The change feed of the operator's tenants watch.
-    pub(crate) fn feed(&self) -> &Arc<crate::tenant_feed::ChangeFeed> {
+    pub(crate) fn feed(&self) -> &Arc<crate::tenancy::feed::ChangeFeed> {
         &self.feed
     }
 
