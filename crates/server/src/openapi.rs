@@ -24,9 +24,9 @@ use netacl_model::{patterns, Limits, ManagedListName};
 use serde_json::{json, Map, Value};
 
 use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
-use crate::cursor::{CURSOR_PATTERN, DEFAULT_TAKE, MAX_TAKE};
-use crate::groups::{fields_pattern, MAX_FIELDS_LEN, MEMBER_FIELDS};
-use crate::network_acls::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
+use crate::http::cursor::{CURSOR_PATTERN, DEFAULT_TAKE, MAX_TAKE};
+use crate::resources::groups::{fields_pattern, MAX_FIELDS_LEN, MEMBER_FIELDS};
+use crate::resources::network_acls::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
 
 /// The JSON schema of a request body, by name (see [`crate::openapi`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,22 +120,22 @@ pub(crate) fn document(domain: &str, limits: &Limits, operations: &[Operation]) 
             "schemas": schemas(limits)
         }
     });
-    crate::tenant_schemas::extend_document(&mut document);
-    crate::organization_schemas::extend_document(&mut document);
+    crate::resources::tenant_schemas::extend_document(&mut document);
+    crate::resources::organizations::schemas::extend_document(&mut document);
     crate::operator::extend_document(&mut document);
     if let Some(schemas) = document
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
     {
-        for (name, schema) in crate::managed_lists::openapi::components() {
+        for (name, schema) in crate::resources::managed_lists::openapi::components() {
             schemas.insert(name.into(), schema);
         }
-        for (name, schema) in crate::acl_keys::openapi::components() {
+        for (name, schema) in crate::resources::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
-        for (name, schema) in crate::logs::openapi::components()
+        for (name, schema) in crate::resources::logs::openapi::components()
             .into_iter()
-            .chain(crate::history::openapi::components())
+            .chain(crate::resources::history::openapi::components())
         {
             schemas.insert(name.into(), schema);
         }
@@ -156,17 +156,18 @@ fn operation_object(op: &Operation) -> Value {
     };
     operation.insert("tags".into(), json!([tag]));
     let mut parameters: Vec<Value> = Vec::new();
-    if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
+    if let Some(params) = crate::resources::tenant_schemas::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::signing_keys::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::acl_keys::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::acl_keys::openapi::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::managed_lists::openapi::path_parameters(op.path)
+    {
         parameters.extend(params);
-    } else if let Some(params) = crate::logs::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::logs::openapi::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::history::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::history::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if op.path.contains("{id}") {
         parameters.push(json!({
@@ -231,7 +232,7 @@ fn operation_object(op: &Operation) -> Value {
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Error");
         let mut response = json!({"description": reason});
-        if code == 429 && crate::work::EXPENSIVE_OPERATIONS.contains(&op.operation_id) {
+        if code == 429 && crate::http::work::EXPENSIVE_OPERATIONS.contains(&op.operation_id) {
             response["description"] = json!(
                 "Too Many Requests: the caller's rate limit, or too many expensive requests \
                  (analysis, preview, dry run, managed-list upload, directory import) at once, of \
@@ -266,7 +267,7 @@ fn operation_object(op: &Operation) -> Value {
     let mut refusals = refusals_beyond_schema(op.operation_id).unwrap_or_else(|| json!([]));
     if op.body.is_some() {
         if let Value::Array(list) = &mut refusals {
-            list.push(crate::integral_numbers::large_fraction_refusal());
+            list.push(crate::http::integral_numbers::large_fraction_refusal());
         }
     }
     let names: Vec<&str> = op.query.iter().map(|(name, _, _)| *name).collect();
@@ -294,7 +295,7 @@ fn operation_object(op: &Operation) -> Value {
 /// The schema of a query parameter: its type, with the bounds the server enforces. A name means
 /// the same on every operation (as in the public API), so the bounds go by name.
 fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
-    if let Some(schema) = crate::logs::openapi::query_schema(operation_id, name) {
+    if let Some(schema) = crate::resources::logs::openapi::query_schema(operation_id, name) {
         return schema;
     }
     match name {
@@ -312,8 +313,8 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
         }
         "against" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
         "minutes" => json!({"type": "integer", "minimum": 1,
-            "maximum": crate::rule_counts::MAX_MINUTES,
-            "default": crate::rule_counts::DEFAULT_MINUTES}),
+            "maximum": crate::resources::rule_counts::MAX_MINUTES,
+            "default": crate::resources::rule_counts::DEFAULT_MINUTES}),
         "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
             json!({"type": "string", "pattern": CURSOR_PATTERN,
                    "description": "The `next` value of the previous page."})
@@ -324,9 +325,9 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
                             a checkpoint this server did not hand out is refused."}),
         "fields" => {
             let known: &[&str] = match operation_id {
-                "get_clients" => &crate::clients::CLIENT_FIELDS,
-                "get_connections" => &crate::connections::CONNECTION_FIELDS,
-                id => crate::logs::openapi::fields(id).unwrap_or(&MEMBER_FIELDS),
+                "get_clients" => &crate::resources::clients::CLIENT_FIELDS,
+                "get_connections" => &crate::resources::connections::CONNECTION_FIELDS,
+                id => crate::resources::logs::openapi::fields(id).unwrap_or(&MEMBER_FIELDS),
             };
             json!({"type": "string", "maxLength": MAX_FIELDS_LEN, "pattern": fields_pattern(known)})
         }
@@ -345,8 +346,8 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
     }
 }
 
-/// The operations whose `from` is a member cursor ([`crate::cursor`]); the other `from`s are
-/// checkpoints ([`crate::paging`]).
+/// The operations whose `from` is a member cursor ([`crate::http::cursor`]); the other `from`s are
+/// checkpoints ([`crate::http::paging`]).
 const CURSOR_OPERATIONS: [&str; 2] = ["get_group_members", "get_user_sessions"];
 
 /// Base64url without padding, as the `base64` crate decodes it (the unused bits of the last
@@ -839,25 +840,25 @@ pub(crate) fn schema_name(body: BodySchema) -> &'static str {
 }
 
 fn success_schema(operation_id: &str) -> Value {
-    if let Some(schema) = crate::tenant_schemas::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::tenant_schemas::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::managed_lists::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::signing_keys::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::signing_keys::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::acl_keys::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::acl_keys::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::logs::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::logs::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::history::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::history::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::rule_counts::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::rule_counts::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
@@ -1130,7 +1131,7 @@ fn schemas(limits: &Limits) -> Value {
             "description": "The rule set to analyse; without network_acls, the live rules.",
             "properties": {
                 "network_acls": {"type": "array",
-                    "maxItems": limits.max_rules_per_set.min(crate::analysis::MAX_ANALYZED_RULES),
+                    "maxItems": limits.max_rules_per_set.min(crate::resources::analysis::MAX_ANALYZED_RULES),
                     "items": {"oneOf": [
                         {"$ref": "#/components/schemas/NetworkAclRecord"},
                         {"$ref": "#/components/schemas/NetworkAclCreate"}
@@ -1194,10 +1195,10 @@ mod tests {
     fn operations() -> Vec<Operation> {
         crate::routes::described()
     }
-    use crate::body::FormShape;
-    use crate::branding::BRANDING_FORM;
-    use crate::network_acls::NETWORK_ACL_FORM;
-    use crate::organizations::ORGANIZATION_FORM;
+    use crate::http::body::FormShape;
+    use crate::resources::branding::BRANDING_FORM;
+    use crate::resources::network_acls::NETWORK_ACL_FORM;
+    use crate::resources::organizations::ORGANIZATION_FORM;
 
     /// The form reader of each operation that takes forms.
     fn form_shape(operation_id: &str) -> &'static FormShape {
@@ -1210,10 +1211,10 @@ mod tests {
             | "patch_enabled_connections_by_connection_id"
             | "post_organization_connections"
             | "patch_organization_connections_by_connection_id" => {
-                &crate::organization_connections::CONNECTION_FORM
+                &crate::resources::organizations::connections::CONNECTION_FORM
             }
             "patch_branding" => &BRANDING_FORM,
-            "post_network-acl-keys" => &crate::acl_keys::KEY_FORM,
+            "post_network-acl-keys" => &crate::resources::acl_keys::KEY_FORM,
             other => panic!("{other} takes forms: name its FormShape here"),
         }
     }

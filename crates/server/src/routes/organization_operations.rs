@@ -5,7 +5,8 @@ use http::Method;
 
 use super::{Route, PAGING};
 use crate::openapi::{BodySchema, Operation};
-use crate::{clients, connections, organization_connections as org_connections, organizations};
+use crate::resources::organizations::connections as org_connections;
+use crate::resources::{clients, connections, organizations};
 
 const CHECKPOINT_PAGING: &[(&str, &str, &str)] = &[
     ("page", "integer", "Page index, from 0 (offset paging)."),

@@ -32,13 +32,14 @@ use tokio::sync::watch;
 
 use crate::auth::{AuthorityConfig, TenantAuthority};
 use crate::config::ServerConfig;
-use crate::error::ApiError;
-use crate::rate_limit::RateLimiter;
-use crate::signing_keys::SigningKeys;
+use crate::http::error::ApiError;
+use crate::http::rate_limit::RateLimiter;
+use crate::resources::signing_keys::SigningKeys;
 use crate::tenant::TenantRuntime;
 use crate::{AppState, Shared, StartError};
 
 pub(crate) mod feed;
+pub(crate) mod sync;
 
 /// How often the set of tenants is compared with the store's (its tenants generation).
 pub const TENANTS_POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -553,7 +554,7 @@ pub(crate) async fn load_tenant(
     )
     .await?;
     let mut clients = store.clients(&record.id).await?;
-    crate::key_material::drop_from_bootstrap_clients(store, &record.id, &mut clients).await?;
+    crate::auth::key_material::drop_from_bootstrap_clients(store, &record.id, &mut clients).await?;
     for client in clients {
         authority.upsert_client(authority.management_client(
             client.client_id.clone(),
@@ -576,7 +577,7 @@ pub(crate) async fn load_tenant(
             authority,
             limiter,
             tenant,
-            verified: crate::guard::VerifiedTokens::new(),
+            verified: crate::http::guard::VerifiedTokens::new(),
             signing_keys: Arc::clone(&prepared.keys),
         }),
     })

@@ -30,11 +30,12 @@ use netacl_store::{
 };
 use tokio::sync::{watch, Mutex};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use policy::{Policy, PolicyEngine};
 
 pub(crate) mod policy;
 pub(crate) mod rollback;
+pub(crate) mod samples;
 
 /// One committed record and its JSON form, rendered once.
 pub(crate) struct StoredAcl {
@@ -415,7 +416,7 @@ pub(crate) struct TenantRuntime {
     /// Seals and opens network ACL key material.
     kek: Arc<Kek>,
     /// The traffic samples remote edges posted (in memory; see `logs::sample`).
-    posted_samples: crate::logs::sample::PostedSamples,
+    posted_samples: samples::PostedSamples,
 }
 
 impl TenantRuntime {
@@ -484,7 +485,7 @@ impl TenantRuntime {
     }
 
     /// The traffic samples remote edges posted for this tenant.
-    pub(crate) fn posted_samples(&self) -> &crate::logs::sample::PostedSamples {
+    pub(crate) fn posted_samples(&self) -> &samples::PostedSamples {
         &self.posted_samples
     }
 

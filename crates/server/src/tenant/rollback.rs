@@ -6,7 +6,7 @@ use http::StatusCode;
 use netacl_model::{NetworkAcl, Timestamp};
 
 use super::{AclSnapshot, StoredAcl};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// 404 `inexistent_version`: never recorded, removed by retention, or not reached yet.
 pub(crate) fn no_such_version() -> ApiError {
