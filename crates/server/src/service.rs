@@ -348,7 +348,12 @@ impl AdminService {
         name: netacl_model::ManagedListName,
         list: Arc<netacl_model::ManagedList>,
     ) -> Result<u64, crate::ApiError> {
-        self.state.inner.tenant.load_file_list(name, list).await
+        self.state
+            .inner
+            .tenant
+            .load_file_list(name, list)
+            .await
+            .map_err(crate::ApiError::from)
     }
 
     /// Records the per-rule counts of an edge running in this process as `acls_summary` events

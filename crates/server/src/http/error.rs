@@ -6,6 +6,7 @@ use netacl_model::ValidationError;
 use netacl_store::StoreError;
 
 use crate::auth::AuthError;
+use crate::tenant::WriteError;
 
 /// `Content-Type` of every JSON answer.
 pub const JSON_UTF8: &str = "application/json; charset=utf-8";
@@ -322,6 +323,60 @@ impl From<StoreError> for ApiError {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()
             }
+        }
+    }
+}
+
+impl ApiError {
+    /// 404 `inexistent_version`: never recorded, removed by retention, or not reached yet.
+    pub(crate) fn no_such_version() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            Some("inexistent_version"),
+            "The version does not exist or is no longer kept.",
+        )
+    }
+}
+
+/// The write path's errors, each to one answer.
+impl From<WriteError> for ApiError {
+    fn from(err: WriteError) -> Self {
+        match err {
+            WriteError::Invalid(err) => err.into(),
+            WriteError::Uncompilable(err) => ApiError::invalid_body(format!(
+                "Payload validation error: 'The rule set cannot be compiled: {err}'."
+            )),
+            WriteError::NoSuchNetworkAcl => ApiError::no_such_network_acl(),
+            WriteError::PriorityTaken(priority) => ApiError::priority_taken(priority),
+            WriteError::ListFromFile(name) => ApiError::list_from_file(name),
+            WriteError::NoSuchManagedList(name) => ApiError::no_such_managed_list(name),
+            WriteError::KeyNameTaken => ApiError::key_name_taken(),
+            WriteError::NoSuchKey => ApiError::no_such_network_acl_key(),
+            WriteError::KeyInUse(rules) => ApiError::key_in_use(&rules),
+            WriteError::StaleVersion { expected, actual } => ApiError::new(
+                StatusCode::CONFLICT,
+                Some("conflict"),
+                format!(
+                    "The network ACLs are at version {actual}, not the expected_version \
+                     {expected}; review the changes since and retry."
+                ),
+            ),
+            WriteError::NoSuchVersion => ApiError::no_such_version(),
+            WriteError::NotRestorable {
+                version,
+                acl,
+                reason,
+            } => ApiError::new(
+                StatusCode::CONFLICT,
+                Some("conflict"),
+                format!(
+                    "Version {version} cannot be restored: network ACL {acl}: {}",
+                    ApiError::from(*reason).message()
+                ),
+            ),
+            WriteError::Store(err) => err.into(),
+            WriteError::Unavailable => ApiError::unavailable(),
+            WriteError::Internal => ApiError::internal(),
         }
     }
 }

@@ -23,7 +23,6 @@ use crate::http::guard::{
 };
 use crate::http::query::Query;
 use crate::http::request_context::RequestContext;
-use crate::tenant::rollback::no_such_version;
 use crate::tenant::Change;
 use crate::AppState;
 
@@ -136,7 +135,7 @@ pub(crate) async fn get(
     let rules = store
         .network_acls_at(&tenant.id, version)
         .await?
-        .ok_or_else(no_such_version)?;
+        .ok_or_else(ApiError::no_such_version)?;
     let mut body = Map::new();
     body.insert("version".into(), version.into());
     if let Some(entry) = store.version_entry(&tenant.id, version).await? {
@@ -167,11 +166,11 @@ pub(crate) async fn diff(
     let new = store
         .network_acls_at(&tenant.id, version)
         .await?
-        .ok_or_else(no_such_version)?;
+        .ok_or_else(ApiError::no_such_version)?;
     let old = store
         .network_acls_at(&tenant.id, against)
         .await?
-        .ok_or_else(no_such_version)?;
+        .ok_or_else(ApiError::no_such_version)?;
     Ok(json_response(
         StatusCode::OK,
         &difference(&old.acls, &new.acls),

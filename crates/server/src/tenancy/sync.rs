@@ -437,7 +437,10 @@ mod tests {
             .await
             .err()
             .expect("refused");
-        assert_eq!(refused.status(), http::StatusCode::CONFLICT);
+        assert_eq!(
+            crate::ApiError::from(refused).status(),
+            http::StatusCode::CONFLICT
+        );
         assert_eq!(b.snapshot().version, 0);
         assert_eq!(b.refresh_from_store().await.expect("refresh"), 1);
         b.apply(Change::Create(Box::new(acl(2, 20))))

@@ -30,9 +30,10 @@ use netacl_store::{
 };
 use tokio::sync::{watch, Mutex};
 
-use crate::http::error::ApiError;
+pub(crate) use error::WriteError;
 use policy::{Policy, PolicyEngine};
 
+pub(crate) mod error;
 pub(crate) mod policy;
 pub(crate) mod rollback;
 pub(crate) mod samples;
@@ -270,7 +271,7 @@ fn open_keys(
 }
 
 /// 400 when `acl` names a key the tenant does not have, at the reference's property path.
-fn check_key_references(acl: &NetworkAcl, keys: &KeysState) -> Result<(), ApiError> {
+fn check_key_references(acl: &NetworkAcl, keys: &KeysState) -> Result<(), WriteError> {
     let rule = &acl.spec.rule;
     for (member, criteria) in [
         ("match", rule.match_criteria()),
@@ -575,7 +576,7 @@ impl TenantRuntime {
     }
 
     /// [`TenantRuntime::apply_as`] for a change this node makes itself (no client, no request).
-    pub(crate) async fn apply(self: &Arc<Self>, change: Change) -> Result<Applied, ApiError> {
+    pub(crate) async fn apply(self: &Arc<Self>, change: Change) -> Result<Applied, WriteError> {
         self.apply_as(change, WriteOrigin::default()).await
     }
 
@@ -585,17 +586,21 @@ impl TenantRuntime {
         self: &Arc<Self>,
         change: Change,
         origin: WriteOrigin,
-    ) -> Result<Applied, ApiError> {
+    ) -> Result<Applied, WriteError> {
         let this = Arc::clone(self);
         tokio::spawn(async move { this.apply_inner(change, origin).await })
             .await
             .map_err(|err| {
                 tracing::error!(error = %err, "write task failed");
-                ApiError::internal()
+                WriteError::Internal
             })?
     }
 
-    async fn apply_inner(&self, change: Change, origin: WriteOrigin) -> Result<Applied, ApiError> {
+    async fn apply_inner(
+        &self,
+        change: Change,
+        origin: WriteOrigin,
+    ) -> Result<Applied, WriteError> {
         let _guard = self.write_lock.lock().await;
         let current = self.snapshot();
         let mut records: Vec<Arc<StoredAcl>> = current.ordered.clone();
@@ -619,7 +624,7 @@ impl TenantRuntime {
                 (Some(stored), Write::Create)
             }
             Change::Replace { id, build } => {
-                let old = current.get(&id).ok_or_else(ApiError::no_such_network_acl)?;
+                let old = current.get(&id).ok_or(WriteError::NoSuchNetworkAcl)?;
                 let acl = build(&old.acl);
                 check_key_references(&acl, &current.keys)?;
                 check_priority_free(&current, &acl)?;
@@ -630,24 +635,24 @@ impl TenantRuntime {
             }
             Change::Delete(id) => {
                 if current.get(&id).is_none() {
-                    return Err(ApiError::no_such_network_acl());
+                    return Err(WriteError::NoSuchNetworkAcl);
                 }
                 records.retain(|r| r.acl.id != id);
                 (None, Write::Delete(id))
             }
             Change::PutList(name, list) => {
                 if current.lists.is_from_file(name) {
-                    return Err(ApiError::list_from_file(name));
+                    return Err(WriteError::ListFromFile(name));
                 }
                 stored[name.index()] = Some(list_entry(&list, ListSource::Api));
                 (None, Write::PutList(name, list))
             }
             Change::DeleteList(name) => {
                 if current.lists.is_from_file(name) {
-                    return Err(ApiError::list_from_file(name));
+                    return Err(WriteError::ListFromFile(name));
                 }
                 if stored[name.index()].take().is_none() {
-                    return Err(ApiError::no_such_managed_list(name));
+                    return Err(WriteError::NoSuchManagedList(name));
                 }
                 (None, Write::DeleteList(name))
             }
@@ -668,12 +673,12 @@ impl TenantRuntime {
             Change::CreateKey(key) => {
                 let (record, material) = *key;
                 if keys.iter().any(|k| k.record.name == record.name) {
-                    return Err(ApiError::key_name_taken());
+                    return Err(WriteError::KeyNameTaken);
                 }
                 let context = SecretContext::new(self.id.as_str(), KEY_PURPOSE, record.id.as_str());
                 let sealed = self.kek.seal(&context, material.expose()).map_err(|err| {
                     tracing::error!(error = %err, "cannot seal a network ACL key");
-                    ApiError::internal()
+                    WriteError::Internal
                 })?;
                 let stored = StoredNetworkAclKey {
                     record: record.clone(),
@@ -684,11 +689,11 @@ impl TenantRuntime {
             }
             Change::DeleteKey(id) => {
                 if current.keys.get(&id).is_none() {
-                    return Err(ApiError::no_such_network_acl_key());
+                    return Err(WriteError::NoSuchKey);
                 }
                 let naming = rules_naming_key(&current.ordered, &id);
                 if !naming.is_empty() {
-                    return Err(ApiError::key_in_use(&naming));
+                    return Err(WriteError::KeyInUse(naming));
                 }
                 keys.retain(|k| k.record.id != id);
                 (None, Write::DeleteKey(id))
@@ -698,13 +703,16 @@ impl TenantRuntime {
                 expected_version,
             } => {
                 if expected_version != current.version {
-                    return Err(rollback::stale_version(expected_version, current.version));
+                    return Err(WriteError::StaleVersion {
+                        expected: expected_version,
+                        actual: current.version,
+                    });
                 }
                 let then = self
                     .store
                     .network_acls_at(&self.id, version)
                     .await?
-                    .ok_or_else(rollback::no_such_version)?;
+                    .ok_or(WriteError::NoSuchVersion)?;
                 let restored = rollback::restored_records(&current, then.acls, version, |acl| {
                     check_key_references(acl, &current.keys)
                 })?;
@@ -736,7 +744,7 @@ impl TenantRuntime {
         .await
         .map_err(|err| {
             tracing::error!(error = %err, "compile task failed");
-            ApiError::internal()
+            WriteError::Internal
         })?;
         let next = Arc::new(AclSnapshot::new(
             next_version,
@@ -744,11 +752,7 @@ impl TenantRuntime {
             Arc::new(lists),
             keys,
         ));
-        let policy = policy.map_err(|err| {
-            ApiError::invalid_body(format!(
-                "Payload validation error: 'The rule set cannot be compiled: {err}'."
-            ))
-        })?;
+        let policy = policy.map_err(WriteError::Uncompilable)?;
 
         let expected = current.version;
         let version = match (&write, &record) {
@@ -792,23 +796,23 @@ impl TenantRuntime {
                 .create_network_acl_key(&self.id, expected, stored, &origin)
                 .await
                 .map_err(|err| match err {
-                    StoreError::NameTaken(_) => ApiError::key_name_taken(),
-                    other => ApiError::from(other),
+                    StoreError::NameTaken(_) => WriteError::KeyNameTaken,
+                    other => WriteError::Store(other),
                 })?,
             (Write::DeleteKey(id), _) => self
                 .store
                 .delete_network_acl_key(&self.id, expected, id, &origin)
                 .await
                 .map_err(|err| match err {
-                    StoreError::NotFound(_) => ApiError::no_such_network_acl_key(),
-                    other => ApiError::from(other),
+                    StoreError::NotFound(_) => WriteError::NoSuchKey,
+                    other => WriteError::Store(other),
                 })?,
-            _ => return Err(ApiError::internal()),
+            _ => return Err(WriteError::Internal),
         };
         if version != next.version {
             // The store was changed behind our back (another process on the same database).
             tracing::error!(version, expected = next.version, "rule-set version skew");
-            return Err(ApiError::internal());
+            return Err(WriteError::Internal);
         }
         policy.warn_about_empty_lists(Some(&self.policy()));
         self.engine.install(Arc::new(policy));
@@ -832,20 +836,20 @@ impl TenantRuntime {
         self: &Arc<Self>,
         name: ManagedListName,
         list: Arc<ManagedList>,
-    ) -> Result<u64, ApiError> {
+    ) -> Result<u64, WriteError> {
         for attempt in 0..2 {
             match self.apply(Change::FileList(name, Arc::clone(&list))).await {
                 Ok(applied) => return Ok(applied.version),
-                Err(err) if attempt == 0 && err.status() == http::StatusCode::CONFLICT => {
+                Err(err) if attempt == 0 && err.is_conflict() => {
                     self.refresh_from_store().await.map_err(|err| {
                         tracing::warn!(error = %err, "cannot catch up with the store");
-                        ApiError::unavailable()
+                        WriteError::Unavailable
                     })?;
                 }
                 Err(err) => return Err(err),
             }
         }
-        Err(ApiError::unavailable())
+        Err(WriteError::Unavailable)
     }
 }
 
@@ -863,13 +867,13 @@ enum Write {
 
 /// 409 when another record of the snapshot holds `acl`'s priority (the database's unique index
 /// is the final word; this answers early without a write).
-fn check_priority_free(snapshot: &AclSnapshot, acl: &NetworkAcl) -> Result<(), ApiError> {
+fn check_priority_free(snapshot: &AclSnapshot, acl: &NetworkAcl) -> Result<(), WriteError> {
     let taken = snapshot
         .ordered
         .iter()
         .any(|r| r.acl.spec.priority == acl.spec.priority && r.acl.id != acl.id);
     if taken {
-        Err(ApiError::priority_taken(acl.spec.priority.get()))
+        Err(WriteError::PriorityTaken(acl.spec.priority.get()))
     } else {
         Ok(())
     }

@@ -1,33 +1,11 @@
 //! What the write path needs to restore a kept version (`/_netacl/v1/network-acls/rollback`):
-//! the refusals of a rollback and the records it leaves in force.
+//! the records a rollback leaves in force.
 use std::sync::Arc;
 
-use http::StatusCode;
 use netacl_model::{NetworkAcl, Timestamp};
 
+use super::error::WriteError;
 use super::{AclSnapshot, StoredAcl};
-use crate::http::error::ApiError;
-
-/// 404 `inexistent_version`: never recorded, removed by retention, or not reached yet.
-pub(crate) fn no_such_version() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        Some("inexistent_version"),
-        "The version does not exist or is no longer kept.",
-    )
-}
-
-/// 409: the rule set is no longer at the version the caller saw.
-pub(crate) fn stale_version(expected: u64, actual: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        Some("conflict"),
-        format!(
-            "The network ACLs are at version {actual}, not the expected_version {expected}; \
-             review the changes since and retry."
-        ),
-    )
-}
 
 /// The records a rollback to `version` leaves in force: the rule set of `version` (`then`),
 /// each record that is unchanged but for `updated_at` kept as it is now, each other one stamped
@@ -38,8 +16,8 @@ pub(crate) fn restored_records(
     current: &AclSnapshot,
     then: Vec<NetworkAcl>,
     version: u64,
-    check: impl Fn(&NetworkAcl) -> Result<(), ApiError>,
-) -> Result<Option<Vec<Arc<StoredAcl>>>, ApiError> {
+    check: impl Fn(&NetworkAcl) -> Result<(), WriteError>,
+) -> Result<Option<Vec<Arc<StoredAcl>>>, WriteError> {
     let now = Timestamp::now();
     let mut unchanged = 0;
     let mut restored = Vec::with_capacity(then.len());
@@ -50,16 +28,10 @@ pub(crate) fn restored_records(
                 restored.push(Arc::clone(live));
             }
             live => {
-                check(&acl).map_err(|err| {
-                    ApiError::new(
-                        StatusCode::CONFLICT,
-                        Some("conflict"),
-                        format!(
-                            "Version {version} cannot be restored: network ACL {}: {}",
-                            acl.id,
-                            err.message()
-                        ),
-                    )
+                check(&acl).map_err(|reason| WriteError::NotRestorable {
+                    version,
+                    acl: acl.id.clone(),
+                    reason: Box::new(reason),
                 })?;
                 let floor = live.map_or(acl.updated_at, |l| l.acl.updated_at.max(acl.updated_at));
                 restored.push(StoredAcl::new(NetworkAcl {
