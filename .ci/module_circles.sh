@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 tool=../shared/tools/module-cycles.py
 [ -f "$tool" ] || { echo "module_circles.sh: $tool is missing (../shared must be beside the checkout)" >&2; exit 1; }
 found="$(python3 "$tool" . | grep ': circle of ' | sort || true)"
-known="$(grep -v '^#' .ci/module-circles.known | grep -v '^$' | sort)"
+known="$(grep -v '^#' .ci/module-circles.known | grep -v '^$' | sort || true)"
 new="$(comm -23 <(printf '%s\n' "$found") <(printf '%s\n' "$known") | grep -v '^$' || true)"
 gone="$(comm -13 <(printf '%s\n' "$found") <(printf '%s\n' "$known") | grep -v '^$' || true)"
 status=0

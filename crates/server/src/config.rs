@@ -5,7 +5,7 @@ use netacl_model::{Limits, ManagedLists};
 use netacl_secrets::Kek;
 
 use crate::auth::{SigningKey, DEFAULT_TOKEN_LIFETIME_SECS};
-use crate::rate_limit::RateLimitConfig;
+use crate::http::rate_limit::RateLimitConfig;
 
 /// Default body limit: 10 MiB, room for a rule with some 400,000 CIDRs.
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
@@ -44,7 +44,7 @@ pub struct ServerConfig {
     pub signing_key: Option<Arc<SigningKey>>,
     /// The operator token guarding `/_netacl/v1/tenants` (`--operator-token-file`). `None`: the
     /// operator API refuses every request (401).
-    pub operator_token: Option<crate::operator::OperatorToken>,
+    pub operator_token: Option<crate::auth::operator_token::OperatorToken>,
     /// How much of each tenant's log is kept (`GET /api/v2/logs`): by default
     /// [`DEFAULT_LOG_RETENTION_EVENTS`](crate::DEFAULT_LOG_RETENTION_EVENTS) events and
     /// [`DEFAULT_LOG_RETENTION_DAYS`](crate::DEFAULT_LOG_RETENTION_DAYS) days.
@@ -55,12 +55,12 @@ pub struct ServerConfig {
     /// Where the impact preview reads the in-process edge's traffic sample (shared by every
     /// tenant's copy of the configuration; set through
     /// [`AdminService::set_edge_sample_source`](crate::AdminService::set_edge_sample_source)).
-    pub(crate) local_samples: crate::logs::sample::LocalSamples,
+    pub(crate) local_samples: crate::resources::logs::sample::LocalSamples,
     /// The analysis's budget and deadline, and how many expensive requests run at once
-    /// (`crate::work`).
-    pub work: crate::work::WorkLimits,
+    /// (`crate::http::work`).
+    pub work: crate::http::work::WorkLimits,
     /// The expensive requests running (shared by every tenant's copy of the configuration).
-    pub(crate) work_gate: Arc<crate::work::WorkGate>,
+    pub(crate) work_gate: Arc<crate::http::work::WorkGate>,
 }
 
 impl ServerConfig {
@@ -76,17 +76,17 @@ impl ServerConfig {
             secrets_key: None,
             signing_key: None,
             operator_token: None,
-            log_retention: crate::logs::default_log_retention(),
+            log_retention: crate::resources::logs::default_log_retention(),
             console: Default::default(),
             local_samples: Default::default(),
-            work: crate::work::WorkLimits::new(),
+            work: crate::http::work::WorkLimits::new(),
             work_gate: Arc::default(),
         }
     }
 
     /// With other bounds on the expensive endpoints (the analysis's budget and deadline, the
     /// expensive requests at once per tenant and per process).
-    pub fn with_work_limits(mut self, limits: crate::work::WorkLimits) -> Self {
+    pub fn with_work_limits(mut self, limits: crate::http::work::WorkLimits) -> Self {
         self.work = limits;
         self
     }
@@ -122,7 +122,10 @@ impl ServerConfig {
     }
 
     /// With the operator token of `/_netacl/v1/tenants`.
-    pub fn with_operator_token(mut self, token: crate::operator::OperatorToken) -> Self {
+    pub fn with_operator_token(
+        mut self,
+        token: crate::auth::operator_token::OperatorToken,
+    ) -> Self {
         self.operator_token = Some(token);
         self
     }

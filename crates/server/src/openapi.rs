@@ -1,4 +1,5 @@
-//! The OpenAPI 3.1 document, built from the route table ([`crate::routes`]).
+//! The OpenAPI 3.1 document, built from the route table (`crate::routes`, which passes its
+//! [`Operation`]s in).
 //!
 //! It states what the server really does, so that generic clients and conformance tools
 //! (schemathesis runs over it in CI) can rely on it:
@@ -18,52 +19,70 @@
 //!   refused for a rule no schema states (references between records of one body, a connection
 //!   that must exist): each item is a regular expression of the 400 `message` and why.
 
-use axum::response::Response;
-use http::StatusCode;
+use http::{Method, StatusCode};
 use netacl_model::{patterns, Limits, ManagedListName};
 use serde_json::{json, Map, Value};
 
 use crate::config::{DEFAULT_WATCH_TIMEOUT_MS, MAX_WATCH_TIMEOUT_MS};
-use crate::cursor::{CURSOR_PATTERN, DEFAULT_TAKE, MAX_TAKE};
-use crate::error::json_response;
-use crate::groups::{fields_pattern, MAX_FIELDS_LEN, MEMBER_FIELDS};
-use crate::network_acls::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
-use crate::routes::{operations, BodySchema, Operation};
-use crate::AppState;
+use crate::http::cursor::{CURSOR_PATTERN, DEFAULT_TAKE, MAX_TAKE};
+use crate::resources::groups::{fields_pattern, MAX_FIELDS_LEN, MEMBER_FIELDS};
+use crate::resources::network_acls::{DEFAULT_PER_PAGE, MAX_PER_PAGE};
 
-/// `GET /_netacl/v1/openapi.json`.
-pub(crate) async fn serve(state: AppState) -> Response {
-    let config = &state.inner.config;
-    json_response(
-        StatusCode::OK,
-        &document(&config.tenant_domain, &config.limits),
-    )
+/// The JSON schema of a request body, by name (see [`crate::openapi`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodySchema {
+    NetworkAclCreate,
+    NetworkAclUpdate,
+    DryRun,
+    Analyze,
+    Preview,
+    OrganizationCreate,
+    OrganizationUpdate,
+    EnabledConnectionAdd,
+    EnabledConnectionUpdate,
+    OrganizationConnectionAdd,
+    OrganizationConnectionUpdate,
+    BrandingUpdate,
+    DirectoryImport,
+    ManagedListPut,
+    NetworkAclKeyCreate,
+    EdgeSummaries,
+    EdgeSample,
+    Rollback,
 }
 
-/// The component schemas of the document, built once (their types do not depend on the tenant
-/// or the limits): what request bodies are read against (`crate::integral_numbers`).
-pub(crate) fn body_components() -> &'static Map<String, Value> {
-    static COMPONENTS: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    COMPONENTS.get_or_init(|| {
-        document("localhost", &Limits::default())
-            .pointer("/components/schemas")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    })
+/// One operation.
+pub(crate) struct Operation {
+    pub(crate) method: Method,
+    /// The path in axum / OpenAPI syntax (`/api/v2/network-acls/{id}`).
+    pub(crate) path: &'static str,
+    pub(crate) operation_id: &'static str,
+    pub(crate) summary: &'static str,
+    /// The scope required; `None` for an open route (no token, no rate limit).
+    pub(crate) scope: Option<&'static str>,
+    /// Declared query parameters: name, JSON schema type, description.
+    pub(crate) query: &'static [(&'static str, &'static str, &'static str)],
+    pub(crate) body: Option<BodySchema>,
+    /// Whether the body may also be a form.
+    pub(crate) form: bool,
+    /// Success status and description.
+    pub(crate) success: (u16, &'static str),
+    /// Error statuses the operation can answer besides 401/403/429.
+    pub(crate) errors: &'static [u16],
 }
 
-/// The whole document for a tenant domain and the rule-set limits in force.
-pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
+/// The whole document for a tenant domain and the rule-set limits in force, describing
+/// `operations` (the route table, `crate::routes`).
+pub(crate) fn document(domain: &str, limits: &Limits, operations: &[Operation]) -> Value {
     let mut paths: Map<String, Value> = Map::new();
-    for op in operations() {
+    for op in operations {
         let item = paths
             .entry(op.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(item) = item {
             item.insert(
                 op.method.as_str().to_ascii_lowercase(),
-                operation_object(&op),
+                operation_object(op),
             );
         }
     }
@@ -101,27 +120,27 @@ pub(crate) fn document(domain: &str, limits: &Limits) -> Value {
             "schemas": schemas(limits)
         }
     });
-    crate::tenant_schemas::extend_document(&mut document);
-    crate::organization_schemas::extend_document(&mut document);
+    crate::resources::tenant_schemas::extend_document(&mut document);
+    crate::resources::organizations::schemas::extend_document(&mut document);
     crate::operator::extend_document(&mut document);
     if let Some(schemas) = document
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
     {
-        for (name, schema) in crate::managed_lists::openapi::components() {
+        for (name, schema) in crate::resources::managed_lists::openapi::components() {
             schemas.insert(name.into(), schema);
         }
-        for (name, schema) in crate::acl_keys::openapi::components() {
+        for (name, schema) in crate::resources::acl_keys::openapi::components() {
             schemas.insert(name.into(), schema);
         }
-        for (name, schema) in crate::logs::openapi::components()
+        for (name, schema) in crate::resources::logs::openapi::components()
             .into_iter()
-            .chain(crate::history::openapi::components())
+            .chain(crate::resources::history::openapi::components())
         {
             schemas.insert(name.into(), schema);
         }
     }
-    add_form_schemas(&mut document);
+    add_form_schemas(&mut document, operations);
     document
 }
 
@@ -137,17 +156,18 @@ fn operation_object(op: &Operation) -> Value {
     };
     operation.insert("tags".into(), json!([tag]));
     let mut parameters: Vec<Value> = Vec::new();
-    if let Some(params) = crate::tenant_schemas::path_parameters(op.path) {
+    if let Some(params) = crate::resources::tenant_schemas::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::signing_keys::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::signing_keys::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::acl_keys::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::acl_keys::openapi::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::managed_lists::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::managed_lists::openapi::path_parameters(op.path)
+    {
         parameters.extend(params);
-    } else if let Some(params) = crate::logs::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::logs::openapi::path_parameters(op.path) {
         parameters.extend(params);
-    } else if let Some(params) = crate::history::openapi::path_parameters(op.path) {
+    } else if let Some(params) = crate::resources::history::openapi::path_parameters(op.path) {
         parameters.extend(params);
     } else if op.path.contains("{id}") {
         parameters.push(json!({
@@ -212,7 +232,7 @@ fn operation_object(op: &Operation) -> Value {
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Error");
         let mut response = json!({"description": reason});
-        if code == 429 && crate::work::EXPENSIVE_OPERATIONS.contains(&op.operation_id) {
+        if code == 429 && crate::http::work::EXPENSIVE_OPERATIONS.contains(&op.operation_id) {
             response["description"] = json!(
                 "Too Many Requests: the caller's rate limit, or too many expensive requests \
                  (analysis, preview, dry run, managed-list upload, directory import) at once, of \
@@ -247,7 +267,7 @@ fn operation_object(op: &Operation) -> Value {
     let mut refusals = refusals_beyond_schema(op.operation_id).unwrap_or_else(|| json!([]));
     if op.body.is_some() {
         if let Value::Array(list) = &mut refusals {
-            list.push(crate::integral_numbers::large_fraction_refusal());
+            list.push(crate::http::integral_numbers::large_fraction_refusal());
         }
     }
     let names: Vec<&str> = op.query.iter().map(|(name, _, _)| *name).collect();
@@ -275,7 +295,7 @@ fn operation_object(op: &Operation) -> Value {
 /// The schema of a query parameter: its type, with the bounds the server enforces. A name means
 /// the same on every operation (as in the public API), so the bounds go by name.
 fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
-    if let Some(schema) = crate::logs::openapi::query_schema(operation_id, name) {
+    if let Some(schema) = crate::resources::logs::openapi::query_schema(operation_id, name) {
         return schema;
     }
     match name {
@@ -293,8 +313,8 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
         }
         "against" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
         "minutes" => json!({"type": "integer", "minimum": 1,
-            "maximum": crate::rule_counts::MAX_MINUTES,
-            "default": crate::rule_counts::DEFAULT_MINUTES}),
+            "maximum": crate::resources::rule_counts::MAX_MINUTES,
+            "default": crate::resources::rule_counts::DEFAULT_MINUTES}),
         "from" if CURSOR_OPERATIONS.contains(&operation_id) => {
             json!({"type": "string", "pattern": CURSOR_PATTERN,
                    "description": "The `next` value of the previous page."})
@@ -305,9 +325,9 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
                             a checkpoint this server did not hand out is refused."}),
         "fields" => {
             let known: &[&str] = match operation_id {
-                "get_clients" => &crate::clients::CLIENT_FIELDS,
-                "get_connections" => &crate::connections::CONNECTION_FIELDS,
-                id => crate::logs::openapi::fields(id).unwrap_or(&MEMBER_FIELDS),
+                "get_clients" => &crate::resources::clients::CLIENT_FIELDS,
+                "get_connections" => &crate::resources::connections::CONNECTION_FIELDS,
+                id => crate::resources::logs::openapi::fields(id).unwrap_or(&MEMBER_FIELDS),
             };
             json!({"type": "string", "maxLength": MAX_FIELDS_LEN, "pattern": fields_pattern(known)})
         }
@@ -326,8 +346,8 @@ fn query_schema(operation_id: &str, name: &str, kind: &str) -> Value {
     }
 }
 
-/// The operations whose `from` is a member cursor ([`crate::cursor`]); the other `from`s are
-/// checkpoints ([`crate::paging`]).
+/// The operations whose `from` is a member cursor ([`crate::http::cursor`]); the other `from`s are
+/// checkpoints ([`crate::http::paging`]).
 const CURSOR_OPERATIONS: [&str; 2] = ["get_group_members", "get_user_sessions"];
 
 /// Base64url without padding, as the `base64` crate decodes it (the unused bits of the last
@@ -513,7 +533,7 @@ const FORM_SUFFIX: &str = "Form";
 const FORM_MEMBER_NAME: &str = "^[^\\[\\]]*[^\\[\\]0-9][^\\[\\]]*$";
 
 /// Adds the form variant of every component a form body uses, and each form body's encoding.
-fn add_form_schemas(document: &mut Value) {
+fn add_form_schemas(document: &mut Value, operations: &[Operation]) {
     let Some(schemas) = document
         .pointer("/components/schemas")
         .and_then(Value::as_object)
@@ -522,7 +542,7 @@ fn add_form_schemas(document: &mut Value) {
         return;
     };
     let mut bodies: Vec<String> = Vec::new();
-    for op in operations() {
+    for op in operations {
         if let (Some(body), true) = (op.body, op.form) {
             let name = schema_name(body).to_owned();
             if !bodies.contains(&name) {
@@ -820,25 +840,25 @@ pub(crate) fn schema_name(body: BodySchema) -> &'static str {
 }
 
 fn success_schema(operation_id: &str) -> Value {
-    if let Some(schema) = crate::tenant_schemas::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::tenant_schemas::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::managed_lists::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::managed_lists::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::signing_keys::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::signing_keys::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::acl_keys::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::acl_keys::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::logs::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::logs::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::history::openapi::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::history::openapi::success_schema(operation_id) {
         return schema;
     }
-    if let Some(schema) = crate::rule_counts::success_schema(operation_id) {
+    if let Some(schema) = crate::resources::rule_counts::success_schema(operation_id) {
         return schema;
     }
     match operation_id {
@@ -1111,7 +1131,7 @@ fn schemas(limits: &Limits) -> Value {
             "description": "The rule set to analyse; without network_acls, the live rules.",
             "properties": {
                 "network_acls": {"type": "array",
-                    "maxItems": limits.max_rules_per_set.min(crate::analysis::MAX_ANALYZED_RULES),
+                    "maxItems": limits.max_rules_per_set.min(crate::resources::analysis::MAX_ANALYZED_RULES),
                     "items": {"oneOf": [
                         {"$ref": "#/components/schemas/NetworkAclRecord"},
                         {"$ref": "#/components/schemas/NetworkAclCreate"}
@@ -1165,9 +1185,20 @@ fn schemas(limits: &Limits) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::body::{FormShape, NETWORK_ACL_FORM};
-    use crate::branding::BRANDING_FORM;
-    use crate::organizations::ORGANIZATION_FORM;
+
+    /// The document of the route table.
+    fn document(domain: &str, limits: &Limits) -> Value {
+        super::document(domain, limits, &crate::routes::described())
+    }
+
+    /// The route table's operations.
+    fn operations() -> Vec<Operation> {
+        crate::routes::described()
+    }
+    use crate::http::body::FormShape;
+    use crate::resources::branding::BRANDING_FORM;
+    use crate::resources::network_acls::NETWORK_ACL_FORM;
+    use crate::resources::organizations::ORGANIZATION_FORM;
 
     /// The form reader of each operation that takes forms.
     fn form_shape(operation_id: &str) -> &'static FormShape {
@@ -1180,10 +1211,10 @@ mod tests {
             | "patch_enabled_connections_by_connection_id"
             | "post_organization_connections"
             | "patch_organization_connections_by_connection_id" => {
-                &crate::organization_connections::CONNECTION_FORM
+                &crate::resources::organizations::connections::CONNECTION_FORM
             }
             "patch_branding" => &BRANDING_FORM,
-            "post_network-acl-keys" => &crate::acl_keys::KEY_FORM,
+            "post_network-acl-keys" => &crate::resources::acl_keys::KEY_FORM,
             other => panic!("{other} takes forms: name its FormShape here"),
         }
     }

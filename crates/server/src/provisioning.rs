@@ -181,8 +181,9 @@ pub async fn create_tenant(
         .map_err(|err| ProvisionError::Key(err.to_string()))?
         .map_err(|err| ProvisionError::Key(err.to_string()))?;
     let now = Timestamp::now().unix_millis();
-    let signing_key = crate::signing_keys::sealed_row(&tenant, kek, &key, &domains[0], now)
-        .map_err(|err| ProvisionError::Key(err.to_string()))?;
+    let signing_key =
+        crate::resources::signing_keys::sealed_row(&tenant, kek, &key, &domains[0], now)
+            .map_err(|err| ProvisionError::Key(err.to_string()))?;
     let (client_id, client_secret) = (generate_client_id(), generate_client_secret());
     let client = StoredClient {
         client_id: client_id.clone(),
@@ -316,7 +317,7 @@ pub async fn check_secrets_key(store: &Arc<dyn Store>, kek: &Kek) -> Result<(), 
     if !netacl_secrets::is_sealed(&current.private_key) {
         return Ok(());
     }
-    crate::signing_keys::open_row(&tenant, kek, current)
+    crate::resources::signing_keys::open_row(&tenant, kek, current)
         .map(|_| ())
         .map_err(|_| {
             ProvisionError::Key(

@@ -9,8 +9,8 @@ use crate::auth::{
     AuthorityConfigError, KeyError, TenantAuthority,
 };
 use crate::config::ServerConfig;
-use crate::rate_limit::{RateLimitConfigError, RateLimiter};
-use crate::signing_keys::{KeysError, SigningKeys};
+use crate::http::rate_limit::{RateLimitConfigError, RateLimiter};
+use crate::resources::signing_keys::{KeysError, SigningKeys};
 use crate::tenancy::{Registry, TenantDirectory};
 use crate::tenant::{LoadError, TenantRuntime};
 use crate::{routes, AppState, Shared};
@@ -137,7 +137,8 @@ impl AdminService {
         let kid = authority.signing_key().kid().to_owned();
 
         let mut clients = store.clients(&tenant_id).await?;
-        crate::key_material::drop_from_bootstrap_clients(&store, &tenant_id, &mut clients).await?;
+        crate::auth::key_material::drop_from_bootstrap_clients(&store, &tenant_id, &mut clients)
+            .await?;
         for client in &clients {
             authority.upsert_client(authority.management_client(
                 client.client_id.clone(),
@@ -205,7 +206,7 @@ impl AdminService {
                 authority,
                 limiter,
                 tenant,
-                verified: crate::guard::VerifiedTokens::new(),
+                verified: crate::http::guard::VerifiedTokens::new(),
                 signing_keys: Arc::clone(&prepared.keys),
             }),
         };
@@ -254,14 +255,14 @@ impl AdminService {
             .route("/oauth/token", post(token))
             .route("/oauth/token/", post(token))
             .route_layer(axum::middleware::from_fn(
-                crate::guard::limit_token_requests,
+                crate::http::guard::limit_token_requests,
             ));
         let jwks = Router::new().route("/.well-known/jwks.json", get(jwks));
         let api = routes::router()
             .merge(extra)
             .merge(token)
             .merge(jwks)
-            .fallback(|| async { crate::error::ApiError::no_such_route() });
+            .fallback(|| async { crate::http::error::ApiError::no_such_route() });
         // The console answers its API calls with the same router, below the tenant selection.
         let console = crate::console::router(api.clone(), Arc::clone(&self.console));
         let tenants = api
@@ -271,15 +272,14 @@ impl AdminService {
                 crate::tenancy::select_tenant,
             ));
         // The operator API is above tenants: served whatever the host.
-        crate::operator::router(
-            Arc::clone(&self.registry),
-            crate::openapi::body_components(),
-        )
-        .merge(tenants)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            crate::error::panic_response,
-        ))
-        .layer(axum::middleware::from_fn(crate::request_context::assign))
+        crate::operator::router(Arc::clone(&self.registry), crate::routes::body_components())
+            .merge(tenants)
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                crate::http::error::panic_response,
+            ))
+            .layer(axum::middleware::from_fn(
+                crate::http::request_context::assign,
+            ))
     }
 
     /// Sets the size past which an answer of the operator's tenants watch stops adding tenants
@@ -313,7 +313,7 @@ impl AdminService {
         interval: std::time::Duration,
     ) -> crate::StoreFollower {
         self.registry.follow_rules();
-        crate::sync::StoreFollower::start(
+        crate::tenancy::sync::StoreFollower::start(
             Arc::clone(&self.state.inner.tenant),
             Arc::clone(&self.state.inner.authority),
             Arc::clone(&self.state.inner.signing_keys),
@@ -348,14 +348,19 @@ impl AdminService {
         name: netacl_model::ManagedListName,
         list: Arc<netacl_model::ManagedList>,
     ) -> Result<u64, crate::ApiError> {
-        self.state.inner.tenant.load_file_list(name, list).await
+        self.state
+            .inner
+            .tenant
+            .load_file_list(name, list)
+            .await
+            .map_err(crate::ApiError::from)
     }
 
     /// Records the per-rule counts of an edge running in this process as `acls_summary` events
     /// in the default tenant's log (see "Tenant logs" in the README). Returns whether they were
     /// recorded (a store failure is logged).
     pub async fn record_acl_summaries(&self, summaries: &[netacl_model::AclSummary]) -> bool {
-        crate::logs::record_summaries(&self.state, summaries).await
+        crate::resources::logs::record_summaries(&self.state, summaries).await
     }
 
     /// Records the per-rule counts a multi-tenant edge running in this process kept for
@@ -372,7 +377,7 @@ impl AdminService {
         else {
             return false;
         };
-        crate::logs::record_summaries(&state, summaries).await
+        crate::resources::logs::record_summaries(&state, summaries).await
     }
 
     /// Lets the impact preview read the traffic sample of an edge running in this process:
@@ -432,7 +437,8 @@ mod tests {
         let extra = Router::new()
             .route(
                 "/_netacl/v1/test/panic",
-                axum::routing::get(panics).layer(axum::middleware::from_fn(crate::guard::guard)),
+                axum::routing::get(panics)
+                    .layer(axum::middleware::from_fn(crate::http::guard::guard)),
             )
             .route("/test/open-panic", axum::routing::get(panics));
         let router = service.router_with(extra);
@@ -456,7 +462,7 @@ mod tests {
             );
             assert_eq!(
                 response.headers()["content-type"],
-                crate::error::JSON_UTF8,
+                crate::http::error::JSON_UTF8,
                 "{uri}"
             );
             let body = response

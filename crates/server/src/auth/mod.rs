@@ -54,6 +54,8 @@ mod authority;
 mod client;
 mod endpoint;
 mod key;
+pub(crate) mod key_material;
+pub(crate) mod operator_token;
 mod scopes;
 mod verify;
 

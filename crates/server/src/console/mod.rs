@@ -38,7 +38,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tower::ServiceExt;
 
-use crate::error::{json_response, ApiError};
+use crate::http::error::{json_response, ApiError};
 use crate::{AppState, TlsTransport};
 
 pub use sessions::{

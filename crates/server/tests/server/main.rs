@@ -9,6 +9,7 @@ mod history_api;
 mod input_limits;
 mod logs_api;
 mod openapi_conformance;
+mod openapi_served;
 mod organizations_api;
 mod rule_counts_api;
 mod shared_cases;

@@ -1,0 +1,894 @@
+//! A tenant's live state: the committed network ACLs (served to readers), the engine holding the
+//! compiled policy, the channel of installed rule sets (the watch endpoint waits on it, an
+//! in-process edge follows it), and the write path.
+//!
+//! The write path, under the tenant's write mutex: build the new rule set in memory from the
+//! current snapshot → compile it (blocking thread) → commit to the store in one transaction
+//! conditioned on the snapshot's version → install the compiled policy in the engine → publish the
+//! new snapshot and version → answer. A rule set that cannot compile is refused before anything
+//! is written. The whole sequence runs in its own task, so a client that disconnects mid-write
+//! cannot leave the engine behind the database.
+//!
+//! Managed lists take the same path: a list written through the API (or a list file of this
+//! node reloaded) compiles a new [`ManagedIndex`], the rule set is compiled against it, the
+//! store bumps the tenant's version (a list changes decisions like a rule does), and the new
+//! snapshot carries both. A list given by a file on this node wins over the stored one of the
+//! same name and cannot be written through the API.
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use bytes::Bytes;
+use netacl_eval::ManagedIndex;
+use netacl_model::{
+    AclId, KeyMaterial, Limits, ManagedList, ManagedListName, ManagedLists, NetworkAcl,
+    NetworkAclKey, NetworkAclKeyId, RuleSet, ValidationError,
+};
+use netacl_secrets::{Kek, SecretContext};
+use netacl_store::{
+    ChangeOp, RecordChange, RecordKind, Store, StoreError, StoredManagedList, StoredNetworkAclKey,
+    TenantId, TenantPolicy, WriteOrigin,
+};
+use tokio::sync::{watch, Mutex};
+
+pub(crate) use error::WriteError;
+use policy::{Policy, PolicyEngine};
+
+pub(crate) mod error;
+pub(crate) mod policy;
+pub(crate) mod rollback;
+pub(crate) mod samples;
+
+/// One committed record and its JSON form, rendered once.
+pub(crate) struct StoredAcl {
+    pub(crate) acl: NetworkAcl,
+    pub(crate) json: Bytes,
+}
+
+impl StoredAcl {
+    pub(crate) fn new(acl: NetworkAcl) -> Arc<Self> {
+        let json = Bytes::from(acl.to_json().to_string());
+        Arc::new(Self { acl, json })
+    }
+}
+
+/// Where a managed list's content comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListSource {
+    /// Written through the API, stored in the database.
+    Api,
+    /// A `--managed-list` file of this node.
+    File,
+}
+
+impl ListSource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ListSource::Api => "api",
+            ListSource::File => "file",
+        }
+    }
+}
+
+/// One managed list in force.
+#[derive(Debug, Clone)]
+pub(crate) struct ListEntry {
+    pub(crate) list: Arc<ManagedList>,
+    pub(crate) source: ListSource,
+    /// The tenant version its content took effect at (for a stored list: the version its last
+    /// write produced).
+    pub(crate) version: u64,
+    /// When it was last written (stored lists) or loaded (files), in milliseconds.
+    pub(crate) updated_at_ms: i64,
+}
+
+/// The managed lists in force: the stored ones, this node's files, and the index compiled from
+/// what is effective (a file wins over the stored list of the same name).
+pub(crate) struct ListsState {
+    stored: [Option<ListEntry>; 5],
+    files: [Option<ListEntry>; 5],
+    pub(crate) index: Arc<ManagedIndex>,
+}
+
+impl ListsState {
+    fn build(stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
+        let mut lists = ManagedLists::new();
+        for name in ManagedListName::ALL {
+            let entry = files[name.index()]
+                .as_ref()
+                .or(stored[name.index()].as_ref());
+            lists.set(name, entry.map(|e| Arc::clone(&e.list)));
+        }
+        let index = if lists.is_empty() {
+            ManagedIndex::empty()
+        } else {
+            Arc::new(ManagedIndex::build(&lists))
+        };
+        Self {
+            stored,
+            files,
+            index,
+        }
+    }
+
+    /// The same index when the effective content did not change (no rebuild).
+    fn rebuilt(&self, stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
+        let next = |stored: &[Option<ListEntry>; 5], files: &[Option<ListEntry>; 5]| {
+            let mut lists = ManagedLists::new();
+            for name in ManagedListName::ALL {
+                let entry = files[name.index()]
+                    .as_ref()
+                    .or(stored[name.index()].as_ref());
+                lists.set(name, entry.map(|e| Arc::clone(&e.list)));
+            }
+            lists
+        };
+        if next(&stored, &files).same_content(self.index.lists()) {
+            return Self {
+                stored,
+                files,
+                index: Arc::clone(&self.index),
+            };
+        }
+        Self::build(stored, files)
+    }
+
+    /// The list in force for `name`, if any.
+    pub(crate) fn effective(&self, name: ManagedListName) -> Option<&ListEntry> {
+        self.files[name.index()]
+            .as_ref()
+            .or(self.stored[name.index()].as_ref())
+    }
+
+    /// Whether `name` is given by a file of this node.
+    pub(crate) fn is_from_file(&self, name: ManagedListName) -> bool {
+        self.files[name.index()].is_some()
+    }
+
+    /// `(name, version)` of every stored list (what the store need not send again).
+    fn stored_versions(&self) -> Vec<(ManagedListName, u64)> {
+        ManagedListName::ALL
+            .into_iter()
+            .filter_map(|n| self.stored[n.index()].as_ref().map(|e| (n, e.version)))
+            .collect()
+    }
+}
+
+/// The stored lists of a store read, reusing the content this node already holds for lists
+/// whose version did not change.
+fn stored_entries(
+    rows: Vec<StoredManagedList>,
+    current: Option<&ListsState>,
+) -> Result<[Option<ListEntry>; 5], LoadError> {
+    let mut stored: [Option<ListEntry>; 5] = Default::default();
+    for row in rows {
+        let list = match row.list {
+            Some(list) => list,
+            None => current
+                .and_then(|c| c.stored[row.name.index()].as_ref())
+                .filter(|e| e.version == row.version)
+                .map(|e| Arc::clone(&e.list))
+                .ok_or_else(|| {
+                    LoadError::Store(StoreError::Unavailable(format!(
+                        "managed list {} not read",
+                        row.name
+                    )))
+                })?,
+        };
+        stored[row.name.index()] = Some(ListEntry {
+            list,
+            source: ListSource::Api,
+            version: row.version,
+            updated_at_ms: row.updated_at_ms,
+        });
+    }
+    Ok(stored)
+}
+
+/// The purpose network ACL key material is sealed under (bound into the sealed value).
+const KEY_PURPOSE: &str = "network_acl_key";
+
+/// The purpose network ACL key material is sealed under in transit to an edge.
+pub(crate) const KEY_TRANSIT_PURPOSE: &str = "network_acl_key";
+
+/// One network ACL key in force: its record and its material, opened once at load (or kept
+/// from the create request). The material stays in memory, wiped when dropped, for two uses
+/// only: the prepared HMAC keys the in-process edge verifies with, and sealing to a remote
+/// edge (the watch, see `internal::watch`). It is never serialised.
+pub(crate) struct LiveKey {
+    pub(crate) record: NetworkAclKey,
+    pub(crate) material: KeyMaterial,
+}
+
+/// The network ACL keys of a tenant at one version, newest first.
+#[derive(Default)]
+pub(crate) struct KeysState {
+    keys: Vec<Arc<LiveKey>>,
+}
+
+impl KeysState {
+    fn new(mut keys: Vec<Arc<LiveKey>>) -> Self {
+        keys.sort_by(|a, b| {
+            (b.record.created_at, b.record.id.as_str())
+                .cmp(&(a.record.created_at, a.record.id.as_str()))
+        });
+        Self { keys }
+    }
+
+    /// Every key, newest first.
+    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &Arc<LiveKey>> {
+        self.keys.iter()
+    }
+
+    /// The key with this id.
+    pub(crate) fn get(&self, id: &NetworkAclKeyId) -> Option<&Arc<LiveKey>> {
+        self.keys.iter().find(|k| &k.record.id == id)
+    }
+
+    /// The keys the active rules of `rules` name (the only ones an edge needs), with their
+    /// material.
+    pub(crate) fn named_by<'a>(
+        &'a self,
+        acls: impl IntoIterator<Item = &'a NetworkAcl>,
+    ) -> impl Iterator<Item = &'a Arc<LiveKey>> + 'a {
+        NetworkAcl::message_signature_keys(acls)
+            .into_iter()
+            .filter_map(|id| self.get(id))
+    }
+
+    /// The HMAC keys prepared for the keys the active rules of `rules` name.
+    pub(crate) fn mac_keys_for(&self, rules: &RuleSet) -> netacl_secrets::MacKeys {
+        netacl_secrets::MacKeys::new(
+            self.named_by(&rules.acls)
+                .map(|k| (k.record.id.as_str(), k.material.expose())),
+        )
+    }
+}
+
+/// Opens the stored keys with the key-encryption key; a key that does not open (another KEK,
+/// a value moved between records) stops the load: serving without it would turn every signed
+/// request into an unsigned one.
+fn open_keys(
+    kek: &Kek,
+    tenant: &TenantId,
+    stored: Vec<StoredNetworkAclKey>,
+) -> Result<KeysState, LoadError> {
+    let mut keys = Vec::with_capacity(stored.len());
+    for key in stored {
+        let id = key.record.id.as_str().to_owned();
+        let context = SecretContext::new(tenant.as_str(), KEY_PURPOSE, &id);
+        let opened = kek
+            .open(&context, &key.sealed_material)
+            .map_err(|err| LoadError::Secrets(format!("network ACL key {id}: {err}")))?;
+        let material = KeyMaterial::from_bytes(opened.expose().to_vec()).ok_or_else(|| {
+            LoadError::Secrets(format!("network ACL key {id}: material of a wrong length"))
+        })?;
+        keys.push(Arc::new(LiveKey {
+            record: key.record,
+            material,
+        }));
+    }
+    Ok(KeysState::new(keys))
+}
+
+/// 400 when `acl` names a key the tenant does not have, at the reference's property path.
+fn check_key_references(acl: &NetworkAcl, keys: &KeysState) -> Result<(), WriteError> {
+    let rule = &acl.spec.rule;
+    for (member, criteria) in [
+        ("match", rule.match_criteria()),
+        ("not_match", rule.not_match()),
+    ] {
+        let Some(ids) = criteria.and_then(|c| c.http_message_signature()) else {
+            continue;
+        };
+        for (i, id) in ids.iter().enumerate() {
+            if keys.get(id).is_none() {
+                return Err(ValidationError::new(
+                    format!("rule.{member}.http_message_signature.keys[{i}].id"),
+                    format!("No network ACL key with id {id}"),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ids of the records naming the key `id`.
+fn rules_naming_key(records: &[Arc<StoredAcl>], id: &NetworkAclKeyId) -> Vec<String> {
+    records
+        .iter()
+        .filter(|stored| {
+            let rule = &stored.acl.spec.rule;
+            rule.match_criteria()
+                .into_iter()
+                .chain(rule.not_match())
+                .any(|c| {
+                    c.http_message_signature()
+                        .is_some_and(|ids| ids.contains(id))
+                })
+        })
+        .map(|stored| stored.acl.id.to_string())
+        .collect()
+}
+
+/// The committed network ACLs and managed lists of a tenant at one version.
+pub(crate) struct AclSnapshot {
+    pub(crate) version: u64,
+    /// Ascending by priority, then id.
+    pub(crate) ordered: Vec<Arc<StoredAcl>>,
+    by_id: HashMap<AclId, Arc<StoredAcl>>,
+    /// The managed lists in force at this version.
+    pub(crate) lists: Arc<ListsState>,
+    /// The network ACL keys at this version.
+    pub(crate) keys: Arc<KeysState>,
+}
+
+impl AclSnapshot {
+    fn new(
+        version: u64,
+        mut ordered: Vec<Arc<StoredAcl>>,
+        lists: Arc<ListsState>,
+        keys: Arc<KeysState>,
+    ) -> Self {
+        ordered.sort_by(|a, b| {
+            (a.acl.spec.priority, a.acl.id.as_str()).cmp(&(b.acl.spec.priority, b.acl.id.as_str()))
+        });
+        let by_id = ordered
+            .iter()
+            .map(|stored| (stored.acl.id.clone(), Arc::clone(stored)))
+            .collect();
+        Self {
+            version,
+            ordered,
+            by_id,
+            lists,
+            keys,
+        }
+    }
+
+    /// The record with this id.
+    pub(crate) fn get(&self, id: &AclId) -> Option<&Arc<StoredAcl>> {
+        self.by_id.get(id)
+    }
+
+    /// A JSON array of the records `[from, to)`, concatenated from their rendered forms.
+    pub(crate) fn json_array(&self, from: usize, to: usize) -> Vec<u8> {
+        let slice = self
+            .ordered
+            .get(from..to.min(self.ordered.len()))
+            .unwrap_or(&[]);
+        let mut out = Vec::with_capacity(2 + slice.iter().map(|s| s.json.len() + 1).sum::<usize>());
+        out.push(b'[');
+        for (index, stored) in slice.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&stored.json);
+        }
+        out.push(b']');
+        out
+    }
+}
+
+/// A change to a tenant's network ACLs or managed lists.
+pub(crate) enum Change {
+    /// Insert a new record.
+    Create(Box<NetworkAcl>),
+    /// Replace the record `id` by what `build` makes of the current one.
+    Replace {
+        id: AclId,
+        build: Box<dyn FnOnce(&NetworkAcl) -> NetworkAcl + Send>,
+    },
+    /// Delete the record `id`.
+    Delete(AclId),
+    /// Store the content of a managed list (through the API).
+    PutList(ManagedListName, Arc<ManagedList>),
+    /// Remove the stored content of a managed list.
+    DeleteList(ManagedListName),
+    /// A list file of this node was (re)loaded: the content is in force from now on.
+    FileList(ManagedListName, Arc<ManagedList>),
+    /// Add a network ACL key (its record and material; the material is sealed here).
+    CreateKey(Box<(NetworkAclKey, KeyMaterial)>),
+    /// Remove a network ACL key (409 while a rule names it).
+    DeleteKey(NetworkAclKeyId),
+    /// Restore the network ACLs of a kept version, if the tenant is still at
+    /// `expected_version` (409 otherwise; see `history`).
+    Rollback { version: u64, expected_version: u64 },
+}
+
+/// What a change produced: the stored record (none for a delete or a list change), the
+/// tenant's version afterwards and the snapshot it serves from then on.
+pub(crate) struct Applied {
+    pub(crate) record: Option<Arc<StoredAcl>>,
+    pub(crate) version: u64,
+    pub(crate) snapshot: Arc<AclSnapshot>,
+}
+
+/// A tenant's live state.
+pub(crate) struct TenantRuntime {
+    pub(crate) id: TenantId,
+    store: Arc<dyn Store>,
+    limits: Limits,
+    snapshot: RwLock<Arc<AclSnapshot>>,
+    engine: PolicyEngine,
+    write_lock: Mutex<()>,
+    /// The rule set last installed in the engine, sent right after each install.
+    installed: watch::Sender<Arc<RuleSet>>,
+    /// Seals and opens network ACL key material.
+    kek: Arc<Kek>,
+    /// The traffic samples remote edges posted (in memory; see `logs::sample`).
+    posted_samples: samples::PostedSamples,
+}
+
+impl TenantRuntime {
+    /// Loads the tenant's rule set from the store and compiles it into a fresh engine, so the
+    /// first request already sees the committed rules.
+    pub(crate) async fn load(
+        store: Arc<dyn Store>,
+        id: TenantId,
+        limits: Limits,
+        file_lists: &ManagedLists,
+        kek: Arc<Kek>,
+    ) -> Result<Arc<Self>, LoadError> {
+        let TenantPolicy {
+            rules,
+            managed_lists,
+        } = store.tenant_policy(&id, &[]).await?;
+        let keys = Arc::new(open_keys(&kek, &id, store.network_acl_keys(&id).await?)?);
+        let version = rules.version;
+        let stored = stored_entries(managed_lists, None)?;
+        let mut files: [Option<ListEntry>; 5] = Default::default();
+        let now = netacl_model::Timestamp::now().unix_millis();
+        for (name, list) in file_lists.iter() {
+            files[name.index()] = Some(ListEntry {
+                list: Arc::clone(list),
+                source: ListSource::File,
+                version,
+                updated_at_ms: now,
+            });
+        }
+        let compile_keys = Arc::clone(&keys);
+        let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
+            let lists = ListsState::build(stored, files);
+            let policy = Policy::compile_with_keys(&rules, &limits, &lists.index, &compile_keys);
+            (policy, rules, lists)
+        })
+        .await
+        .map_err(|err| LoadError::Compile(err.to_string()))?;
+        let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
+        policy.warn_about_empty_lists(None);
+        let engine = PolicyEngine::new();
+        engine.install(Arc::new(policy));
+        let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
+        let (installed, _) = watch::channel(Arc::new(rules));
+        Ok(Arc::new(Self {
+            id,
+            store,
+            limits,
+            snapshot: RwLock::new(Arc::new(AclSnapshot::new(
+                version,
+                ordered,
+                Arc::new(lists),
+                keys,
+            ))),
+            engine,
+            write_lock: Mutex::new(()),
+            installed,
+            kek,
+            posted_samples: Default::default(),
+        }))
+    }
+
+    /// The store (for the tenant's other resources, which are read and written directly).
+    /// The key-encryption key (sealing, and the tags of the tenant's paging cursors).
+    pub(crate) fn kek(&self) -> &Kek {
+        &self.kek
+    }
+
+    /// The traffic samples remote edges posted for this tenant.
+    pub(crate) fn posted_samples(&self) -> &samples::PostedSamples {
+        &self.posted_samples
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The committed records (what readers see).
+    pub(crate) fn snapshot(&self) -> Arc<AclSnapshot> {
+        Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The live compiled policy.
+    pub(crate) fn policy(&self) -> Arc<Policy> {
+        self.engine.policy()
+    }
+
+    /// The engine the write path and the store follower install into.
+    pub(crate) fn engine(&self) -> &Arc<netacl_eval::Engine> {
+        self.engine.engine()
+    }
+
+    /// A receiver of the rule set installed in the engine (its version is the committed one),
+    /// updated right after each install: for long polls and an in-process edge.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<RuleSet>> {
+        self.installed.subscribe()
+    }
+
+    /// Catches up with the store when another node (sharing the database) committed a newer
+    /// rule set: compares the committed version with the served one and, if they differ, loads,
+    /// compiles, installs and publishes the stored rule set. Serialised with the write path.
+    /// Returns the version served afterwards. On any error the served state is left as it was.
+    pub(crate) async fn refresh_from_store(&self) -> Result<u64, LoadError> {
+        let _guard = self.write_lock.lock().await;
+        self.refresh_locked().await
+    }
+
+    /// [`TenantRuntime::refresh_from_store`] with the write lock held.
+    async fn refresh_locked(&self) -> Result<u64, LoadError> {
+        let current = self.snapshot();
+        let served = current.version;
+        let committed = match self.store.tenant(&self.id).await? {
+            Some(tenant) => tenant.acl_version,
+            None => {
+                return Err(
+                    netacl_store::StoreError::NotFound(format!("tenant {}", self.id)).into(),
+                )
+            }
+        };
+        if committed == served {
+            return Ok(served);
+        }
+        let known = current.lists.stored_versions();
+        let TenantPolicy {
+            rules,
+            managed_lists,
+        } = self.store.tenant_policy(&self.id, &known).await?;
+        let keys = Arc::new(open_keys(
+            &self.kek,
+            &self.id,
+            self.store.network_acl_keys(&self.id).await?,
+        )?);
+        let version = rules.version;
+        let stored = stored_entries(managed_lists, Some(&current.lists))?;
+        let files = current.lists.files.clone();
+        let limits = self.limits;
+        let previous = Arc::clone(&current.lists);
+        let compile_keys = Arc::clone(&keys);
+        let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
+            let lists = previous.rebuilt(stored, files);
+            let policy = Policy::compile_with_keys(&rules, &limits, &lists.index, &compile_keys);
+            (policy, rules, lists)
+        })
+        .await
+        .map_err(|err| LoadError::Compile(err.to_string()))?;
+        let policy = policy.map_err(|err| LoadError::Compile(err.to_string()))?;
+        policy.warn_about_empty_lists(Some(&self.policy()));
+        self.engine.install(Arc::new(policy));
+        let ordered = rules.acls.iter().cloned().map(StoredAcl::new).collect();
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) =
+            Arc::new(AclSnapshot::new(version, ordered, Arc::new(lists), keys));
+        self.installed.send_replace(Arc::new(rules));
+        Ok(version)
+    }
+
+    /// [`TenantRuntime::apply_as`] for a change this node makes itself (no client, no request).
+    pub(crate) async fn apply(self: &Arc<Self>, change: Change) -> Result<Applied, WriteError> {
+        self.apply_as(change, WriteOrigin::default()).await
+    }
+
+    /// Applies a change through the whole write path (see the module docs), recording `origin`
+    /// in the version's history entry. Runs to completion even if the caller goes away.
+    pub(crate) async fn apply_as(
+        self: &Arc<Self>,
+        change: Change,
+        origin: WriteOrigin,
+    ) -> Result<Applied, WriteError> {
+        let this = Arc::clone(self);
+        tokio::spawn(async move { this.apply_inner(change, origin).await })
+            .await
+            .map_err(|err| {
+                tracing::error!(error = %err, "write task failed");
+                WriteError::Internal
+            })?
+    }
+
+    async fn apply_inner(
+        &self,
+        change: Change,
+        origin: WriteOrigin,
+    ) -> Result<Applied, WriteError> {
+        let _guard = self.write_lock.lock().await;
+        let current = self.snapshot();
+        let mut records: Vec<Arc<StoredAcl>> = current.ordered.clone();
+        let mut stored = current.lists.stored.clone();
+        let mut files = current.lists.files.clone();
+        let mut keys: Vec<Arc<LiveKey>> = current.keys.keys.clone();
+        let next_version = current.version + 1;
+        let now = netacl_model::Timestamp::now().unix_millis();
+        let list_entry = |list: &Arc<ManagedList>, source| ListEntry {
+            list: Arc::clone(list),
+            source,
+            version: next_version,
+            updated_at_ms: now,
+        };
+        let (record, write) = match change {
+            Change::Create(acl) => {
+                check_key_references(&acl, &current.keys)?;
+                check_priority_free(&current, &acl)?;
+                let stored = StoredAcl::new(*acl);
+                records.push(Arc::clone(&stored));
+                (Some(stored), Write::Create)
+            }
+            Change::Replace { id, build } => {
+                let old = current.get(&id).ok_or(WriteError::NoSuchNetworkAcl)?;
+                let acl = build(&old.acl);
+                check_key_references(&acl, &current.keys)?;
+                check_priority_free(&current, &acl)?;
+                let stored = StoredAcl::new(acl);
+                records.retain(|r| r.acl.id != id);
+                records.push(Arc::clone(&stored));
+                (Some(stored), Write::Replace)
+            }
+            Change::Delete(id) => {
+                if current.get(&id).is_none() {
+                    return Err(WriteError::NoSuchNetworkAcl);
+                }
+                records.retain(|r| r.acl.id != id);
+                (None, Write::Delete(id))
+            }
+            Change::PutList(name, list) => {
+                if current.lists.is_from_file(name) {
+                    return Err(WriteError::ListFromFile(name));
+                }
+                stored[name.index()] = Some(list_entry(&list, ListSource::Api));
+                (None, Write::PutList(name, list))
+            }
+            Change::DeleteList(name) => {
+                if current.lists.is_from_file(name) {
+                    return Err(WriteError::ListFromFile(name));
+                }
+                if stored[name.index()].take().is_none() {
+                    return Err(WriteError::NoSuchManagedList(name));
+                }
+                (None, Write::DeleteList(name))
+            }
+            Change::FileList(name, list) => {
+                let reload = RecordChange {
+                    kind: RecordKind::ManagedList,
+                    op: ChangeOp::Reload,
+                    id: name.to_string(),
+                    before: None,
+                    after: Some(serde_json::json!({
+                        "name": name.as_str(), "source": ListSource::File.as_str(),
+                        "entries": list.len(), "digest": list.digest(),
+                    })),
+                };
+                files[name.index()] = Some(list_entry(&list, ListSource::File));
+                (None, Write::Bump(Box::new(reload)))
+            }
+            Change::CreateKey(key) => {
+                let (record, material) = *key;
+                if keys.iter().any(|k| k.record.name == record.name) {
+                    return Err(WriteError::KeyNameTaken);
+                }
+                let context = SecretContext::new(self.id.as_str(), KEY_PURPOSE, record.id.as_str());
+                let sealed = self.kek.seal(&context, material.expose()).map_err(|err| {
+                    tracing::error!(error = %err, "cannot seal a network ACL key");
+                    WriteError::Internal
+                })?;
+                let stored = StoredNetworkAclKey {
+                    record: record.clone(),
+                    sealed_material: sealed.as_str().to_owned(),
+                };
+                keys.push(Arc::new(LiveKey { record, material }));
+                (None, Write::CreateKey(Box::new(stored)))
+            }
+            Change::DeleteKey(id) => {
+                if current.keys.get(&id).is_none() {
+                    return Err(WriteError::NoSuchKey);
+                }
+                let naming = rules_naming_key(&current.ordered, &id);
+                if !naming.is_empty() {
+                    return Err(WriteError::KeyInUse(naming));
+                }
+                keys.retain(|k| k.record.id != id);
+                (None, Write::DeleteKey(id))
+            }
+            Change::Rollback {
+                version,
+                expected_version,
+            } => {
+                if expected_version != current.version {
+                    return Err(WriteError::StaleVersion {
+                        expected: expected_version,
+                        actual: current.version,
+                    });
+                }
+                let then = self
+                    .store
+                    .network_acls_at(&self.id, version)
+                    .await?
+                    .ok_or(WriteError::NoSuchVersion)?;
+                let restored = rollback::restored_records(&current, then.acls, version, |acl| {
+                    check_key_references(acl, &current.keys)
+                })?;
+                let Some(restored) = restored else {
+                    // The rule set of `version` is the one in force: nothing to record.
+                    return Ok(Applied {
+                        record: None,
+                        version: current.version,
+                        snapshot: current,
+                    });
+                };
+                records = restored;
+                (None, Write::Restore)
+            }
+        };
+        let limits = self.limits;
+        let previous = Arc::clone(&current.lists);
+        let rules = RuleSet {
+            version: next_version,
+            acls: records.iter().map(|s| s.acl.clone()).collect(),
+        };
+        let keys = Arc::new(KeysState::new(keys));
+        let compile_keys = Arc::clone(&keys);
+        let (policy, rules, lists) = tokio::task::spawn_blocking(move || {
+            let lists = previous.rebuilt(stored, files);
+            let policy = Policy::compile_with_keys(&rules, &limits, &lists.index, &compile_keys);
+            (policy, rules, lists)
+        })
+        .await
+        .map_err(|err| {
+            tracing::error!(error = %err, "compile task failed");
+            WriteError::Internal
+        })?;
+        let next = Arc::new(AclSnapshot::new(
+            next_version,
+            records,
+            Arc::new(lists),
+            keys,
+        ));
+        let policy = policy.map_err(WriteError::Uncompilable)?;
+
+        let expected = current.version;
+        let version = match (&write, &record) {
+            (Write::Create, Some(stored)) => {
+                self.store
+                    .create_network_acl(&self.id, expected, &stored.acl, &origin)
+                    .await?
+            }
+            (Write::Replace, Some(stored)) => {
+                self.store
+                    .replace_network_acl(&self.id, expected, &stored.acl, &origin)
+                    .await?
+            }
+            (Write::Delete(id), _) => {
+                self.store
+                    .delete_network_acl(&self.id, expected, id, &origin)
+                    .await?
+            }
+            (Write::PutList(name, list), _) => {
+                self.store
+                    .put_managed_list(&self.id, expected, *name, list, now, &origin)
+                    .await?
+            }
+            (Write::DeleteList(name), _) => {
+                self.store
+                    .delete_managed_list(&self.id, expected, *name, &origin)
+                    .await?
+            }
+            (Write::Bump(change), _) => {
+                self.store
+                    .bump_version(&self.id, expected, &origin, change)
+                    .await?
+            }
+            (Write::Restore, _) => {
+                self.store
+                    .restore_network_acls(&self.id, expected, &rules.acls, &origin)
+                    .await?
+            }
+            (Write::CreateKey(stored), _) => self
+                .store
+                .create_network_acl_key(&self.id, expected, stored, &origin)
+                .await
+                .map_err(|err| match err {
+                    StoreError::NameTaken(_) => WriteError::KeyNameTaken,
+                    other => WriteError::Store(other),
+                })?,
+            (Write::DeleteKey(id), _) => self
+                .store
+                .delete_network_acl_key(&self.id, expected, id, &origin)
+                .await
+                .map_err(|err| match err {
+                    StoreError::NotFound(_) => WriteError::NoSuchKey,
+                    other => WriteError::Store(other),
+                })?,
+            _ => return Err(WriteError::Internal),
+        };
+        if version != next.version {
+            // The store was changed behind our back (another process on the same database).
+            tracing::error!(version, expected = next.version, "rule-set version skew");
+            return Err(WriteError::Internal);
+        }
+        policy.warn_about_empty_lists(Some(&self.policy()));
+        self.engine.install(Arc::new(policy));
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::clone(&next);
+        self.installed.send_replace(Arc::new(rules));
+        Ok(Applied {
+            record,
+            version,
+            snapshot: next,
+        })
+    }
+
+    /// Puts a reloaded list file of this node in force (bumping the tenant's version, as any
+    /// list change does). When another node moved the version meanwhile, catches up with the
+    /// store and tries once more. Nothing changes on error: the caller keeps the file pending
+    /// and tries again later.
+    pub(crate) async fn load_file_list(
+        self: &Arc<Self>,
+        name: ManagedListName,
+        list: Arc<ManagedList>,
+    ) -> Result<u64, WriteError> {
+        for attempt in 0..2 {
+            match self.apply(Change::FileList(name, Arc::clone(&list))).await {
+                Ok(applied) => return Ok(applied.version),
+                Err(err) if attempt == 0 && err.is_conflict() => {
+                    self.refresh_from_store().await.map_err(|err| {
+                        tracing::warn!(error = %err, "cannot catch up with the store");
+                        WriteError::Unavailable
+                    })?;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(WriteError::Unavailable)
+    }
+}
+
+enum Write {
+    Create,
+    Replace,
+    Delete(AclId),
+    PutList(ManagedListName, Arc<ManagedList>),
+    DeleteList(ManagedListName),
+    Bump(Box<RecordChange>),
+    Restore,
+    CreateKey(Box<StoredNetworkAclKey>),
+    DeleteKey(NetworkAclKeyId),
+}
+
+/// 409 when another record of the snapshot holds `acl`'s priority (the database's unique index
+/// is the final word; this answers early without a write).
+fn check_priority_free(snapshot: &AclSnapshot, acl: &NetworkAcl) -> Result<(), WriteError> {
+    let taken = snapshot
+        .ordered
+        .iter()
+        .any(|r| r.acl.spec.priority == acl.spec.priority && r.acl.id != acl.id);
+    if taken {
+        Err(WriteError::PriorityTaken(acl.spec.priority.get()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Why a tenant could not be loaded at start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] netacl_store::StoreError),
+    /// The stored rule set does not compile.
+    #[error("the stored rule set does not compile: {0}")]
+    Compile(String),
+    /// Stored key material does not open with this server's key-encryption key.
+    #[error("cannot open stored secrets: {0}")]
+    Secrets(String),
+}
