@@ -122,7 +122,7 @@ pub(crate) fn document(domain: &str, limits: &Limits, operations: &[Operation]) 
     });
     crate::resources::tenant_schemas::extend_document(&mut document);
     crate::resources::organizations::schemas::extend_document(&mut document);
-    crate::operator::extend_document(&mut document);
+    crate::operator::openapi::extend_document(&mut document);
     if let Some(schemas) = document
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
