@@ -1,6 +1,5 @@
 //! The door's reading of requests and its answers, without sockets (the real proxies drive it
 //! in `crates/cli/tests/cli/proxy_doors.rs`).
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::{HeaderMap, Method, StatusCode, Uri};
@@ -11,9 +10,9 @@ use super::*;
 
 const BLOCK: &str = "acl_6dL8L5Vqc1TxxXRuLhzD7c";
 const REDIRECT: &str = "acl_7eM9M6Wrd2UyyYSvMizE8d";
-const LOG: &str = "acl_8fN0N7Xse3VzzZTwNjaF9e";
-const BLOCK_HOST: &str = "acl_9gO1O8Ytf4WaaAUxOkbG0f";
-const BLOCK_JA4: &str = "acl_0hP2P9Zug5XbbBVyPlcH1g";
+const LOG: &str = "acl_8fN3N7Xse3VzzZTwNjaF9e";
+const BLOCK_HOST: &str = "acl_9gP1P8Ytf4WaaAUxQkbG2f";
+const BLOCK_JA4: &str = "acl_2hP2P9Zug5XbbBVyPmcH1g";
 const JA4: &str = "t13d1516h2_8daaf6152771_b186095e22b6";
 
 fn record(id: &str, priority: u64, action: Value, criteria: Value) -> Value {
@@ -122,7 +121,7 @@ fn nginx(client: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn pairs(owned: &[(&'static str, String)]) -> Vec<(&'static str, &str)> {
+fn pairs<'a>(owned: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     owned.iter().map(|(n, v)| (*n, v.as_str())).collect()
 }
 
