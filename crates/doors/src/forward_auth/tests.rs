@@ -84,9 +84,10 @@ const PROXY: &str = "10.0.0.1:40000";
 const STRANGER: &str = "198.51.100.9:40000";
 
 fn options() -> FactsOptions {
-    let mut options = FactsOptions::default();
-    options.ja4_header = Some(http::HeaderName::from_static("x-ja4"));
-    options
+    FactsOptions {
+        ja4_header: Some(http::HeaderName::from_static("x-ja4")),
+        ..FactsOptions::default()
+    }
 }
 
 type Answer = http::Response<http_body_util::Full<bytes::Bytes>>;
