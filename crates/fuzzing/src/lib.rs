@@ -428,6 +428,8 @@ pub fn forward_auth_facts(data: &[u8]) {
     assert!(hosts.len() <= 1, "{hosts:?}");
     assert_eq!(hosts.first().copied(), facts.host.as_ref());
     let _ = facts.connection("127.0.0.1:1".parse().expect("address"));
+}
+
 /// The SPOE agent's reading of what HAProxy sends: the bytes are a connection's stream of SPOP
 /// frames, cut into reads of as many bytes as the first byte says (0: all at once).
 ///
