@@ -194,6 +194,37 @@ def spoe_frames():
     write("spoe_frames", "hello-notify-in-7-byte-reads", b"\x07" + hello + notify + notify)
 
 
+def check_requests():
+    """Envoy's ext_authz CheckRequest, protobuf-encoded as in a gRPC frame: an HTTP request from
+    an IPv4 and an IPv6 client, with headers and a TLS session."""
+
+    def varint(n):
+        out = bytearray()
+        while True:
+            byte = n & 0x7F
+            n >>= 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def field(number, payload):
+        if isinstance(payload, str):
+            payload = payload.encode()
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    def check(source, host, path, headers):
+        socket_address = field(2, source)
+        peer = field(1, field(1, socket_address))
+        header_entries = b"".join(field(3, field(1, k) + field(2, v)) for k, v in headers)
+        http = field(2, "GET") + header_entries + field(4, path) + field(5, host) + field(6, "https")
+        attributes = field(1, peer) + field(4, field(2, http)) + field(12, field(1, host))
+        return field(1, attributes)
+
+    write("check_request", "ipv4-with-headers", check("192.0.2.7", "app.example.test", "/authorize?x=1",
+                                                      [("user-agent", "curl/8"), ("x-forwarded-for", "198.51.100.9")]))
+    write("check_request", "ipv6", check("2001:db8::7", "app.example.test", "/", []))
+
+
 client_hellos()
 validation_bodies()
 request_lines()
@@ -204,3 +235,4 @@ forms()
 evaluator()
 maxmind()
 spoe_frames()
+check_requests()

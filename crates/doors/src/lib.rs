@@ -3,6 +3,7 @@
 
 pub mod forward_auth;
 mod metrics;
+pub mod ext_authz;
 pub mod spoe;
 
 pub use metrics::{DoorAnswer, DoorCounters};

@@ -35,6 +35,7 @@ pub const TARGETS: [Target; 10] = [
     ("form_body", form_body),
     ("forward_auth_facts", forward_auth_facts),
     ("spoe_frames", spoe_frames),
+    ("check_request", check_request),
 ];
 
 /// The ClientHello reader and JA3/JA4: the bytes are what a client sends on a TLS connection.
@@ -479,5 +480,33 @@ pub fn spoe_frames(data: &[u8]) {
                 }
             }
         }
+    }
+}
+
+/// The ext_authz service's reading of Envoy's `CheckRequest`: the bytes are a protobuf message as
+/// it arrives in a gRPC frame.
+///
+/// Never panics; a request that decodes either gives facts whose client is the request's
+/// `attributes.source.address` (parsed as an IP address) or is refused (`INVALID_ARGUMENT`).
+pub fn check_request(data: &[u8]) {
+    use envoy_types::ext_authz::v3::pb::{Address, CheckRequest};
+    use netacl_doors::ext_authz::CheckFacts;
+    use prost::Message as _;
+    let Ok(request) = CheckRequest::decode(data) else {
+        return;
+    };
+    if let Ok(facts) = CheckFacts::from_check(&request) {
+        let source = request
+            .attributes
+            .as_ref()
+            .and_then(|a| a.source.as_ref())
+            .and_then(|p| p.address.as_ref())
+            .and_then(|a| a.address.as_ref());
+        let Some(Address::SocketAddress(socket)) = source else {
+            panic!("facts from a CheckRequest without a socket address");
+        };
+        let ip: IpAddr = socket.address.parse().expect("the facts' source parsed");
+        assert_eq!(facts.conn.peer.ip(), ip);
+        assert!(facts.uri.path().starts_with('/'));
     }
 }

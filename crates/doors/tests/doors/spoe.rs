@@ -11,28 +11,13 @@ use netacl_eval::Engine;
 use netacl_listener::{ConnectionGate, ConnectionLimits};
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
+
+use crate::rule;
 use spop::{encode_varint_into, TypedData};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-mod haproxy;
-mod haproxy_tls;
-
 const TIMEOUT: Duration = Duration::from_secs(5);
-
-pub(crate) fn rule(n: u128, priority: u64, action: Value, criteria: Value) -> Value {
-    let mut rule = json!({"action": action, "scope": "tenant"});
-    if let Value::Object(c) = criteria {
-        for (k, v) in c {
-            rule[k] = v;
-        }
-    }
-    json!({
-        "id": AclId::from_random(n).to_string(), "description": "t", "active": true,
-        "priority": priority, "rule": rule,
-        "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
-    })
-}
 
 async fn agent(config: SpoeConfig) -> SocketAddr {
     let enforcer = Enforcer::new(
