@@ -195,7 +195,7 @@ fn optional_bin<'m>(
 }
 
 fn be_u16_list(name: &'static str, bytes: &[u8]) -> Result<Vec<u16>, MessageError> {
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return Err(MessageError::Invalid {
             name,
             reason: "a list of 16-bit values has an odd length",
