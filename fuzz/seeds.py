@@ -96,6 +96,23 @@ def forwarded():
         write("forwarded", f"header-{index}", bytes([control]) + text.encode())
 
 
+def forward_auth_facts():
+    # First byte: bit 0 a trusted peer, bits 1-2 the JA3/JA4 headers configured; then the door
+    # request's own target and `name:value` lines, as Caddy, nginx and a broken client send them.
+    requests = [
+        ("caddy", 7, "/\nx-forwarded-method:GET\nx-forwarded-uri:/login?next=/\n"
+         "x-forwarded-host:app.example\nx-forwarded-for:203.0.113.7\n"
+         "x-ja3:e7d705a3286e19ea42f587b344ee6865\nx-ja4:t13d1516h2_8daaf6152771_b186095e22b6\n"
+         "user-agent:curl/8.0"),
+        ("nginx", 1, "/_netacl\nhost:app.example:8443\nx-original-uri:http://app.example/a%2Fb?c\n"
+         "x-original-method:POST\nx-netacl-redirect-status:401\n"
+         "x-forwarded-for:198.51.100.1, 10.0.0.1"),
+        ("two-hosts", 0, "/x?y\nhost:a.example\nhost:b.example"),
+    ]
+    for name, control, text in requests:
+        write("forward_auth_facts", name, bytes([control]) + text.encode())
+
+
 def paths():
     for index, path in enumerate([
         "/api/v2/users", "/api/v2//../users", "/%%361pi/v2/users", "/%61pi/v2/users?x=/a",
@@ -212,6 +229,7 @@ client_hellos()
 validation_bodies()
 request_lines()
 forwarded()
+forward_auth_facts()
 paths()
 forms()
 evaluator()

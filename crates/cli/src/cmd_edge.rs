@@ -20,9 +20,33 @@ use crate::duration_arg::parse_duration;
 /// Arguments of `netacl edge`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The upstream to proxy to, `http://HOST:PORT` or `https://HOST:PORT`.
+    /// The upstream to proxy to, `http://HOST:PORT` or `https://HOST:PORT` (needed by --listen
+    /// and --listen-tls; without it the edge serves only its front doors).
     #[arg(long, env = "NETACL_EDGE_UPSTREAM")]
-    upstream: String,
+    upstream: Option<String>,
+    /// The forward-auth front door for nginx `auth_request`, Caddy `forward_auth`, Traefik
+    /// ForwardAuth and Envoy's HTTP ext_authz mode (HTTP/1.1 keep-alive and h2c), under the
+    /// same caps and timeouts as --listen.
+    #[arg(long, env = "NETACL_EDGE_FORWARD_AUTH_LISTEN")]
+    forward_auth_listen: Option<SocketAddr>,
+    /// The request header in which the proxy in front gives the client's JA3 hash to the
+    /// forward-auth door (read from a --trusted-proxy peer only; none by default).
+    #[arg(
+        long,
+        env = "NETACL_EDGE_FORWARD_AUTH_JA3_HEADER",
+        value_name = "NAME",
+        requires = "forward_auth_listen"
+    )]
+    forward_auth_ja3_header: Option<http::HeaderName>,
+    /// The request header in which the proxy in front gives the client's JA4 fingerprint to the
+    /// forward-auth door (read from a --trusted-proxy peer only; none by default).
+    #[arg(
+        long,
+        env = "NETACL_EDGE_FORWARD_AUTH_JA4_HEADER",
+        value_name = "NAME",
+        requires = "forward_auth_listen"
+    )]
+    forward_auth_ja4_header: Option<http::HeaderName>,
     /// Plain-HTTP listen address.
     #[arg(long, env = "NETACL_EDGE_LISTEN")]
     listen: Option<SocketAddr>,
@@ -183,6 +207,11 @@ pub struct Args {
 /// followed into the edge's tenant router.
 struct Plan {
     config: EdgeConfig,
+    /// The forward-auth door (its listener limits are the edge's, set when it starts).
+    forward_auth: Option<(
+        std::net::SocketAddr,
+        netacl_doors::forward_auth::FactsOptions,
+    )>,
     list_files: Vec<crate::managed_list_args::ListFile>,
     platform: Option<(Arc<netacl_edge::TenantRouter>, RemoteTenants)>,
 }
@@ -202,7 +231,22 @@ fn read_operator_token(path: &std::path::Path) -> anyhow::Result<String> {
 }
 
 fn config(args: Args) -> anyhow::Result<Plan> {
-    let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
+    let upstream = match (&args.upstream, args.forward_auth_listen) {
+        (Some(upstream), _) => parse_upstream(upstream)?,
+        (None, Some(_)) if args.listen.is_none() && args.listen_tls.is_none() => {
+            http::Uri::default()
+        }
+        (None, Some(_)) => bail!("--listen and --listen-tls need --upstream"),
+        (None, None) => bail!("give --upstream (the proxy) and/or --forward-auth-listen"),
+    };
+    let mut config = EdgeConfig::new(upstream);
+    config.front_doors = args.forward_auth_listen.is_some();
+    let forward_auth = args.forward_auth_listen.map(|listen| {
+        let mut facts = netacl_doors::forward_auth::FactsOptions::default();
+        facts.ja3_header = args.forward_auth_ja3_header.clone();
+        facts.ja4_header = args.forward_auth_ja4_header.clone();
+        (listen, facts)
+    });
     args.tls.apply(&mut config);
     args.listener.apply(&mut config.limits);
     let (lists, files) = crate::managed_list_args::load_all(
@@ -253,6 +297,7 @@ fn config(args: Args) -> anyhow::Result<Plan> {
         config.edge_name = args.edge_name.clone();
         return Ok(Plan {
             config,
+            forward_auth,
             list_files: files,
             platform: Some((router, remote)),
         });
@@ -280,6 +325,7 @@ fn config(args: Args) -> anyhow::Result<Plan> {
     };
     Ok(Plan {
         config,
+        forward_auth,
         list_files: files,
         platform: None,
     })
@@ -554,6 +600,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cap_given = args.listener.max_connections_given();
     let Plan {
         mut config,
+        forward_auth,
         list_files,
         platform,
     } = config(args)?;
@@ -584,7 +631,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             None => None,
         };
+        let limits = config.limits.clone();
         let edge = start_edge(engine, config).await?;
+        let door = match forward_auth {
+            Some((listen, facts)) => {
+                let mut door = netacl_doors::forward_auth::ForwardAuthConfig::new(listen, limits);
+                door.facts = facts;
+                Some(
+                    netacl_doors::forward_auth::start_forward_auth(
+                        Arc::clone(edge.enforcer()),
+                        door,
+                    )
+                    .await?,
+                )
+            }
+            None => None,
+        };
         let _list_reloader = match (edge.policy_sources(), list_files.is_empty()) {
             (Some(sources), false) => Some(crate::managed_list_args::spawn_reloader(
                 list_files,
@@ -603,10 +665,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let show = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
         println!(
-            "netacl edge listening: http={} tls={} metrics={}",
+            "netacl edge listening: http={} tls={} metrics={} forward_auth={}",
             show(edge.http_addr()),
             show(edge.tls_addr()),
-            show(edge.metrics_addr())
+            show(edge.metrics_addr()),
+            show(door.as_ref().map(|d| d.local_addr()))
         );
         let mut edge = edge;
         tokio::select! {
@@ -619,7 +682,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Stop accepting; connections with nothing in flight close, requests in flight get
         // the grace period.
         edge.close();
-        if tokio::time::timeout(grace, edge.drained()).await.is_err() {
+        if let Some(door) = &door {
+            door.close();
+        }
+        let drained = async {
+            edge.drained().await;
+            if let Some(door) = &door {
+                door.drained().await;
+            }
+        };
+        if tokio::time::timeout(grace, drained).await.is_err() {
             tracing::warn!(
                 open = edge.listener_stats().open,
                 grace = ?grace,

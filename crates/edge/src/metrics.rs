@@ -363,6 +363,34 @@ pub struct EdgeMetrics {
     handshake_failures: AtomicU64,
     rule_source_errors: AtomicU64,
     policy_version: AtomicU64,
+    /// What other front doors serving this edge's enforcer add to `/metrics` (read only when
+    /// the metrics are rendered, never per request).
+    extra: std::sync::RwLock<ExtraMetrics>,
+}
+
+/// A section of Prometheus text rendered by its owner.
+type Section = Arc<dyn Fn(&mut String) + Send + Sync>;
+/// A listener's counters, read when the metrics are rendered.
+type ListenerSource = Arc<dyn Fn() -> netacl_listener::ListenerStats + Send + Sync>;
+
+/// The sections and listeners a front door registered ([`EdgeMetrics::add_section`],
+/// [`EdgeMetrics::add_listener`]).
+#[derive(Default)]
+struct ExtraMetrics {
+    sections: Vec<Section>,
+    listeners: Vec<(&'static str, ListenerSource)>,
+}
+
+impl std::fmt::Debug for ExtraMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtraMetrics")
+            .field("sections", &self.sections.len())
+            .field(
+                "listeners",
+                &self.listeners.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 const UNATTRIBUTED: usize = VERDICTS.len();
@@ -406,7 +434,37 @@ impl EdgeMetrics {
             handshake_failures: AtomicU64::new(0),
             rule_source_errors: AtomicU64::new(0),
             policy_version: AtomicU64::new(0),
+            extra: std::sync::RwLock::new(ExtraMetrics::default()),
         }
+    }
+
+    /// Adds a section of Prometheus text to what [`render_prometheus`](Self::render_prometheus)
+    /// gives: a front door serving this edge's enforcer (`netacl-doors`) renders its own counter
+    /// families there. Called when the metrics are rendered, never per request.
+    pub fn add_section(&self, section: impl Fn(&mut String) + Send + Sync + 'static) {
+        let mut extra = self.extra.write().unwrap_or_else(|p| p.into_inner());
+        extra.sections.push(Arc::new(section));
+    }
+
+    /// Adds a listener to the `netacl_edge_listener_*` series of the edge's `/metrics` (label
+    /// `listener="NAME"`, beside `proxy` and `metrics`): `stats` is read when they are rendered.
+    pub fn add_listener(
+        &self,
+        name: &'static str,
+        stats: impl Fn() -> netacl_listener::ListenerStats + Send + Sync + 'static,
+    ) {
+        let mut extra = self.extra.write().unwrap_or_else(|p| p.into_inner());
+        extra.listeners.push((name, Arc::new(stats)));
+    }
+
+    /// The registered listeners' counters, by name (see [`add_listener`](Self::add_listener)).
+    pub(crate) fn extra_listeners(&self) -> Vec<(&'static str, netacl_listener::ListenerStats)> {
+        let extra = self.extra.read().unwrap_or_else(|p| p.into_inner());
+        extra
+            .listeners
+            .iter()
+            .map(|(name, stats)| (*name, stats()))
+            .collect()
     }
 
     /// Installs the table for a new rule-set version, carrying totals of unchanged ids.
@@ -611,6 +669,13 @@ impl EdgeMetrics {
                     s.rule_id, s.action, s.scope
                 );
             }
+        }
+        let sections: Vec<Section> = {
+            let extra = self.extra.read().unwrap_or_else(|p| p.into_inner());
+            extra.sections.clone()
+        };
+        for section in sections {
+            section(&mut out);
         }
         out
     }

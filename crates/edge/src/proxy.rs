@@ -79,7 +79,8 @@ pub enum EdgeError {
     /// The trust anchors for an `https://` upstream could not be loaded.
     #[error("upstream TLS: {0}")]
     UpstreamTls(#[source] TlsError),
-    /// Neither `--listen` nor `--listen-tls` was given.
+    /// Neither `--listen` nor `--listen-tls` was given (and no other front door serves the
+    /// enforcer: [`EdgeConfig::front_doors`]).
     #[error("nothing to listen on: give --listen and/or --listen-tls")]
     NoListener,
     /// `--listen-tls` without a certificate and key.
@@ -213,6 +214,10 @@ pub struct EdgeConfig {
     /// [`RunningEdge::load_local_list`]. Not used with [`RulesSource::Engine`] (the engine's
     /// owner compiles its own lists).
     pub managed_lists: ManagedLists,
+    /// Another front door serves this edge's [`Enforcer`] (`netacl edge
+    /// --forward-auth-listen`, crate `netacl-doors`): the edge may then start without
+    /// `listen` and `listen_tls`, and without them `upstream` is not used (nor checked).
+    pub front_doors: bool,
 }
 
 impl EdgeConfig {
@@ -251,6 +256,7 @@ impl EdgeConfig {
             rules: RulesSource::Engine,
             rule_updates: None,
             managed_lists: ManagedLists::new(),
+            front_doors: false,
         }
     }
 }
@@ -397,19 +403,26 @@ pub async fn run_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<(), Edg
 /// start is an error only for the file; the remote source keeps retrying with the empty
 /// policy installed) and starts serving in background tasks.
 pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<RunningEdge, EdgeError> {
-    let upstream = OriginClient::new(
-        &config.upstream,
-        &config.upstream_trust,
-        true,
-        UPSTREAM_CONNECT_TIMEOUT,
-    )
-    .map_err(|err| match err {
-        OriginUrlError::Shape => EdgeError::InvalidUpstream(config.upstream.to_string()),
-        OriginUrlError::Tls(err) => EdgeError::UpstreamTls(err),
-    })?;
-    if config.listen.is_none() && config.listen_tls.is_none() {
+    let proxying = config.listen.is_some() || config.listen_tls.is_some();
+    if !proxying && !config.front_doors {
         return Err(EdgeError::NoListener);
     }
+    // Only front doors (no proxy listener): no upstream to reach.
+    let upstream = match proxying {
+        true => Some(
+            OriginClient::new(
+                &config.upstream,
+                &config.upstream_trust,
+                true,
+                UPSTREAM_CONNECT_TIMEOUT,
+            )
+            .map_err(|err| match err {
+                OriginUrlError::Shape => EdgeError::InvalidUpstream(config.upstream.to_string()),
+                OriginUrlError::Tls(err) => EdgeError::UpstreamTls(err),
+            })?,
+        ),
+        false => None,
+    };
     let mut tasks = JoinSet::new();
     let mut certificates = None;
     let acceptor = match (config.listen_tls, &config.tls_cert_dir) {
@@ -610,14 +623,16 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         }
     }
 
-    let proxy = ProxyService {
-        upstream,
-        forwarding: Arc::new(Forwarding::new(
-            config.trusted_proxies.clone(),
-            config.forwarded_header,
-        )),
-    };
-    let service = AclLayer::new(enforcer.clone()).layer(proxy);
+    let forwarding = Arc::new(Forwarding::new(
+        config.trusted_proxies.clone(),
+        config.forwarded_header,
+    ));
+    let service = upstream.map(|upstream| {
+        AclLayer::new(enforcer.clone()).layer(ProxyService {
+            upstream,
+            forwarding,
+        })
+    });
     // One meaning for --trusted-proxy: the peers whose forwarding headers are believed are the
     // peers whose connections are not counted per client.
     let mut limits = config.limits.clone();
@@ -626,7 +641,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
     let mut gates = vec![proxy_gate.clone()];
 
     let mut http_addr = None;
-    if let Some(addr) = config.listen {
+    if let (Some(addr), Some(service)) = (config.listen, &service) {
         let listener = bind(addr).await?;
         http_addr = Some(
             listener
@@ -643,7 +658,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         tasks.spawn(accept_loop(listener, ctx));
     }
     let mut tls_addr = None;
-    if let (Some(addr), Some(acceptor)) = (config.listen_tls, acceptor) {
+    if let (Some(addr), Some(acceptor), Some(service)) = (config.listen_tls, acceptor, &service) {
         let listener = bind(addr).await?;
         tls_addr = Some(
             listener
@@ -1028,10 +1043,12 @@ async fn metrics_loop(
                 if let Some(tenants) = &tenants {
                     text.push_str(&tenants.render_prometheus());
                 }
-                text.push_str(&crate::metrics::render_listeners(&[
+                let mut all = vec![
                     ("proxy", listeners.proxy.stats()),
                     ("metrics", listeners.metrics.stats()),
-                ]));
+                ];
+                all.extend(metrics.extra_listeners());
+                text.push_str(&crate::metrics::render_listeners(&all));
                 let mut r = Response::new(Full::new(Bytes::from(text)));
                 r.headers_mut().insert(
                     header::CONTENT_TYPE,

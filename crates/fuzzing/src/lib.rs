@@ -24,7 +24,7 @@ pub use evaluator::evaluator;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target, in the order `.ci/run` runs them.
-pub const TARGETS: [Target; 10] = [
+pub const TARGETS: [Target; 11] = [
     ("client_hello", client_hello),
     ("request_line", request_line),
     ("bodies", bodies),
@@ -33,6 +33,7 @@ pub const TARGETS: [Target; 10] = [
     ("paths", paths),
     ("maxmind", maxmind),
     ("form_body", form_body),
+    ("forward_auth_facts", forward_auth_facts),
     ("spoe_frames", spoe_frames),
     ("check_request", check_request),
 ];
@@ -352,6 +353,82 @@ pub fn nesting_depth(value: &Value) -> usize {
         }
     }
     deepest
+}
+
+/// The forward-auth door's reading of a request ([`read_facts`](netacl_doors::forward_auth::read_facts),
+/// what `netacl edge --forward-auth-listen` runs per request) over arbitrary header lines: the
+/// input's first byte says whether the peer is a trusted proxy (bit 0) and whether JA3 (bit 1)
+/// and JA4 (bit 2) headers are configured (`x-ja3`, `x-ja4`); the rest, split at `\n`, is the
+/// door request's own target, then `name:value` header lines (those no header holds are
+/// skipped).
+///
+/// Never panics; a fact given twice is refused; what is read is an origin-form target, one
+/// host at most (the decision's only `Host`), and fingerprints only from a trusted peer.
+pub fn forward_auth_facts(data: &[u8]) {
+    use netacl_doors::forward_auth::{
+        read_facts, FactsOptions, X_FORWARDED_HOST, X_FORWARDED_METHOD, X_FORWARDED_URI,
+        X_ORIGINAL_METHOD, X_ORIGINAL_URI,
+    };
+    let Some((&control, rest)) = data.split_first() else {
+        return;
+    };
+    let trusted = control & 1 == 1;
+    let mut options = FactsOptions::default();
+    if control & 2 != 0 {
+        options.ja3_header = Some(http::HeaderName::from_static("x-ja3"));
+    }
+    if control & 4 != 0 {
+        options.ja4_header = Some(http::HeaderName::from_static("x-ja4"));
+    }
+    let mut lines = rest.split(|&b| b == b'\n');
+    let own = lines
+        .next()
+        .and_then(|t| http::Uri::try_from(t).ok())
+        .unwrap_or_else(|| http::Uri::from_static("/"));
+    let mut headers = http::HeaderMap::new();
+    for line in lines {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name),
+            http::HeaderValue::from_bytes(value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    let facts = read_facts(&http::Method::GET, &own, &headers, &options, trusted);
+    let repeated = [
+        &X_FORWARDED_METHOD,
+        &X_ORIGINAL_METHOD,
+        &X_FORWARDED_URI,
+        &X_ORIGINAL_URI,
+        &X_FORWARDED_HOST,
+        &http::header::HOST,
+    ]
+    .iter()
+    .any(|name| headers.get_all(*name).iter().count() > 1);
+    let facts = match facts {
+        Ok(facts) => facts,
+        Err(_) => return,
+    };
+    assert!(!repeated, "a fact given twice was read: {headers:?}");
+    assert!(
+        facts.uri.scheme().is_none() && facts.uri.authority().is_none(),
+        "not origin-form: {}",
+        facts.uri
+    );
+    assert!(facts.uri.path().starts_with('/'), "{}", facts.uri);
+    assert!(
+        trusted || facts.tls.is_none(),
+        "fingerprints from an untrusted peer"
+    );
+    let decided = facts.decision_headers(headers);
+    let hosts: Vec<_> = decided.get_all(http::header::HOST).iter().collect();
+    assert!(hosts.len() <= 1, "{hosts:?}");
+    assert_eq!(hosts.first().copied(), facts.host.as_ref());
+    let _ = facts.connection("127.0.0.1:1".parse().expect("address"));
 }
 
 /// The SPOE agent's reading of what HAProxy sends: the bytes are a connection's stream of SPOP

@@ -21,6 +21,7 @@ mod fingerprint_cli;
 mod lint_cli;
 mod network_acl_keys_node;
 mod organizations_node;
+mod proxy_doors;
 mod serve_deploy_cli;
 mod serve_durability;
 mod serve_edge_inprocess;
