@@ -69,10 +69,14 @@ impl DoorCounters {
     /// The counters in the Prometheus text format (with their `# HELP` and `# TYPE` lines).
     pub fn render(&self, out: &mut String) {
         let name = "netacl_edge_door_requests_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Requests a front door answered, by door and answer.\n# TYPE {name} counter"
-        );
+        // One family for every door: its HELP and TYPE once, before the first door's series
+        // (the doors' sections are rendered one after another).
+        if !out.contains("# TYPE netacl_edge_door_requests_total counter") {
+            let _ = writeln!(
+                out,
+                "# HELP {name} Requests a front door answered, by door and answer.\n# TYPE {name} counter"
+            );
+        }
         for (answer, count) in ANSWERS.iter().zip(&self.counts) {
             let _ = writeln!(
                 out,

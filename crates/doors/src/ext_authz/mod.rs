@@ -13,7 +13,6 @@
 //! with its `status_on_error`, 403 by default).
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use envoy_types::ext_authz::v3::pb::{
     Address, Authorization, AuthorizationServer, CheckRequest, CheckResponse, DeniedHttpResponse,
@@ -28,8 +27,10 @@ use netacl_edge::{
     AclDecision, AclVerdict, ConnectionInfo, Enforcer, TlsInfo, BLOCKED_BODY, INVALID_PATH_BODY,
     MISDIRECTED_BODY,
 };
-use netacl_listener::ConnectionGate;
-use tokio::net::TcpListener;
+use netacl_listener::ConnectionLimits;
+
+use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
+use crate::metrics::{DoorAnswer, DoorCounters};
 
 /// The headers of a `CheckRequest` the decision reads, besides the host: the user agent and an
 /// RFC 9421 signature's two fields.
@@ -158,22 +159,44 @@ fn header_value(field: &'static str, value: &str) -> Result<HeaderValue, CheckEr
 #[derive(Debug, Clone)]
 pub struct ExtAuthz {
     enforcer: Arc<Enforcer>,
+    counters: Option<Arc<DoorCounters>>,
 }
 
 impl ExtAuthz {
-    /// The service over `enforcer`.
+    /// The service over `enforcer` (uncounted: [`start_ext_authz`] counts its answers).
     pub fn new(enforcer: Arc<Enforcer>) -> Self {
-        Self { enforcer }
+        Self {
+            enforcer,
+            counters: None,
+        }
     }
 
     /// The answer to one `CheckRequest`.
     pub fn decide(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
-        let facts = CheckFacts::from_check(request)?;
+        let facts = match CheckFacts::from_check(request) {
+            Ok(facts) => facts,
+            Err(e) => {
+                if let Some(counters) = &self.counters {
+                    counters.record(DoorAnswer::BadRequest);
+                }
+                return Err(e);
+            }
+        };
         let decision = self.enforcer.decide_request(
             Some(&facts.conn),
             &facts.method,
             &facts.uri,
             &facts.headers,
+        );
+        if let Some(counters) = &self.counters {
+            counters.record(DoorAnswer::Decided(decision.verdict));
+        }
+        log_decision(
+            DOOR,
+            &facts.method,
+            facts.uri.path(),
+            &decision,
+            status_of(decision.verdict),
         );
         Ok(response(&decision))
     }
@@ -234,36 +257,40 @@ fn response(decision: &AclDecision) -> CheckResponse {
     response
 }
 
-/// Accepts gRPC (HTTP/2 over TCP) connections on `listener` until the task is dropped, each
-/// admitted by `gate` (its caps and timeouts; its shutdown closes them), every `Check` decided
-/// by `enforcer`.
-pub async fn serve_ext_authz(listener: TcpListener, gate: ConnectionGate, enforcer: Arc<Enforcer>) {
-    let service = hyper_util::service::TowerToHyperService::new(AuthorizationServer::new(
-        ExtAuthz::new(enforcer),
-    ));
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "ext_authz: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if gate.is_closing() {
-            return;
+/// The `door` and `listener` label of the ext_authz service.
+pub const DOOR: &str = "ext_authz";
+
+/// Binds the ext_authz service on `listen` and serves it in a background task: gRPC over
+/// HTTP/2 (cleartext), every connection admitted by a gate under `limits` (the edge's), every
+/// `Check` decided by `enforcer`. Registers the door's answer counters and listener counters
+/// with the enforcer's metrics (`door="ext_authz"`).
+///
+/// # Errors
+///
+/// [`DoorError::Bind`] when the address cannot be bound.
+pub async fn start_ext_authz(
+    enforcer: Arc<Enforcer>,
+    listen: SocketAddr,
+    limits: ConnectionLimits,
+) -> Result<RunningDoor, DoorError> {
+    let Bound {
+        listener,
+        addr,
+        gate,
+        counters,
+    } = Bound::new(&enforcer, DOOR, listen, limits).await?;
+    let service =
+        hyper_util::service::TowerToHyperService::new(AuthorizationServer::new(ExtAuthz {
+            enforcer,
+            counters: Some(Arc::clone(&counters)),
+        }));
+    let accepting = gate.clone();
+    let task = tokio::spawn(async move {
+        while let Some((stream, _peer, admitted)) = accepting.accept(&listener).await {
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(admitted.serve(stream, service.clone()));
         }
-        let admitted = match gate.admit(peer) {
-            Ok(admitted) => admitted,
-            Err(refused) => {
-                tracing::debug!(%peer, %refused, "ext_authz: connection refused");
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        tokio::spawn(async move {
-            admitted.serve(stream, service).await;
-        });
-    }
+    });
+    tracing::info!(door = DOOR, %addr, "netacl ext_authz service listening");
+    Ok(RunningDoor::new(addr, gate, counters, task))
 }

@@ -31,10 +31,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
-use netacl_edge::{AclDecision, AclVerdict, Enforcer};
-use netacl_listener::{ConnectionGate, ConnectionLimits, ListenerStats, RequestBody};
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+use netacl_edge::Enforcer;
+use netacl_listener::{ConnectionLimits, RequestBody};
 
 pub use answer::{X_NETACL_DECISION, X_NETACL_MONITORED, X_NETACL_RULE};
 pub use facts::{
@@ -43,6 +41,7 @@ pub use facts::{
     X_ORIGINAL_METHOD, X_ORIGINAL_URI,
 };
 
+use crate::door::{log_decision, Bound, DoorError, RunningDoor};
 use crate::metrics::{DoorAnswer, DoorCounters};
 
 /// The `door` and `listener` label of this door.
@@ -72,63 +71,8 @@ impl ForwardAuthConfig {
     }
 }
 
-/// Why the door could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DoorError {
-    /// The listener could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 /// A started forward-auth door.
-#[derive(Debug)]
-pub struct RunningForwardAuth {
-    addr: SocketAddr,
-    gate: ConnectionGate,
-    counters: Arc<DoorCounters>,
-    task: JoinHandle<()>,
-}
-
-impl RunningForwardAuth {
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// The answers given so far.
-    pub fn counters(&self) -> &Arc<DoorCounters> {
-        &self.counters
-    }
-
-    /// The listener's counters.
-    pub fn listener_stats(&self) -> ListenerStats {
-        self.gate.stats()
-    }
-
-    /// Starts a graceful stop (see [`ConnectionGate::close`]).
-    pub fn close(&self) {
-        self.gate.close();
-    }
-
-    /// Waits until every connection is closed (after [`close`](Self::close); bound it with a
-    /// timeout).
-    pub async fn drained(&self) {
-        self.gate.drained().await;
-    }
-}
-
-impl Drop for RunningForwardAuth {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub type RunningForwardAuth = RunningDoor;
 
 /// What each connection's requests are answered with.
 struct Door {
@@ -170,48 +114,14 @@ impl Door {
                 .decide_request(Some(&conn), &facts.method, &facts.uri, &headers);
         let response = answer::answer(&decision, facts.redirect);
         self.counters.record(DoorAnswer::Decided(decision.verdict));
-        log_decision(&decision, &facts, response.status().as_u16());
-        response
-    }
-}
-
-/// The access event of one decision (as the edge's own: target `netacl_edge::access`, info for
-/// refusals, debug otherwise; `netacl_edge::monitor` when `log` rules matched).
-fn log_decision(decision: &AclDecision, facts: &ForwardAuthFacts, status: u16) {
-    if !decision.monitored.is_empty() {
-        let monitored: Vec<&str> = decision.monitored.iter().map(|id| id.as_str()).collect();
-        tracing::warn!(
-            target: "netacl_edge::monitor",
-            door = DOOR,
-            monitored = ?monitored,
-            verdict = decision.verdict.as_str(),
-            client_ip = ?decision.client_ip,
-            policy_version = decision.version,
-            "network ACL matched in monitoring mode"
+        log_decision(
+            DOOR,
+            &facts.method,
+            facts.uri.path(),
+            &decision,
+            response.status().as_u16(),
         );
-    }
-    let rule_id = decision.rule_id.as_ref().map(|id| id.as_str());
-    macro_rules! access {
-        ($level:ident) => {
-            tracing::$level!(
-                target: "netacl_edge::access",
-                door = DOOR,
-                method = %facts.method,
-                path = facts.uri.path(),
-                status,
-                verdict = decision.verdict.as_str(),
-                rule_id,
-                monitored = decision.monitored.len(),
-                scope = decision.scope.as_str(),
-                client_ip = ?decision.client_ip,
-                policy_version = decision.version,
-                "request"
-            )
-        };
-    }
-    match decision.verdict {
-        AclVerdict::None | AclVerdict::Allow => access!(debug),
-        _ => access!(info),
+        response
     }
 }
 
@@ -227,30 +137,18 @@ pub async fn start_forward_auth(
     enforcer: Arc<Enforcer>,
     config: ForwardAuthConfig,
 ) -> Result<RunningForwardAuth, DoorError> {
-    let bind_error = |source| DoorError::Bind {
-        addr: config.listen,
-        source,
-    };
-    let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
-    let addr = listener.local_addr().map_err(bind_error)?;
-    let mut limits = config.limits;
-    // One meaning for --trusted-proxy: the proxies asking are not counted per client.
-    limits.trusted_proxies = enforcer.addrs().trusted().clone();
-    let gate = ConnectionGate::new(limits);
-    let counters = Arc::new(DoorCounters::new(DOOR));
-    {
-        let counters = Arc::clone(&counters);
-        enforcer
-            .metrics()
-            .add_section(move |out| counters.render(out));
-        let gate = gate.clone();
-        enforcer.metrics().add_listener(DOOR, move || gate.stats());
-    }
+    let bound = Bound::new(&enforcer, DOOR, config.listen, config.limits).await?;
     let door = Arc::new(Door {
         enforcer,
         facts: config.facts,
-        counters: Arc::clone(&counters),
+        counters: Arc::clone(&bound.counters),
     });
+    let Bound {
+        listener,
+        addr,
+        gate,
+        counters,
+    } = bound;
     let accepting = gate.clone();
     let task = tokio::spawn(async move {
         while let Some((stream, peer, admitted)) = accepting.accept(&listener).await {
@@ -263,10 +161,5 @@ pub async fn start_forward_auth(
         }
     });
     tracing::info!(door = DOOR, %addr, "netacl forward-auth door listening");
-    Ok(RunningForwardAuth {
-        addr,
-        gate,
-        counters,
-        task,
-    })
+    Ok(RunningDoor::new(addr, gate, counters, task))
 }

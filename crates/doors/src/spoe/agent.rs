@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use netacl_edge::{AclDecision, AclVerdict, Enforcer};
-use netacl_listener::ConnectionGate;
+use netacl_listener::ConnectionLimits;
+
+use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
+use crate::metrics::{DoorAnswer, DoorCounters};
 use spop::frames::{Ack, AgentDisconnect, AgentHello, FrameCapabilities, HaproxyHello};
 use spop::{FramePayload, FrameType, SpopCodec, SpopFrame, StatusCode, VarScope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_util::codec::Decoder;
 
 use super::message::{SpoeRequest, MESSAGE_NAME};
@@ -19,70 +22,85 @@ use super::message::{SpoeRequest, MESSAGE_NAME};
 /// agent offers unless configured otherwise.
 pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16_380;
 
-/// The agent's settings. The connection caps come from the [`ConnectionGate`] it is given.
+/// The `door` and `listener` label of the SPOE agent.
+pub const DOOR: &str = "spoe";
+
+/// The agent's settings.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SpoeConfig {
+    /// Where to listen (`--spoe-listen`).
+    pub listen: SocketAddr,
+    /// Caps and timeouts: the edge's. HAPROXY-HELLO, and the rest of any frame once begun, must
+    /// arrive within `header_read_timeout`; a connection with no frame is closed after
+    /// `idle_timeout` (HAProxy keeps idle connections for its `timeout idle`: keep this above).
+    pub limits: ConnectionLimits,
     /// The largest frame accepted and announced (HAProxy's offer, if smaller, wins). At least
     /// 256 (SPOP's minimum); a frame announced larger is refused with "frame is too big".
     pub max_frame_size: u32,
-    /// Time for HAPROXY-HELLO to arrive after the connection opens, and for the rest of any
-    /// frame once its first byte arrived.
-    pub frame_timeout: Duration,
-    /// Time a connection may stay open with no frame (HAProxy keeps idle connections for its
-    /// `timeout idle`; set this above it).
-    pub idle_timeout: Duration,
 }
 
-impl Default for SpoeConfig {
-    /// 16,380-byte frames, 10 s for a frame, 60 s idle.
-    fn default() -> Self {
+impl SpoeConfig {
+    /// An agent on `listen` under `limits`, with 16,380-byte frames.
+    pub fn new(listen: SocketAddr, limits: ConnectionLimits) -> Self {
         Self {
+            listen,
+            limits,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
-            frame_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
         }
     }
 }
 
-/// Accepts SPOP connections on `listener` until the task is dropped, each admitted by `gate`
-/// (its caps; its shutdown closes them) and served on its own task, every decision made by
-/// `enforcer` (the edge's: the same policy, metrics, counts and sample).
-pub async fn serve_spoe(
-    listener: TcpListener,
-    gate: ConnectionGate,
+/// What each connection needs: the decision, the counters, the timeouts.
+struct Agent {
+    enforcer: Arc<Enforcer>,
+    counters: Arc<DoorCounters>,
+    max_frame_size: u32,
+    frame_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+/// Binds the agent and serves it in a background task: every connection admitted by a gate
+/// under `config.limits`, every NOTIFY decided by `enforcer` (the edge's: the same policy,
+/// metrics, counts and sample). Registers the agent's answer counters and listener counters
+/// with the enforcer's metrics (`door="spoe"`).
+///
+/// # Errors
+///
+/// [`DoorError::Bind`] when the address cannot be bound.
+pub async fn start_spoe(
     enforcer: Arc<Enforcer>,
     config: SpoeConfig,
-) {
-    let config = Arc::new(config);
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "spoe: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if gate.is_closing() {
-            return;
+) -> Result<RunningDoor, DoorError> {
+    let frame_timeout = config.limits.header_read_timeout;
+    let idle_timeout = config.limits.idle_timeout;
+    let Bound {
+        listener,
+        addr,
+        gate,
+        counters,
+    } = Bound::new(&enforcer, DOOR, config.listen, config.limits).await?;
+    let agent = Arc::new(Agent {
+        enforcer,
+        counters: Arc::clone(&counters),
+        max_frame_size: config.max_frame_size.max(spop::MIN_FRAME_SIZE),
+        frame_timeout,
+        idle_timeout,
+    });
+    let accepting = gate.clone();
+    let task = tokio::spawn(async move {
+        while let Some((stream, peer, admitted)) = accepting.accept(&listener).await {
+            let agent = Arc::clone(&agent);
+            tokio::spawn(async move {
+                let served = admitted.handshake(serve_connection(stream, peer, &agent));
+                if let Some(Err(e)) = served.await {
+                    tracing::debug!(door = DOOR, %peer, error = %e, "connection closed");
+                }
+            });
         }
-        let admitted = match gate.admit(peer) {
-            Ok(admitted) => admitted,
-            Err(refused) => {
-                tracing::debug!(%peer, %refused, "spoe: connection refused");
-                continue;
-            }
-        };
-        let enforcer = Arc::clone(&enforcer);
-        let config = Arc::clone(&config);
-        tokio::spawn(async move {
-            let served = admitted.handshake(serve_connection(stream, peer, &enforcer, &config));
-            if let Some(Err(e)) = served.await {
-                tracing::debug!(%peer, error = %e, "spoe: connection closed");
-            }
-        });
-    }
+    });
+    tracing::info!(door = DOOR, %addr, "netacl SPOE agent listening");
+    Ok(RunningDoor::new(addr, gate, counters, task))
 }
 
 /// Why a connection ended early.
@@ -108,17 +126,16 @@ struct Connection {
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
-    enforcer: &Enforcer,
-    config: &SpoeConfig,
+    agent: &Agent,
 ) -> Result<(), ConnError> {
     let _ = stream.set_nodelay(true);
     let mut conn = Connection {
         stream,
         read: BytesMut::with_capacity(4096),
         write: Vec::with_capacity(512),
-        codec: SpopCodec::new(config.max_frame_size.max(spop::MIN_FRAME_SIZE)),
+        codec: SpopCodec::new(agent.max_frame_size),
     };
-    let result = conn.run(enforcer, config).await;
+    let result = conn.run(agent).await;
     if let Err(ConnError::Refused(status, message)) = &result {
         tracing::info!(%peer, status = status.to_u32(), %message, "spoe: disconnecting");
         let disconnect = AgentDisconnect {
@@ -127,16 +144,18 @@ async fn serve_connection(
         };
         conn.write.clear();
         if disconnect.serialize_into(&mut conn.write).is_ok() {
-            let _ = tokio::time::timeout(config.frame_timeout, conn.stream.write_all(&conn.write))
-                .await;
+            let _ =
+                tokio::time::timeout(agent.frame_timeout, conn.stream.write_all(&conn.write)).await;
         }
     }
     result
 }
 
 impl Connection {
-    async fn run(&mut self, enforcer: &Enforcer, config: &SpoeConfig) -> Result<(), ConnError> {
-        let hello = self.next_frame(config.frame_timeout, config).await?;
+    async fn run(&mut self, agent: &Agent) -> Result<(), ConnError> {
+        let hello = self
+            .next_frame(agent.idle_timeout.min(agent.frame_timeout), agent)
+            .await?;
         if *hello.frame_type() != FrameType::HaproxyHello {
             return Err(ConnError::Refused(
                 StatusCode::Invalid,
@@ -164,13 +183,13 @@ impl Connection {
                 Vec::new()
             },
         };
-        self.send(&reply, config).await?;
+        self.send(&reply, agent).await?;
         self.codec.set_max_frame_size(max_frame_size);
         if hello.healthcheck == Some(true) {
             return Ok(());
         }
         loop {
-            let frame = match self.next_frame(config.idle_timeout, config).await {
+            let frame = match self.next_frame(agent.idle_timeout, agent).await {
                 Err(ConnError::Closed) => return Ok(()),
                 other => other?,
             };
@@ -185,24 +204,34 @@ impl Connection {
                     };
                     let mut ack = Ack::new(metadata.stream_id, metadata.frame_id);
                     for message in messages.iter().filter(|m| m.name == MESSAGE_NAME) {
-                        let request = SpoeRequest::from_message(message)
-                            .map_err(|e| ConnError::Refused(StatusCode::Invalid, e.to_string()))?;
-                        let decision = enforcer.decide_request(
+                        let request = SpoeRequest::from_message(message).map_err(|e| {
+                            agent.counters.record(DoorAnswer::BadRequest);
+                            ConnError::Refused(StatusCode::Invalid, e.to_string())
+                        })?;
+                        let decision = agent.enforcer.decide_request(
                             Some(&request.conn),
                             &request.method,
                             &request.uri,
                             &request.headers,
                         );
+                        agent.counters.record(DoorAnswer::Decided(decision.verdict));
+                        log_decision(
+                            DOOR,
+                            &request.method,
+                            request.uri.path(),
+                            &decision,
+                            status_of(decision.verdict),
+                        );
                         ack = answer(ack, &decision);
                     }
-                    self.send(&ack, config).await?;
+                    self.send(&ack, agent).await?;
                 }
                 FrameType::HaproxyDisconnect => {
                     let bye = AgentDisconnect {
                         status_code: StatusCode::None.to_u32(),
                         message: StatusCode::None.message().into(),
                     };
-                    self.send(&bye, config).await?;
+                    self.send(&bye, agent).await?;
                     return Ok(());
                 }
                 _ => {
@@ -219,7 +248,7 @@ impl Connection {
     async fn next_frame(
         &mut self,
         wait: Duration,
-        config: &SpoeConfig,
+        agent: &Agent,
     ) -> Result<Box<dyn SpopFrame>, ConnError> {
         loop {
             if let Some(frame) = decode_frame(&mut self.read, &mut self.codec)
@@ -230,7 +259,7 @@ impl Connection {
             let timeout = if self.read.is_empty() {
                 wait
             } else {
-                config.frame_timeout
+                agent.frame_timeout
             };
             let read = tokio::time::timeout(timeout, self.stream.read_buf(&mut self.read))
                 .await
@@ -250,13 +279,9 @@ impl Connection {
         }
     }
 
-    async fn send<F: SpopFrame>(
-        &mut self,
-        frame: &F,
-        config: &SpoeConfig,
-    ) -> Result<(), ConnError> {
+    async fn send<F: SpopFrame>(&mut self, frame: &F, agent: &Agent) -> Result<(), ConnError> {
         self.encode(frame)?;
-        tokio::time::timeout(config.frame_timeout, self.stream.write_all(&self.write))
+        tokio::time::timeout(agent.frame_timeout, self.stream.write_all(&self.write))
             .await
             .map_err(|_| ConnError::Timeout)??;
         Ok(())

@@ -10,13 +10,12 @@ use envoy_types::pb::envoy::service::auth::v3::attribute_context::{
 use envoy_types::pb::envoy::service::auth::v3::authorization_client::AuthorizationClient;
 use envoy_types::pb::envoy::service::auth::v3::check_response::HttpResponse;
 use envoy_types::pb::envoy::service::auth::v3::{AttributeContext, CheckRequest, CheckResponse};
-use netacl_doors::ext_authz::serve_ext_authz;
+use netacl_doors::ext_authz::start_ext_authz;
 use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies, BLOCKED_BODY};
 use netacl_eval::Engine;
-use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_listener::ConnectionLimits;
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
 
 use crate::rule;
 
@@ -108,13 +107,14 @@ async fn check_over_grpc_answers_as_envoy_expects() {
     enforcer
         .apply_rules(&RuleSet::from_json(&Value::Array(rules), 1, &Limits::default()).unwrap())
         .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_ext_authz(
-        listener,
-        ConnectionGate::new(ConnectionLimits::default()),
+    let door = start_ext_authz(
         Arc::clone(&enforcer),
-    ));
+        "127.0.0.1:0".parse().unwrap(),
+        ConnectionLimits::default(),
+    )
+    .await
+    .unwrap();
+    let addr = door.local_addr();
     let mut client = AuthorizationClient::connect(format!("http://{addr}"))
         .await
         .unwrap();
@@ -216,6 +216,18 @@ async fn check_over_grpc_answers_as_envoy_expects() {
         let status = client.check(bad).await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
     }
+    // Counted by answer, as the edge's /metrics shows them.
+    use netacl_doors::DoorAnswer;
+    use netacl_edge::AclVerdict;
+    assert_eq!(
+        door.counters()
+            .count(DoorAnswer::Decided(AclVerdict::Block)),
+        3
+    );
+    assert_eq!(door.counters().count(DoorAnswer::BadRequest), 3);
+    let metrics = enforcer.metrics().render_prometheus();
+    assert!(metrics
+        .contains("netacl_edge_door_requests_total{door=\"ext_authz\",answer=\"bad_request\"} 3"));
 }
 
 /// The fuzz target's seeds (written by `fuzz/seeds.py`, an encoder of its own) decode to the

@@ -8,10 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use netacl_doors::spoe::{serve_spoe, SpoeConfig};
+use netacl_doors::spoe::{start_spoe, SpoeConfig};
 use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
 use netacl_eval::Engine;
-use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_listener::ConnectionLimits;
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -172,15 +172,13 @@ async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() 
         ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
     ));
     enforcer.apply_rules(&rules(Vec::new())).unwrap();
-    let agent_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let agent_addr = agent_listener.local_addr().unwrap();
-    let gate = ConnectionGate::new(ConnectionLimits::default());
-    let agent = tokio::spawn(serve_spoe(
-        agent_listener,
-        gate.clone(),
+    let agent = start_spoe(
         Arc::clone(&enforcer),
-        SpoeConfig::default(),
-    ));
+        SpoeConfig::new("127.0.0.1:0".parse().unwrap(), ConnectionLimits::default()),
+    )
+    .await
+    .unwrap();
+    let agent_addr = agent.local_addr();
     let (upstream_addr, seen) = upstream().await;
 
     let dir = std::env::temp_dir().join(format!("netacl-haproxy-{}", std::process::id()));
@@ -303,9 +301,8 @@ async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() 
     assert_eq!(hits(), 2);
 
     // The agent gone: no 2xx, and the upstream is not reached.
-    agent.abort();
-    gate.close();
-    let _ = agent.await;
+    agent.close();
+    drop(agent);
     for from in ["127.0.0.1", "127.0.0.7"] {
         let (status, _) = get(proxy, from, "app.example.test", "").await;
         assert!(

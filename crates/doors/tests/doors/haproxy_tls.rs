@@ -9,11 +9,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use netacl_doors::spoe::{serve_spoe, SpoeConfig};
+use netacl_doors::spoe::{start_spoe, SpoeConfig};
 use netacl_edge::fingerprint::{ja3, ClientHello};
 use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
 use netacl_eval::Engine;
-use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_listener::ConnectionLimits;
 use netacl_model::{Limits, RuleSet};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -103,14 +103,13 @@ async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
         Arc::new(Engine::new()),
         ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
     ));
-    let agent_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let agent_addr = agent_listener.local_addr().unwrap();
-    tokio::spawn(serve_spoe(
-        agent_listener,
-        ConnectionGate::new(ConnectionLimits::default()),
+    let agent = start_spoe(
         Arc::clone(&enforcer),
-        SpoeConfig::default(),
-    ));
+        SpoeConfig::new("127.0.0.1:0".parse().unwrap(), ConnectionLimits::default()),
+    )
+    .await
+    .unwrap();
+    let agent_addr = agent.local_addr();
     let (upstream_addr, seen) = upstream().await;
 
     let dir = std::env::temp_dir().join(format!("netacl-haproxy-tls-{}", std::process::id()));

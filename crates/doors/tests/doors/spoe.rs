@@ -5,21 +5,23 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netacl_doors::spoe::{serve_spoe, SpoeConfig, MESSAGE_NAME};
+use netacl_doors::spoe::{start_spoe, SpoeConfig, MESSAGE_NAME};
+use netacl_doors::RunningDoor;
 use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
 use netacl_eval::Engine;
-use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_listener::ConnectionLimits;
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
 
 use crate::rule;
 use spop::{encode_varint_into, TypedData};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-async fn agent(config: SpoeConfig) -> SocketAddr {
+/// A running agent (stopped when dropped) and its address.
+async fn agent() -> (RunningDoor, SocketAddr) {
     let enforcer = Enforcer::new(
         Arc::new(Engine::new()),
         ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
@@ -46,11 +48,10 @@ async fn agent(config: SpoeConfig) -> SocketAddr {
     ];
     let rules = RuleSet::from_json(&Value::Array(rules), 1, &Limits::default()).unwrap();
     enforcer.apply_rules(&rules).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let gate = ConnectionGate::new(ConnectionLimits::default());
-    tokio::spawn(serve_spoe(listener, gate, Arc::new(enforcer), config));
-    addr
+    let config = SpoeConfig::new("127.0.0.1:0".parse().unwrap(), ConnectionLimits::default());
+    let door = start_spoe(Arc::new(enforcer), config).await.unwrap();
+    let addr = door.local_addr();
+    (door, addr)
 }
 
 /// A frame as HAProxy writes it: length, type, flags, stream id, frame id, payload.
@@ -192,7 +193,7 @@ async fn connected(addr: SocketAddr, max_frame_size: u32) -> TcpStream {
 
 #[tokio::test]
 async fn pipelined_notifies_are_answered_in_order_with_the_decision() {
-    let addr = agent(SpoeConfig::default()).await;
+    let (_agent, addr) = agent().await;
     let mut s = connected(addr, 16380).await;
     // Three requests written at once (pipelining), answered by stream and frame id.
     let mut batch = notify(1, 1, &request([192, 0, 2, 9], "app.example.test", "curl/8"));
@@ -254,7 +255,7 @@ async fn pipelined_notifies_are_answered_in_order_with_the_decision() {
 
 #[tokio::test]
 async fn a_health_check_gets_the_hello_and_the_frame_size_is_negotiated_down() {
-    let addr = agent(SpoeConfig::default()).await;
+    let (_agent, addr) = agent().await;
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(&hello(1024, true)).await.unwrap();
     let (kind, _, _, p) = read_frame(&mut s).await;
@@ -273,7 +274,7 @@ async fn a_health_check_gets_the_hello_and_the_frame_size_is_negotiated_down() {
 
 #[tokio::test]
 async fn refusals_are_disconnects_with_a_status_never_an_allow() {
-    let addr = agent(SpoeConfig::default()).await;
+    let (_agent, addr) = agent().await;
     // A frame longer than the negotiated 1,024 bytes: "frame is too big" (3).
     let mut s = connected(addr, 1024).await;
     let mut args = request([198, 51, 100, 1], "app.example.test", "curl/8");
