@@ -16,6 +16,7 @@ use crate::client_addr::{canonical_ip, ClientAddrResolver};
 use crate::connection::{ConnectionInfo, TlsInfo};
 use crate::connection_rules::{ConnectionRules, ConnectionSignals};
 use crate::enrich::GeoState;
+use crate::facts::{RequestFacts, RequestHost, TlsFacts};
 use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds, SharedGeoTable, SubdivisionCode};
 use crate::httpsig::{self, SignedRequest, SigningKeys};
 use crate::metrics::EdgeMetrics;
@@ -441,6 +442,8 @@ impl Enforcer {
     }
 
     /// Decides about one request: `path` is the request target's path, `headers` its headers.
+    /// The method is not known: no signature is verified (see
+    /// [`decide_request`](Self::decide_request)).
     ///
     /// Allocates nothing for the common request (a path already in normal form, and no
     /// monitoring-mode rule matching): the ids it reports are held inline and the redirect
@@ -453,7 +456,7 @@ impl Enforcer {
         authority: Option<&str>,
         headers: &HeaderMap,
     ) -> AclDecision {
-        self.decide_with(conn, path, authority, headers, None)
+        self.decide_facts(&self.hyper_facts(conn, path, authority, headers))
     }
 
     /// [`Enforcer::decide`] for a whole request: with its method and query too, so that an
@@ -468,29 +471,60 @@ impl Enforcer {
         uri: &http::Uri,
         headers: &HeaderMap,
     ) -> AclDecision {
-        self.decide_with(
+        self.decide_facts(&self.request_facts(conn, method, uri, headers))
+    }
+
+    /// The facts of a hyper request, gathered once: its addresses (the client resolved over
+    /// the trusted proxies from the forwarding header), TLS facts, host, method, path, query
+    /// and user agent, with its headers for the signature check.
+    pub fn request_facts<'a>(
+        &self,
+        conn: Option<&'a ConnectionInfo>,
+        method: &'a http::Method,
+        uri: &'a http::Uri,
+        headers: &'a HeaderMap,
+    ) -> RequestFacts<'a> {
+        self.hyper_facts(
             conn,
             uri.path(),
             uri.authority().map(|a| a.as_str()),
             headers,
-            Some((method, uri.query())),
         )
+        .with_method(method.as_str())
+        .with_query(uri.query())
     }
 
-    fn decide_with(
+    /// The facts of a hyper request without its method and query.
+    fn hyper_facts<'a>(
         &self,
-        conn: Option<&ConnectionInfo>,
-        path: &str,
-        authority: Option<&str>,
-        headers: &HeaderMap,
-        signed: Option<(&http::Method, Option<&str>)>,
-    ) -> AclDecision {
-        let addrs = conn.map(|c| self.addrs.resolve(c.peer, headers));
-        let client_ip = addrs.and_then(|a| a.client);
-        let tls = conn.and_then(|c| c.tls.as_deref());
-        let host_header = headers
-            .get(http::header::HOST)
-            .and_then(|v| v.to_str().ok());
+        conn: Option<&'a ConnectionInfo>,
+        path: &'a str,
+        authority: Option<&'a str>,
+        headers: &'a HeaderMap,
+    ) -> RequestFacts<'a> {
+        let mut facts = RequestFacts::new(path, headers)
+            .with_host(RequestHost::from_headers(headers, authority))
+            .with_user_agent(
+                headers
+                    .get(http::header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok()),
+            );
+        if let Some(conn) = conn {
+            facts = facts.with_addrs(self.addrs.resolve(conn.peer, headers));
+            if let Some(tls) = conn.tls.as_deref() {
+                facts = facts.with_tls(TlsFacts::from(tls));
+            }
+        }
+        facts
+    }
+
+    /// The one decision step, whatever proxy gathered the facts: the tenant (multi-tenant
+    /// mode: the host the request names picks it, or the request is misdirected), then the
+    /// policy snapshot, then the decision, counted and sampled.
+    ///
+    /// Allocates nothing for the common request, as [`decide`](Self::decide).
+    pub fn decide_facts(&self, facts: &RequestFacts<'_>) -> AclDecision {
+        let client_ip = facts.client_ip();
         // Multi-tenant mode: the tenant first, before any other work.
         if let (Some(router), true) = (&self.tenants, self.enabled) {
             // The table of every tenant's geo/ASN answers: one snapshot for the decision, the
@@ -505,9 +539,10 @@ impl Enforcer {
                 table.prefetch(ip);
             }
             let hosts = RequestHosts {
-                tls,
-                host_header,
-                authority,
+                tls: facts.tls.is_some(),
+                sni: facts.tls.and_then(|t| t.sni),
+                host_header: facts.host.header,
+                authority: facts.host.authority,
             };
             let own = |host: &str| {
                 self.certificates
@@ -516,23 +551,10 @@ impl Enforcer {
             };
             // More than one `Host`, or one that is not visible ASCII: which tenant it names is
             // the reader's guess (an upstream may take another one than this edge): refused.
-            let mut given = headers.get_all(http::header::HOST).iter();
-            let unclear =
-                given.next().is_some_and(|v| v.to_str().is_err()) || given.next().is_some();
-            let decided = (!unclear)
+            let decided = (!facts.host.unclear)
                 .then(|| {
                     router.with_request_tenant(hosts, own, |tenant| {
-                        let decision = self.decide_for(
-                            Some(tenant),
-                            table,
-                            addrs,
-                            client_ip,
-                            tls,
-                            path,
-                            host_header.or(authority),
-                            headers,
-                            signed,
-                        );
+                        let decision = self.decide_policy(Some(tenant), table, facts);
                         tenant.counters().record(decision.verdict);
                         decision
                     })
@@ -558,32 +580,19 @@ impl Enforcer {
                 }
             });
         }
-        self.decide_for(
-            None,
-            None,
-            addrs,
-            client_ip,
-            tls,
-            path,
-            host_header.or(authority),
-            headers,
-            signed,
-        )
+        self.decide_policy(None, None, facts)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn decide_for(
+    /// The decision by one policy: the tenant's (multi-tenant mode, with the tenants' geo
+    /// table) or the enforcer's own.
+    fn decide_policy(
         &self,
         tenant: Option<SelectedTenant<'_>>,
         table: Option<&GeoTable>,
-        addrs: Option<crate::RequestAddrs>,
-        client_ip: Option<IpAddr>,
-        tls: Option<&TlsInfo>,
-        path: &str,
-        host_header: Option<&str>,
-        headers: &HeaderMap,
-        signed: Option<(&http::Method, Option<&str>)>,
+        facts: &RequestFacts<'_>,
     ) -> AclDecision {
+        let client_ip = facts.client_ip();
+        let path = facts.path;
         let (scope, verdict) = match (netacl_model::scope_of_path(path), self.enabled) {
             (Ok(scope), true) => (scope, None),
             (Ok(scope), false) => (scope, Some(AclVerdict::None)),
@@ -617,6 +626,7 @@ impl Enforcer {
         // the databases directly.
         let table = table_for(table, &policy);
         let mut request = Request::new(scope);
+        let addrs = facts.addrs;
         let geo = match addrs {
             Some(a) => {
                 request = request.with_connecting_ip(a.connecting);
@@ -637,33 +647,29 @@ impl Enforcer {
         if let Some(table) = table.filter(|_| names_geo(policy.needed_signals())) {
             request = table.enrich(request);
         }
+        let tls = facts.tls;
         if let Some(tls) = tls {
-            request = request.with_ja3(&tls.ja3).with_ja4(&tls.ja4);
+            request = request.with_ja3(tls.ja3).with_ja4(tls.ja4);
         }
-        let hostname = match tls.and_then(|t| t.sni.as_deref()) {
-            Some(sni) => Some(sni),
-            None => host_header.and_then(host_without_port),
-        };
+        let hostname = facts.hostname();
         if let Some(host) = hostname {
             request = request.with_hostname(host);
         }
-        let user_agent = headers
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok());
+        let user_agent = facts.user_agent;
         if let Some(ua) = user_agent {
             request = request.with_user_agent(ua);
         }
         let mut key_id = None;
-        if let Some((method, query)) = signed {
+        if let Some(method) = facts.method {
             if policy.needed_signals().contains(Signal::MessageSignature) {
                 let verified = policy.attachment::<SigningKeys>().and_then(|keys| {
                     let signed = SignedRequest {
-                        method: method.as_str(),
+                        method,
                         scheme: if tls.is_some() { "https" } else { "http" },
-                        authority: host_header.unwrap_or(""),
+                        authority: facts.host.named().unwrap_or(""),
                         path,
-                        query,
-                        headers,
+                        query: facts.query,
+                        headers: facts.headers,
                     };
                     match httpsig::verify(keys, &signed, unix_now()) {
                         Ok(id) => Some(id),
@@ -703,8 +709,8 @@ impl Enforcer {
                 connecting_ip: addrs.map(|a| a.connecting),
                 client_ip: client,
                 geo,
-                ja3: tls.map(|t| t.ja3.as_str()),
-                ja4: tls.map(|t| t.ja4.as_str()),
+                ja3: tls.map(|t| t.ja3),
+                ja4: tls.map(|t| t.ja4),
                 user_agent,
                 hostname,
                 key_id,
@@ -807,20 +813,6 @@ fn apply_geo<'a>(mut request: Request<'a>, geo: &'a GeoInfo) -> Request<'a> {
         request = request.with_subdivision(subdivision);
     }
     request
-}
-
-/// The host of a `Host` header value: `example.com:8443` → `example.com`,
-/// `[2001:db8::1]:443` → `2001:db8::1`.
-fn host_without_port(value: &str) -> Option<&str> {
-    let value = value.trim();
-    if let Some(rest) = value.strip_prefix('[') {
-        return rest.split_once(']').map(|(h, _)| h);
-    }
-    let host = match value.rsplit_once(':') {
-        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
-        _ => value,
-    };
-    (!host.is_empty()).then_some(host)
 }
 
 #[cfg(test)]
@@ -1022,11 +1014,52 @@ mod tests {
     }
 
     #[test]
-    fn hosts() {
-        use super::host_without_port;
-        assert_eq!(host_without_port("Example.com:8443"), Some("Example.com"));
-        assert_eq!(host_without_port("example.com"), Some("example.com"));
-        assert_eq!(host_without_port("[2001:db8::1]:443"), Some("2001:db8::1"));
-        assert_eq!(host_without_port(":80"), None);
+    fn facts_from_any_proxy_decide_as_a_hyper_request() {
+        let e = enforcer(vec![
+            block(1, 1, "tenant", json!({"match": {"user_agents": ["bad/*"]}})),
+            block(
+                2,
+                2,
+                "tenant",
+                json!({"match": {"hostnames": ["blocked.example"]}}),
+            ),
+            block(
+                3,
+                3,
+                "tenant",
+                json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}}),
+            ),
+        ]);
+        let conn = ConnectionInfo::new("10.0.0.1:4000".parse().unwrap());
+        // Through the trusted proxy 10.0.0.1: the client is the forwarded address.
+        let cases: [(&str, &str, &str, Option<u128>); 4] = [
+            ("bad/1.0", "ok.example", "198.51.100.7", Some(1)),
+            ("good/1.0", "blocked.example:8080", "198.51.100.7", Some(2)),
+            ("good/1.0", "ok.example", "192.0.2.9", Some(3)),
+            ("good/1.0", "ok.example", "198.51.100.7", None),
+        ];
+        for (ua, host, client, rule) in cases {
+            let mut headers = HeaderMap::new();
+            headers.insert("user-agent", ua.parse().unwrap());
+            headers.insert("host", host.parse().unwrap());
+            headers.insert("x-forwarded-for", client.parse().unwrap());
+            let hyper = e.decide(Some(&conn), "/authorize", None, &headers);
+            // The same request as a proxy without a HeaderMap hands it.
+            let pairs = [("user-agent", ua), ("host", host)];
+            let facts = RequestFacts::new("/authorize", &pairs)
+                .with_addrs(crate::RequestAddrs {
+                    connecting: "10.0.0.1".parse().unwrap(),
+                    client: Some(client.parse().unwrap()),
+                })
+                .with_host(RequestHost::new(Some(host), None))
+                .with_user_agent(Some(ua));
+            let neutral = e.decide_facts(&facts);
+            assert_eq!(neutral, hyper, "{ua} {host} {client}");
+            assert_eq!(
+                hyper.rule_id,
+                rule.map(AclId::from_random),
+                "{ua} {host} {client}"
+            );
+        }
     }
 }

@@ -53,8 +53,59 @@ pub const REQUIRED_COMPONENTS: [&str; 3] = ["@method", "@authority", "@path"];
 /// keys change, not per request). `Debug` shows only the ids.
 pub use netacl_secrets::MacKeys as SigningKeys;
 
+/// A request's header fields as the proxy in front holds them: what the signature check reads
+/// (the `Signature-Input` and `Signature` fields and the fields a signature covers), and what
+/// [`RequestFacts`](crate::RequestFacts) carries. Implemented for hyper's [`HeaderMap`] and for
+/// arrays, vectors and slices of `(name, value)` pairs, so that a proxy without a `HeaderMap` (an SPOE message, an
+/// Envoy `CheckRequest`) need not build one.
+pub trait HeaderLookup {
+    /// Calls `value` with every value of the field `name` (given in lowercase; compared without
+    /// ASCII case), in the order the field lines were received. No call: the field is absent.
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8]));
+}
+
+impl HeaderLookup for HeaderMap {
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8])) {
+        for v in self.get_all(name) {
+            value(v.as_bytes());
+        }
+    }
+}
+
+impl<N: AsRef<str>, V: AsRef<[u8]>> HeaderLookup for [(N, V)] {
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8])) {
+        for (n, v) in self {
+            if n.as_ref().eq_ignore_ascii_case(name) {
+                value(v.as_ref());
+            }
+        }
+    }
+}
+
+impl<N: AsRef<str>, V: AsRef<[u8]>, const K: usize> HeaderLookup for [(N, V); K] {
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8])) {
+        self[..].each_value(name, value);
+    }
+}
+
+impl<N: AsRef<str>, V: AsRef<[u8]>> HeaderLookup for Vec<(N, V)> {
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8])) {
+        self[..].each_value(name, value);
+    }
+}
+
+/// The value of a header field line as text, if it is visible ASCII (or tab): the test of
+/// [`http::HeaderValue::to_str`], for values that do not come in a `HeaderValue`.
+pub(crate) fn visible_ascii(value: &[u8]) -> Option<&str> {
+    if value.iter().all(|&b| b == b'\t' || (32..127).contains(&b)) {
+        std::str::from_utf8(value).ok()
+    } else {
+        None
+    }
+}
+
 /// The parts of a request a signature may cover, as received.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct SignedRequest<'a> {
     /// The method (`GET`).
     pub method: &'a str,
@@ -66,8 +117,20 @@ pub struct SignedRequest<'a> {
     pub path: &'a str,
     /// The query without `?`, if the target had one.
     pub query: Option<&'a str>,
-    /// The header fields.
-    pub headers: &'a HeaderMap,
+    /// The header fields (a hyper [`HeaderMap`], or any [`HeaderLookup`]).
+    pub headers: &'a dyn HeaderLookup,
+}
+
+impl std::fmt::Debug for SignedRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedRequest")
+            .field("method", &self.method)
+            .field("scheme", &self.scheme)
+            .field("authority", &self.authority)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a request's signature does not count. Never shown to the client.
@@ -217,19 +280,28 @@ fn check_parameters(covered: &InnerList, now: i64) -> Result<Parameters, Signatu
 }
 
 /// The field's lines joined with `, ` (RFC 9110 §5.3).
-fn joined_field(headers: &HeaderMap, name: &str) -> Result<String, SignatureError> {
+fn joined_field(headers: &dyn HeaderLookup, name: &str) -> Result<String, SignatureError> {
     let mut out = String::new();
-    for value in headers.get_all(name) {
-        let text = value
-            .to_str()
-            .map_err(|_| SignatureError::Malformed("field is not visible ASCII"))?;
+    let mut failed = None;
+    headers.each_value(name, &mut |value| {
+        if failed.is_some() {
+            return;
+        }
+        let Some(text) = visible_ascii(value) else {
+            failed = Some(SignatureError::Malformed("field is not visible ASCII"));
+            return;
+        };
         if !out.is_empty() {
             out.push_str(", ");
         }
         if out.len() + text.len() > MAX_FIELD_BYTES {
-            return Err(SignatureError::TooLong);
+            failed = Some(SignatureError::TooLong);
+            return;
         }
         out.push_str(text);
+    });
+    if let Some(error) = failed {
+        return Err(error);
     }
     if out.is_empty() {
         return Err(SignatureError::Unsigned);
@@ -385,19 +457,28 @@ fn component_value(
             if header.bytes().any(|b| b.is_ascii_uppercase()) {
                 return Err(SignatureError::Component("field names must be lowercase"));
             }
-            let mut values = request.headers.get_all(header).iter().peekable();
-            if values.peek().is_none() {
-                return Err(SignatureError::Component("covered field is absent"));
-            }
             let mut out = String::new();
-            for (i, value) in values.enumerate() {
-                let text = value
-                    .to_str()
-                    .map_err(|_| SignatureError::Component("field is not visible ASCII"))?;
-                if i > 0 {
+            let mut lines = 0usize;
+            let mut failed = false;
+            request.headers.each_value(header, &mut |value| {
+                if failed {
+                    return;
+                }
+                let Some(text) = visible_ascii(value) else {
+                    failed = true;
+                    return;
+                };
+                if lines > 0 {
                     out.push_str(", ");
                 }
+                lines += 1;
                 out.push_str(text.trim_matches([' ', '\t']));
+            });
+            if lines == 0 && !failed {
+                return Err(SignatureError::Component("covered field is absent"));
+            }
+            if failed {
+                return Err(SignatureError::Component("field is not visible ASCII"));
             }
             out
         }

@@ -7,6 +7,7 @@ mod connection_rules;
 mod decision;
 mod enforce;
 mod enrich;
+mod facts;
 pub mod fingerprint;
 mod forwarding;
 pub mod geo;
@@ -33,6 +34,8 @@ pub use client_addr::{
 pub use connection::{ConnectionInfo, TlsInfo};
 pub use decision::{AclDecision, AclVerdict};
 pub use enforce::{ConnectionVerdict, Enforcer};
+pub use facts::{RequestFacts, RequestHost, TlsFacts};
+pub use httpsig::HeaderLookup;
 pub use layer::{AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY};
 pub use lists::PolicySources;
 pub use metrics::{

@@ -41,7 +41,6 @@ use hashbrown::HashTable;
 use netacl_eval::{CompileError, CompiledPolicy, Engine, ManagedIndex};
 use netacl_model::{Limits, RuleSet};
 
-use crate::connection::TlsInfo;
 use crate::connection_rules::ConnectionRules;
 use crate::decision::AclVerdict;
 use crate::host_table::HostTable;
@@ -622,7 +621,10 @@ impl std::ops::Deref for SelectedTenant<'_> {
 /// [`TenantRouter::select_request`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RequestHosts<'a> {
-    pub tls: Option<&'a TlsInfo>,
+    /// Whether the request came over TLS.
+    pub tls: bool,
+    /// The TLS SNI, if the client sent one.
+    pub sni: Option<&'a str>,
     pub host_header: Option<&'a str>,
     pub authority: Option<&'a str>,
 }
@@ -765,18 +767,16 @@ impl TenantRouter {
         let table = self.table.load();
         let find = |name: &str| tenant_host(name).and_then(|h| table.tenant(h));
         let header = hosts.host_header;
-        let chosen = match hosts.tls {
-            Some(tls) => match tls.sni.as_deref() {
-                Some(sni) => find(sni)?,
-                None => {
-                    let name = header.or(hosts.authority).and_then(tenant_host)?;
-                    if own_certificate(name) {
-                        return None;
-                    }
-                    table.tenant(name)?
+        let chosen = match (hosts.tls, hosts.sni) {
+            (true, Some(sni)) => find(sni)?,
+            (true, None) => {
+                let name = header.or(hosts.authority).and_then(tenant_host)?;
+                if own_certificate(name) {
+                    return None;
                 }
-            },
-            None => find(header.or(hosts.authority)?)?,
+                table.tenant(name)?
+            }
+            (false, _) => find(header.or(hosts.authority)?)?,
         };
         for given in [header, hosts.authority].into_iter().flatten() {
             match find(given) {
@@ -1388,6 +1388,8 @@ mod tests {
         assert!(router.is_empty());
     }
 
+    use crate::connection::TlsInfo;
+
     fn tls(sni: Option<&str>) -> TlsInfo {
         TlsInfo::new(sni, &"0".repeat(32), "t13d1516h2_8daaf6152771_b186095e22b6")
     }
@@ -1403,7 +1405,8 @@ mod tests {
             router
                 .select_request(
                     RequestHosts {
-                        tls,
+                        tls: tls.is_some(),
+                        sni: tls.and_then(|t| t.sni.as_deref()),
                         host_header: host,
                         authority,
                     },
