@@ -9,7 +9,7 @@ use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{Either, Full};
 use tower::{Layer, Service};
 
-use crate::connection::ConnectionInfo;
+use crate::enforce::connection::ConnectionInfo;
 use crate::enforce::{AclDecision, AclVerdict, Enforcer};
 
 /// The body of a blocked request: the shape of the admin API's errors, revealing no rule id,

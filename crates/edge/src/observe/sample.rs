@@ -40,7 +40,7 @@ use std::sync::Mutex;
 use netacl_eval::RequestInput;
 use netacl_model::RequestScope;
 
-use crate::geo::GeoInfo;
+use crate::signals::geo::GeoInfo;
 
 /// Default slots of a sample (`--sample-size`).
 pub const DEFAULT_SAMPLE_SIZE: usize = 10_000;

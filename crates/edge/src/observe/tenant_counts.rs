@@ -44,7 +44,9 @@ use arc_swap::ArcSwap;
 use netacl_eval::RuleIndex;
 use netacl_model::{AclId, AclSummary, Action, RequestScope, RuleScope, RuleSet};
 
-use crate::metrics::{scope_slot, stripe_count, stripe_slot, Line, LINE, REQUEST_SCOPES, SCOPES};
+use crate::observe::metrics::{
+    scope_slot, stripe_count, stripe_slot, Line, LINE, REQUEST_SCOPES, SCOPES,
+};
 
 /// Counters per rule, after the [`SCOPES`] request counters: the requests it decided per
 /// request scope, its monitored matches, the connections it refused.
@@ -523,7 +525,7 @@ impl std::fmt::Debug for TenantSummarySink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{stripe_count, Line};
+    use crate::observe::metrics::{stripe_count, Line};
 
     /// Rules `(id, priority, action, scope)`, the `n`-th matching client address `192.0.2.n`
     /// (from 1) alone.

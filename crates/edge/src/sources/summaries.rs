@@ -31,12 +31,14 @@ use http_body_util::{BodyExt, Full, Limited};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::metrics::SummarySink;
+use crate::observe::metrics::SummarySink;
+use crate::observe::sample::TrafficSample;
+use crate::observe::tenant_counts::{
+    TenantSummaries, TenantSummarySink, BUSY_CHECK, BUSY_REQUESTS,
+};
 use crate::origin::{is_loopback_url, OriginClient};
-use crate::sample::TrafficSample;
-use crate::source::RemoteRules;
-use crate::tenant_counts::{TenantSummaries, TenantSummarySink, BUSY_CHECK, BUSY_REQUESTS};
-use crate::tenant_source::RemoteTenants;
+use crate::sources::source::RemoteRules;
+use crate::sources::tenant_source::RemoteTenants;
 use crate::tenants::TenantRouter;
 
 /// Interval reports waiting to be sent at most.

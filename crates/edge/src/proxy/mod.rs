@@ -23,6 +23,9 @@
 //! [`EdgeConfig::limits`]: connection caps (global, per client, the trusted proxies exempt),
 //! header, idle and body timeouts (a late body is a `408` with a JSON body), and a graceful stop
 //! ([`RunningEdge::close`], [`RunningEdge::drained`]).
+pub(crate) mod forwarding;
+pub(crate) mod layer;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -52,21 +55,23 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::client_addr::{ClientAddrResolver, ForwardedHeader, TrustedProxies};
-use crate::connection::{ConnectionInfo, TlsInfo};
+use crate::enforce::client_addr::{ClientAddrResolver, ForwardedHeader, TrustedProxies};
+use crate::enforce::connection::{ConnectionInfo, TlsInfo};
 use crate::enforce::{ConnectionVerdict, Enforcer};
-use crate::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
-use crate::forwarding::{judged_host, strip_hop_by_hop, Forwarding};
-use crate::geo::GeoEnricher;
-use crate::layer::AclLayer;
-use crate::lists::PolicySources;
-use crate::metrics::EdgeMetrics;
+use crate::observe::metrics::EdgeMetrics;
+use crate::observe::sample::TrafficSample;
+use crate::observe::tenant_counts::TenantSummarySink;
 use crate::origin::{OriginClient, OriginUrlError};
-use crate::sample::TrafficSample;
-use crate::sni::SniCertificates;
-use crate::source::{spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError};
-use crate::tenant_counts::TenantSummarySink;
-use crate::tenant_source::RemoteTenants;
+use crate::proxy::forwarding::{judged_host, strip_hop_by_hop, Forwarding};
+use crate::proxy::layer::AclLayer;
+use crate::signals::fingerprint::{read_client_hello, Rewind, DEFAULT_MAX_HELLO_BYTES};
+use crate::signals::geo::GeoEnricher;
+use crate::sources::policy_sources::PolicySources;
+use crate::sources::source::{
+    spawn_file_source_with, spawn_remote_source_with, RemoteRules, SourceError,
+};
+use crate::sources::tenant_source::RemoteTenants;
+use crate::tenants::sni::SniCertificates;
 use crate::tenants::TenantRouter;
 
 /// Why the edge could not start or stopped.
@@ -99,7 +104,7 @@ pub enum EdgeError {
     },
     /// The GeoIP databases could not be opened.
     #[error("GeoIP databases: {0}")]
-    Geo(#[from] crate::geo::GeoError),
+    Geo(#[from] crate::signals::geo::GeoError),
     /// The rules could not be loaded at start.
     #[error(transparent)]
     Rules(#[from] SourceError),
@@ -171,7 +176,7 @@ pub struct EdgeConfig {
     /// Where the per-rule summaries also go (the admin service in the same process). `None`:
     /// with [`RulesSource::Remote`] they are posted to that admin server
     /// (`/_netacl/v1/edge/summaries`), otherwise only logged.
-    pub summary_sink: Option<crate::metrics::SummarySink>,
+    pub summary_sink: Option<crate::observe::metrics::SummarySink>,
     /// Multi-tenant mode: where each interval's per-rule summaries of every tenant go (the
     /// admin service in the same process). `None`: with [`platform`](Self::platform) they are
     /// posted to it (`/_netacl/v1/tenants/edge/summaries`), otherwise only logged.
@@ -243,8 +248,8 @@ impl EdgeConfig {
             tenant_summary_sink: None,
             platform: None,
             edge_name: None,
-            sample_size: crate::sample::DEFAULT_SAMPLE_SIZE,
-            sample_every: crate::sample::DEFAULT_SAMPLE_EVERY,
+            sample_size: crate::observe::sample::DEFAULT_SAMPLE_SIZE,
+            sample_every: crate::observe::sample::DEFAULT_SAMPLE_EVERY,
             acl_enabled: true,
             handshake_timeout: Duration::from_secs(10),
             limits: default_limits(),
@@ -544,11 +549,11 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
 
     let sink = match (&config.summary_sink, &config.rules) {
         (Some(sink), _) => Some(sink.clone()),
-        (None, RulesSource::Remote(remote)) => crate::summaries::remote_sink(remote),
+        (None, RulesSource::Remote(remote)) => crate::sources::summaries::remote_sink(remote),
         (None, _) => None,
     };
     if let (RulesSource::Remote(remote), Some(sample)) = (&config.rules, enforcer.sample()) {
-        if let Some(poster) = crate::summaries::spawn_sample_poster(
+        if let Some(poster) = crate::sources::summaries::spawn_sample_poster(
             remote,
             Arc::clone(sample),
             config.summary_interval,
@@ -568,11 +573,11 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             let sink = match (&config.tenant_summary_sink, &config.platform) {
                 (Some(sink), _) => Some(sink.clone()),
                 (None, Some(platform)) => {
-                    crate::summaries::platform_sink(platform, edge_id.clone())
+                    crate::sources::summaries::platform_sink(platform, edge_id.clone())
                 }
                 (None, None) => None,
             };
-            let summary = crate::summaries::spawn_tenant_summaries(
+            let summary = crate::sources::summaries::spawn_tenant_summaries(
                 Arc::clone(router),
                 config.summary_interval,
                 sink,
@@ -582,7 +587,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                 Ok(())
             });
             if let (Some(platform), Some(sample)) = (&config.platform, enforcer.sample()) {
-                if let Some(poster) = crate::summaries::spawn_platform_sample_poster(
+                if let Some(poster) = crate::sources::summaries::spawn_platform_sample_poster(
                     platform,
                     edge_id.clone(),
                     Arc::clone(router),
@@ -721,7 +726,7 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, EdgeError> {
         .map_err(|source| EdgeError::Bind { addr, source })
 }
 
-type EdgeService = crate::layer::AclService<ProxyService>;
+type EdgeService = crate::proxy::layer::AclService<ProxyService>;
 
 #[derive(Clone)]
 struct Accept {
@@ -1028,7 +1033,7 @@ async fn metrics_loop(
                 if let Some(tenants) = &tenants {
                     text.push_str(&tenants.render_prometheus());
                 }
-                text.push_str(&crate::metrics::render_listeners(&[
+                text.push_str(&crate::observe::metrics::render_listeners(&[
                     ("proxy", listeners.proxy.stats()),
                     ("metrics", listeners.metrics.stats()),
                 ]));

@@ -31,6 +31,9 @@
 //! assert_eq!(router.select("www.globex.test.").unwrap().id(), "globex");
 //! assert!(router.select("initech.test").is_none());
 //! ```
+pub(crate) mod host_table;
+pub(crate) mod sni;
+
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -41,12 +44,12 @@ use hashbrown::HashTable;
 use netacl_eval::{CompileError, CompiledPolicy, Engine, ManagedIndex};
 use netacl_model::{Limits, RuleSet};
 
-use crate::connection_rules::ConnectionRules;
+use crate::decision::connection_rules::ConnectionRules;
 use crate::decision::AclVerdict;
-use crate::host_table::HostTable;
-use crate::httpsig::SigningKeys;
-use crate::metrics::Stripes;
-use crate::tenant_counts::TenantRuleCounts;
+use crate::observe::metrics::Stripes;
+use crate::observe::tenant_counts::TenantRuleCounts;
+use crate::signals::httpsig::SigningKeys;
+use crate::tenants::host_table::HostTable;
 
 /// The most bytes of a host name that are looked up (DNS names are at most 253); a longer
 /// `Host` names no tenant.
@@ -1388,7 +1391,7 @@ mod tests {
         assert!(router.is_empty());
     }
 
-    use crate::connection::TlsInfo;
+    use crate::enforce::connection::TlsInfo;
 
     fn tls(sni: Option<&str>) -> TlsInfo {
         TlsInfo::new(sni, &"0".repeat(32), "t13d1516h2_8daaf6152771_b186095e22b6")
@@ -1456,7 +1459,7 @@ mod tests {
 
     #[test]
     fn a_host_entry_is_one_pair_of_cache_lines() {
-        assert_eq!(crate::host_table::slot_bytes::<Routed>(), 128);
+        assert_eq!(crate::tenants::host_table::slot_bytes::<Routed>(), 128);
     }
 
     #[test]

@@ -1,5 +1,12 @@
 //! The enforcing core shared by the tower layer and the proxy: digest a request (or a
 //! connection), enrich it with what the live policy needs, decide with one policy load.
+//!
+//! The facts of a request (`facts`, built from the connection (`connection`) and the client
+//! address (`client_addr`)) go into the one decision step, [`Enforcer::decide_facts`].
+pub(crate) mod client_addr;
+pub(crate) mod connection;
+pub(crate) mod facts;
+
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -12,16 +19,18 @@ use netacl_model::{AclId, RequestScope, RuleSet, Signal};
 
 pub use crate::decision::{AclDecision, AclVerdict};
 
-use crate::client_addr::{canonical_ip, ClientAddrResolver};
-use crate::connection::{ConnectionInfo, TlsInfo};
-use crate::connection_rules::{ConnectionRules, ConnectionSignals};
-use crate::enrich::GeoState;
-use crate::facts::{RequestFacts, RequestHost, TlsFacts};
-use crate::geo::{GeoEnricher, GeoError, GeoInfo, GeoNeeds, SharedGeoTable, SubdivisionCode};
-use crate::httpsig::{self, SignedRequest, SigningKeys};
-use crate::metrics::EdgeMetrics;
-use crate::sample::{SampledSignals, TrafficSample};
-use crate::sni::SniCertificates;
+use crate::decision::connection_rules::{ConnectionRules, ConnectionSignals};
+use crate::enforce::client_addr::{canonical_ip, ClientAddrResolver};
+use crate::enforce::connection::{ConnectionInfo, TlsInfo};
+use crate::enforce::facts::{RequestFacts, RequestHost, TlsFacts};
+use crate::observe::metrics::EdgeMetrics;
+use crate::observe::sample::{SampledSignals, TrafficSample};
+use crate::signals::enrich::GeoState;
+use crate::signals::geo::{
+    GeoEnricher, GeoError, GeoInfo, GeoNeeds, SharedGeoTable, SubdivisionCode,
+};
+use crate::signals::httpsig::{self, SignedRequest, SigningKeys};
+use crate::tenants::sni::SniCertificates;
 use crate::tenants::{RequestHosts, SelectedTenant, TenantRouter};
 
 /// The outcome of the connection-level check.

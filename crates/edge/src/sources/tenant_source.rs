@@ -29,7 +29,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
-use crate::source::{
+use crate::sources::source::{
     open_keys, parse_lists, send_bounded, KeysAnswer, SourceError, BACKOFF_MAX, BACKOFF_MIN,
 };
 use crate::tenants::{TenantChange, TenantChangeError, TenantRouter, TenantRules};

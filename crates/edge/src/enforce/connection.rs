@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::fingerprint::{ja3, ja4, ClientHello};
+use crate::signals::fingerprint::{ja3, ja4, ClientHello};
 
 /// A request extension describing the connection the request arrived on. The proxy inserts it
 /// into every request; an application that serves [`AclLayer`](crate::AclLayer) itself

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use netacl_eval::{CompiledPolicy, GeoIntervals, GeoValues};
 
-use crate::geo::GeoEnricher;
+use crate::signals::geo::GeoEnricher;
 
 /// The last intervals built: for which values, from which databases' generation.
 struct Built {

@@ -17,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::client_addr::{canonical_ip, ForwardedHeader, TrustedProxies};
+use crate::enforce::client_addr::{canonical_ip, ForwardedHeader, TrustedProxies};
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");

@@ -14,8 +14,8 @@ use netacl_model::{ManagedList, ManagedListName, ManagedLists, NetworkAcl, RuleS
 use tokio::sync::Mutex;
 
 use crate::enforce::Enforcer;
-use crate::httpsig::SigningKeys;
-use crate::source_error::SourceError;
+use crate::signals::httpsig::SigningKeys;
+use crate::sources::source_error::SourceError;
 
 /// The inputs of an edge's policy, and the enforcer they are installed in. Share it (`Arc`)
 /// between the rule source and whatever reloads list files.

@@ -1,4 +1,8 @@
 //! The decision the edge acted on, as it is logged, counted and attached to requests.
+//!
+//! `connection_rules`: the part of a rule set that can decide before a request is read.
+pub(crate) mod connection_rules;
+
 use std::net::IpAddr;
 use std::sync::Arc;
 

@@ -31,10 +31,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
-use crate::httpsig::SigningKeys;
-use crate::lists::PolicySources;
 use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
-pub use crate::source_error::SourceError;
+use crate::signals::httpsig::SigningKeys;
+use crate::sources::policy_sources::PolicySources;
+pub use crate::sources::source_error::SourceError;
 use netacl_secrets::transit::TransitKeyPair;
 use netacl_secrets::SecretContext;
 

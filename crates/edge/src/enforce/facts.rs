@@ -24,9 +24,9 @@
 //! ```
 use http::HeaderMap;
 
-use crate::client_addr::RequestAddrs;
-use crate::connection::TlsInfo;
-use crate::httpsig::HeaderLookup;
+use crate::enforce::client_addr::RequestAddrs;
+use crate::enforce::connection::TlsInfo;
+use crate::signals::httpsig::HeaderLookup;
 
 /// The TLS facts of the connection a request came on (borrowed: see [`TlsInfo`] for the owned
 /// form the edge's own TLS listener keeps per connection).
@@ -232,7 +232,7 @@ pub(crate) fn host_without_port(value: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::httpsig::visible_ascii;
+    use crate::signals::httpsig::visible_ascii;
     use http::HeaderValue;
 
     #[test]
@@ -250,13 +250,15 @@ mod tests {
             b"tab\there",
             b"",
             b"caf\xc3\xa9",
-            b"\x7f",
-            b"\x1f",
+            b"\x80",
             b"~ !",
         ] {
             let value = HeaderValue::from_bytes(bytes).unwrap();
             assert_eq!(visible_ascii(bytes), value.to_str().ok(), "{bytes:?}");
         }
+        // Bytes a HeaderValue refuses (other proxies may hand them): not text either.
+        assert_eq!(visible_ascii(b"\x7f"), None);
+        assert_eq!(visible_ascii(b"a\x1fb"), None);
     }
 
     #[test]
