@@ -51,13 +51,13 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     rules_version: u64,
     #[command(flatten)]
-    limits: crate::limits_args::LimitsArgs,
+    limits: crate::args::limits::LimitsArgs,
     /// The content of a managed list (`auth0_managed`): NAME=PATH, one entry a line (blank
     /// lines and `#` comments ignored); repeatable.
     #[arg(
         long = "managed-list",
         value_name = "NAME=PATH",
-        value_parser = crate::managed_list_args::parse_flag
+        value_parser = crate::args::managed_list::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// A GeoIP2/GeoLite2 City (or Country) database: request lines with a client address and
@@ -125,7 +125,7 @@ fn load_policy(
         }
     };
     drop(value);
-    let lists = match crate::managed_list_args::load_all(
+    let lists = match crate::args::managed_list::load_all(
         &args.managed_list,
         args.limits.limits().max_entries_per_set,
     ) {
@@ -147,7 +147,7 @@ fn load_policy(
         }
     };
     drop(rules);
-    let policy = match crate::geoip_args::enrich(
+    let policy = match crate::args::geoip::enrich(
         policy,
         args.geoip_city.as_deref(),
         args.geoip_asn.as_deref(),

@@ -5,7 +5,7 @@ use std::time::Duration;
 use netacl_listener::{ConnectionGate, ConnectionLimits, ListenerStats};
 use netacl_model::TrustedProxies;
 
-use crate::duration_arg::parse_duration;
+use crate::args::duration::parse_duration;
 
 /// Default `--shutdown-grace`: how long requests in flight may run after SIGTERM or SIGINT.
 /// With the second the runtime is given after it, the process is gone within 10 s.
@@ -40,7 +40,7 @@ fn parse_count(s: &str) -> Result<usize, String> {
 
 /// The admin API's listener limits (`netacl serve`; `--listen` and `--listen-http` share them;
 /// the reverse proxies not counted per client are the console's `--trusted-proxy`, see
-/// [`ConsoleArgs::trusted_proxies`](crate::console_args::ConsoleArgs::trusted_proxies)).
+/// [`ConsoleArgs::trusted_proxies`](crate::args::console::ConsoleArgs::trusted_proxies)).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeListenerArgs {
     /// Time for a request head to arrive in full (from the connection's start, after TLS, for

@@ -16,7 +16,12 @@
 //! Memory: `policy_bytes` (what the policy's tables hold, table by table in `policy_tables`),
 //! `policy_resident_bytes` (what one more compiled policy adds to a process's resident memory,
 //! measured in a child process) and `compile_resident_bytes` (this process's resident memory
-//! after its compile less before); see `bench_memory`.
+//! after its compile less before); see `memory.rs`.
+pub mod analyze;
+pub mod enrich;
+pub mod memory;
+pub mod tenants;
+pub mod threads;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -78,7 +83,7 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     geoip_asn: Option<std::path::PathBuf>,
     /// Measure a platform of this many tenants behind one edge instead (see
-    /// `cmd_bench_tenants`; 0: one tenant, the usual measurement).
+    /// `cmd/bench/tenants.rs`; 0: one tenant, the usual measurement).
     #[arg(long, default_value_t = 0)]
     tenants: usize,
     /// With --tenants: tenants with --large-tenant-rules rules (the others have 1 to 10).
@@ -91,7 +96,7 @@ pub struct Args {
     #[arg(long, default_value_t = 500)]
     change_samples: usize,
     /// Measure the rule-set analysis (`netacl lint`) of the synthetic tenant instead (see
-    /// `cmd_bench_analyze`; --rounds analyses, the median reported).
+    /// `cmd/bench/analyze.rs`; --rounds analyses, the median reported).
     #[arg(long)]
     analyze: bool,
     /// With --analyze: the rule set made to be costly to analyse
@@ -108,7 +113,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     stripes: usize,
     /// Internal: the resident-memory measurement of `policy_resident_bytes`, run by `netacl
-    /// bench` in a child process (see `bench_memory`); prints one JSON object.
+    /// bench` in a child process (see `memory.rs`); prints one JSON object.
     #[arg(long, hide = true)]
     resident_child: bool,
 }
@@ -141,7 +146,7 @@ struct Report {
     policy_bytes: usize,
     bytes_per_cidr: f64,
     /// What compiling the policy adds to a process's resident memory (see
-    /// [`crate::bench_memory`]).
+    /// [`crate::cmd::bench::memory`]).
     policy_resident_bytes: u64,
     /// `policy_resident_bytes` per CIDR.
     resident_bytes_per_cidr: f64,
@@ -150,7 +155,7 @@ struct Report {
     /// memory that the allocator keeps for reuse.
     compile_resident_bytes: u64,
     /// `policy_bytes` table by table.
-    policy_tables: Vec<crate::bench_memory::TableBytes>,
+    policy_tables: Vec<crate::cmd::bench::memory::TableBytes>,
     verdicts: Verdicts,
     /// Whether a `match_all` deny-all rule was added after the others.
     deny_all: bool,
@@ -163,7 +168,7 @@ struct Report {
     single_thread_decisions_per_second: f64,
     /// The `--enrich` measurement.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    enrich: Option<crate::bench_enrich::EnrichReport>,
+    enrich: Option<crate::cmd::bench::enrich::EnrichReport>,
 }
 
 /// A managed list named by several rules against the same CIDRs written into one rule.
@@ -210,7 +215,7 @@ fn thread_cpu_ns() -> Option<u64> {
 
 /// The timed loop: every request of the mix decided `passes` times. Out of line so that a
 /// profiler can collect it alone (`valgrind --tool=callgrind
-/// --toggle-collect='netacl::cmd_bench::decide_passes' netacl bench ...`).
+/// --toggle-collect='netacl::cmd::bench::decide_passes' netacl bench ...`).
 #[inline(never)]
 fn decide_passes(policy: &CompiledPolicy, requests: &[Request<'_>], passes: usize) {
     for _ in 0..passes {
@@ -235,7 +240,7 @@ fn ms(since: Instant) -> f64 {
 /// Runs `netacl bench`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.tenants > 0 {
-        return crate::cmd_bench_tenants::run(crate::cmd_bench_tenants::TenantsArgs {
+        return crate::cmd::bench::tenants::run(crate::cmd::bench::tenants::TenantsArgs {
             tenants: args.tenants,
             large_tenants: args.large_tenants,
             large_tenant_rules: args.large_tenant_rules,
@@ -246,7 +251,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             json: args.json,
             stripes: args.stripes,
             geo: (args.enrich || args.geoip_city.is_some() || args.geoip_asn.is_some()).then(
-                || crate::cmd_bench_tenants::GeoDatabasesArgs {
+                || crate::cmd::bench::tenants::GeoDatabasesArgs {
                     city: args.geoip_city.clone(),
                     asn: args.geoip_asn.clone(),
                 },
@@ -267,17 +272,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             requests: 1,
             ..config
         };
-        let bench = crate::cmd_bench_analyze::AnalyzeBench {
+        let bench = crate::cmd::bench::analyze::AnalyzeBench {
             overlapping: args.overlapping,
             work_budget: args.work_budget,
             rounds,
             json: args.json,
         };
-        return crate::cmd_bench_analyze::run(&config, &bench);
+        return crate::cmd::bench::analyze::run(&config, &bench);
     }
 
     if args.resident_child {
-        return crate::bench_memory::run_resident_child(&config, || prepare(&args, &config));
+        return crate::cmd::bench::memory::run_resident_child(&config, || prepare(&args, &config));
     }
 
     let t = Instant::now();
@@ -290,13 +295,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("the synthetic rule set does not validate")?;
     let validate_ms = ms(t);
 
-    let resident_before = crate::bench_memory::resident_bytes()?;
+    let resident_before = crate::cmd::bench::memory::resident_bytes()?;
     let t = Instant::now();
     let policy = CompiledPolicy::compile_with_limits(&rules, &synthetic::limits_for(&config))
         .context("the synthetic rule set does not compile")?;
     let compile_ms = ms(t);
     let compile_resident_bytes =
-        crate::bench_memory::resident_bytes()?.saturating_sub(resident_before);
+        crate::cmd::bench::memory::resident_bytes()?.saturating_sub(resident_before);
 
     // The mix is copied after compilation so that each request's strings lie together and the
     // requests follow one another in memory, as a proxy's parser leaves them in its buffers
@@ -392,18 +397,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let threads = args.threads.max(1);
     let single = 1e9 / compiled_ns;
     let decisions_per_second = if threads > 1 {
-        crate::bench_threads::aggregate(&policy, &requests, threads, passes, rounds)
+        crate::cmd::bench::threads::aggregate(&policy, &requests, threads, passes, rounds)
     } else {
         single
     };
     let enrich = match &databases {
-        Some(databases) => Some(crate::bench_enrich::measure(
+        Some(databases) => Some(crate::cmd::bench::enrich::measure(
             databases, &policy, &requests, rounds,
         )?),
         None => None,
     };
 
-    let policy_resident_bytes = crate::bench_memory::policy_resident_bytes(&tenant_args(&args))?;
+    let policy_resident_bytes =
+        crate::cmd::bench::memory::policy_resident_bytes(&tenant_args(&args))?;
     let stats = policy.stats();
     let cidrs = generated.cidrs;
     let report = Report {
@@ -438,7 +444,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             policy_resident_bytes as f64 / cidrs as f64
         },
         compile_resident_bytes,
-        policy_tables: crate::bench_memory::policy_tables(&stats),
+        policy_tables: crate::cmd::bench::memory::policy_tables(&stats),
         verdicts,
         deny_all: args.deny_all,
         managed_list,
@@ -554,7 +560,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn prepare(
     args: &Args,
     config: &SyntheticConfig,
-) -> anyhow::Result<(synthetic::Synthetic, Option<crate::bench_enrich::Databases>)> {
+) -> anyhow::Result<(
+    synthetic::Synthetic,
+    Option<crate::cmd::bench::enrich::Databases>,
+)> {
     let mut generated = synthetic::generate(config);
     if args.deny_all {
         if let serde_json::Value::Array(records) = &mut generated.records {
@@ -567,7 +576,7 @@ fn prepare(
         }
     }
     let databases = if args.enrich || args.geoip_city.is_some() || args.geoip_asn.is_some() {
-        let databases = crate::bench_enrich::Databases::prepare(
+        let databases = crate::cmd::bench::enrich::Databases::prepare(
             args.geoip_city.as_deref(),
             args.geoip_asn.as_deref(),
         )?;

@@ -60,7 +60,7 @@ use netacl_eval::{CompiledPolicy, Engine, GeoTable, Request, RequestInput, Signa
 use netacl_model::{AclId, Priority, RequestScope, RuleSet, Signal};
 use serde::Serialize;
 
-use crate::bench_memory::resident_bytes;
+use crate::cmd::bench::memory::resident_bytes;
 
 /// What `netacl bench --tenants` measures (see the module docs).
 #[derive(Debug, Clone)]
@@ -581,7 +581,7 @@ fn measure_geo(
     rounds: usize,
     change_samples: usize,
 ) -> anyhow::Result<GeoReport> {
-    use crate::bench_enrich::{self, Databases};
+    use crate::cmd::bench::enrich::{self as bench_enrich, Databases};
     let databases = Databases::prepare(args.city.as_deref(), args.asn.as_deref())?;
     let enricher = Arc::new(
         GeoEnricher::open(databases.city.as_deref(), databases.asn.as_deref())

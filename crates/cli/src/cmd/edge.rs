@@ -15,7 +15,7 @@ use netacl_edge::{
     RulesSource, TlsFiles, TrustedProxies,
 };
 
-use crate::duration_arg::parse_duration;
+use crate::args::duration::parse_duration;
 
 /// Arguments of `netacl edge`.
 #[derive(clap::Args)]
@@ -135,7 +135,7 @@ pub struct Args {
         value_name = "NAME=PATH",
         env = "NETACL_EDGE_MANAGED_LISTS",
         value_delimiter = ',',
-        value_parser = crate::managed_list_args::parse_flag
+        value_parser = crate::args::managed_list::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// How often the rule file is checked for changes.
@@ -170,20 +170,20 @@ pub struct Args {
     handshake_timeout: Duration,
     /// Trust for https:// upstreams and rule sources, certificate reloads.
     #[command(flatten)]
-    tls: crate::tls::EdgeTlsArgs,
+    tls: crate::args::tls::EdgeTlsArgs,
     /// The listener limits (caps and timeouts).
     #[command(flatten)]
-    listener: crate::listener_args::EdgeListenerArgs,
+    listener: crate::args::listener::EdgeListenerArgs,
     /// `--shutdown-grace`.
     #[command(flatten)]
-    shutdown: crate::listener_args::EdgeShutdownArgs,
+    shutdown: crate::args::listener::EdgeShutdownArgs,
 }
 
 /// What `netacl edge` runs: the edge, its list files, and with --platform-url the platform
 /// followed into the edge's tenant router.
 struct Plan {
     config: EdgeConfig,
-    list_files: Vec<crate::managed_list_args::ListFile>,
+    list_files: Vec<crate::args::managed_list::ListFile>,
     platform: Option<(Arc<netacl_edge::TenantRouter>, RemoteTenants)>,
 }
 
@@ -205,7 +205,7 @@ fn config(args: Args) -> anyhow::Result<Plan> {
     let mut config = EdgeConfig::new(parse_upstream(&args.upstream)?);
     args.tls.apply(&mut config);
     args.listener.apply(&mut config.limits);
-    let (lists, files) = crate::managed_list_args::load_all(
+    let (lists, files) = crate::args::managed_list::load_all(
         &args.managed_list,
         netacl_model::Limits::default().max_entries_per_set,
     )
@@ -394,10 +394,10 @@ pub struct ServeEdgeArgs {
     edge_metrics_tenant: Vec<String>,
     /// Trust for an https:// upstream.
     #[command(flatten)]
-    edge_tls: crate::tls::ServeEdgeTlsArgs,
+    edge_tls: crate::args::tls::ServeEdgeTlsArgs,
     /// The edge's listener limits (`--edge-max-connections`, ...).
     #[command(flatten)]
-    edge_listener: crate::listener_args::ServeEdgeListenerArgs,
+    edge_listener: crate::args::listener::ServeEdgeListenerArgs,
 }
 
 /// Which tenants' rules the in-process edge enforces.
@@ -557,7 +557,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         list_files,
         platform,
     } = config(args)?;
-    crate::listener_args::fit_to_descriptors(&mut [crate::listener_args::Cap {
+    crate::args::listener::fit_to_descriptors(&mut [crate::args::listener::Cap {
         flag: "--max-connections",
         value: &mut config.limits.max_connections,
         weight: 2,
@@ -586,7 +586,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let edge = start_edge(engine, config).await?;
         let _list_reloader = match (edge.policy_sources(), list_files.is_empty()) {
-            (Some(sources), false) => Some(crate::managed_list_args::spawn_reloader(
+            (Some(sources), false) => Some(crate::args::managed_list::spawn_reloader(
                 list_files,
                 netacl_model::Limits::default().max_entries_per_set,
                 move |name, list| {
@@ -614,7 +614,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 stopped?;
                 return Ok(ExitCode::SUCCESS);
             }
-            () = crate::listener_args::shutdown_signal() => {}
+            () = crate::args::listener::shutdown_signal() => {}
         }
         // Stop accepting; connections with nothing in flight close, requests in flight get
         // the grace period.
@@ -629,7 +629,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     });
     // Dropping the runtime would wait for every blocking task to finish.
-    runtime.shutdown_timeout(crate::listener_args::RUNTIME_SHUTDOWN_TIMEOUT);
+    runtime.shutdown_timeout(crate::args::listener::RUNTIME_SHUTDOWN_TIMEOUT);
     served
 }
 

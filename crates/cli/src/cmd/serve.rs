@@ -1,6 +1,6 @@
 //! `netacl serve`: the admin API with its embedded database, in one process; with
 //! `--edge-upstream`, also the enforcing edge, sharing the admin API's engine (see
-//! [`ServeEdgeArgs`](crate::cmd_edge::ServeEdgeArgs)).
+//! [`ServeEdgeArgs`](crate::cmd::edge::ServeEdgeArgs)).
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ use netacl_server::rate_limit::RateLimitConfig;
 use netacl_server::{AdminService, BootstrapClient, ServerConfig, DEFAULT_BODY_LIMIT};
 use netacl_store::{PostgresStore, SqliteStore, Store};
 
-use crate::cmd_edge::ServeEdgeMode;
+use crate::cmd::edge::ServeEdgeMode;
 
 /// Arguments of `netacl serve`. Every flag can also be given as the environment variable named
 /// in its help.
@@ -104,7 +104,7 @@ pub struct Args {
     history_bytes: u64,
     /// Rule-set limits (entries per member and per rule, rules and entries per set).
     #[command(flatten)]
-    limits: crate::limits_args::LimitsArgs,
+    limits: crate::args::limits::LimitsArgs,
     /// Rule analysis through the API (`POST /_netacl/v1/network-acls/analyze`): the most work
     /// units one analysis does (deterministic; what is left unproven is `undecided` with the
     /// reason `budget`). The synthetic tenant of 1,000 rules takes 0.8 to 21 million.
@@ -115,7 +115,7 @@ pub struct Args {
     /// Rule analysis through the API: the longest one analysis runs (250ms, 10s, 1m), whatever
     /// work units it has left (the backstop of a slow or busy machine).
     #[arg(long, env = "NETACL_ANALYSIS_DEADLINE", value_name = "DURATION", default_value = "10s",
-          value_parser = crate::duration_arg::parse_duration)]
+          value_parser = crate::args::duration::parse_duration)]
     analysis_deadline: std::time::Duration,
     /// Expensive requests (analysis, impact preview, dry run, managed-list upload, directory
     /// import) one tenant may run at once; more: 429 with Retry-After.
@@ -130,7 +130,7 @@ pub struct Args {
     expensive_requests: Option<u64>,
     /// The console's session bounds and its HTTPS behind a proxy.
     #[command(flatten)]
-    console: crate::console_args::ConsoleArgs,
+    console: crate::args::console::ConsoleArgs,
     /// The content of a managed list (`auth0_managed`) from a file of this node: NAME=PATH
     /// (auth0.tor=/etc/netacl/tor.txt), one entry a line; repeatable (comma-separated in the
     /// variable). The file wins over the list stored through the API, which is then read-only
@@ -141,20 +141,20 @@ pub struct Args {
         value_name = "NAME=PATH",
         env = "NETACL_MANAGED_LISTS",
         value_delimiter = ',',
-        value_parser = crate::managed_list_args::parse_flag
+        value_parser = crate::args::managed_list::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// The edge run in process (`--edge-*`; boxed: the flags are many).
     #[command(flatten)]
-    edge: Box<crate::cmd_edge::ServeEdgeArgs>,
+    edge: Box<crate::cmd::edge::ServeEdgeArgs>,
     /// HTTPS (`--tls-cert`, `--tls-key`), plain HTTP (`--listen-http`,
     /// `--allow-insecure-http`); boxed like the edge's.
     #[command(flatten)]
-    tls: Box<crate::tls::ServeTlsArgs>,
+    tls: Box<crate::args::tls::ServeTlsArgs>,
     /// The admin API's listener limits (caps, timeouts, shutdown grace; the proxies not counted
     /// per client are the console's `--trusted-proxy`).
     #[command(flatten)]
-    listener: Box<crate::listener_args::ServeListenerArgs>,
+    listener: Box<crate::args::listener::ServeListenerArgs>,
 }
 
 /// The key-encryption key of `--secrets-key-file`, or the data directory's (generated on first
@@ -262,7 +262,7 @@ fn load_signing_key(
 
 /// Runs `netacl serve` until SIGINT or SIGTERM; then the listeners stop accepting, requests in
 /// flight get `--shutdown-grace`, and blocking work still running (an analysis) gets
-/// [`RUNTIME_SHUTDOWN_TIMEOUT`](crate::listener_args::RUNTIME_SHUTDOWN_TIMEOUT) before the
+/// [`RUNTIME_SHUTDOWN_TIMEOUT`](crate::args::listener::RUNTIME_SHUTDOWN_TIMEOUT) before the
 /// process exits without it. Writes commit durably before they are answered (SQLite WAL with
 /// `synchronous=FULL`, PostgreSQL's commit), so a write cut short was never acknowledged.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -280,7 +280,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     let served = runtime.block_on(serve(args));
     // Dropping the runtime would wait for every blocking task to finish.
-    runtime.shutdown_timeout(crate::listener_args::RUNTIME_SHUTDOWN_TIMEOUT);
+    runtime.shutdown_timeout(crate::args::listener::RUNTIME_SHUTDOWN_TIMEOUT);
     served?;
     Ok(ExitCode::SUCCESS)
 }
@@ -291,21 +291,21 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let mut admin_limits = args.listener.limits(args.console.trusted_proxies()?);
     let mut edge_limits = args.edge.listener_limits();
     {
-        let mut caps = vec![crate::listener_args::Cap {
+        let mut caps = vec![crate::args::listener::Cap {
             flag: "--max-connections",
             value: &mut admin_limits.max_connections,
             weight: 1,
             given: args.listener.max_connections_given(),
         }];
         if let Some(edge) = edge_limits.as_mut() {
-            caps.push(crate::listener_args::Cap {
+            caps.push(crate::args::listener::Cap {
                 flag: "--edge-max-connections",
                 value: &mut edge.max_connections,
                 weight: 2,
                 given: args.edge.max_connections_given(),
             });
         }
-        crate::listener_args::fit_to_descriptors(&mut caps);
+        crate::args::listener::fit_to_descriptors(&mut caps);
     }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -326,7 +326,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     };
     let max_list_entries = args.limits.limits().max_entries_per_set;
     let (file_lists, list_files) =
-        crate::managed_list_args::load_all(&args.managed_list, max_list_entries)
+        crate::args::managed_list::load_all(&args.managed_list, max_list_entries)
             .map_err(anyhow::Error::msg)?;
     let secrets_key = Arc::new(resolve_secrets_key(
         args.secrets_key_file.as_deref(),
@@ -406,16 +406,20 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     });
     let _list_reloader = (!list_files.is_empty()).then(|| {
         let service = service.clone();
-        crate::managed_list_args::spawn_reloader(list_files, max_list_entries, move |name, list| {
-            let service = service.clone();
-            async move {
-                service
-                    .load_file_list(name, list)
-                    .await
-                    .map(|_| ())
-                    .map_err(|err| err.message().to_owned())
-            }
-        })
+        crate::args::managed_list::spawn_reloader(
+            list_files,
+            max_list_entries,
+            move |name, list| {
+                let service = service.clone();
+                async move {
+                    service
+                        .load_file_list(name, list)
+                        .await
+                        .map(|_| ())
+                        .map_err(|err| err.message().to_owned())
+                }
+            },
+        )
     });
     // The edge shares the service's engine: what the write path (or the store follower)
     // installs is what the edge enforces, from the moment it is installed.
@@ -468,7 +472,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             let router = edge_config.tenants.clone();
             let _tenants_follower = router
                 .clone()
-                .map(|router| crate::serve_tenants::follow(router, service.tenants()));
+                .map(|router| crate::cmd::serve_tenants::follow(router, service.tenants()));
             let edge = netacl_edge::start_edge(Arc::clone(service.engine()), edge_config)
                 .await
                 .context("cannot start the edge")?;
@@ -553,14 +557,14 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
 
     let gate = netacl_listener::ConnectionGate::new(admin_limits);
-    let _stats_log = crate::listener_args::spawn_stats_log("admin API", gate.clone());
+    let _stats_log = crate::args::listener::spawn_stats_log("admin API", gate.clone());
     let admin = transport.serve(listener, service.router(), gate.clone());
     tokio::pin!(admin);
     let mut edge = edge;
     match edge.as_mut() {
         None => tokio::select! {
             served = &mut admin => served.context("server failed")?,
-            () = crate::listener_args::shutdown_signal() => {}
+            () = crate::args::listener::shutdown_signal() => {}
         },
         // A failed edge listener ends the process (as it does `netacl edge`): serving the admin
         // API alone would leave the upstream unprotected without anyone noticing. So does a
@@ -581,7 +585,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
                      --edge-default-tenant-only to keep the default tenant's rules for every host)"
                 );
             }
-            () = crate::listener_args::shutdown_signal() => {}
+            () = crate::args::listener::shutdown_signal() => {}
         },
     }
     // Stop accepting; connections with nothing in flight close, requests in flight get the

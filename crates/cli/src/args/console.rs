@@ -2,7 +2,7 @@
 //! browser reached it over HTTPS through a TLS-terminating proxy (`--public-url`,
 //! `--trusted-proxy`), which makes the session cookie `Secure`. The same `--trusted-proxy` peers
 //! are not counted per client by the admin API's listener
-//! ([`ServeListenerArgs`](crate::listener_args::ServeListenerArgs)).
+//! ([`ServeListenerArgs`](crate::args::listener::ServeListenerArgs)).
 use anyhow::Context as _;
 use netacl_server::{
     ConsoleSessionLimits, ServerConfig, DEFAULT_CONSOLE_SESSIONS,

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(value_name = "RULES.json")]
     rules: PathBuf,
     #[command(flatten)]
-    limits: crate::limits_args::LimitsArgs,
+    limits: crate::args::limits::LimitsArgs,
     /// At most this many work units (as `netacl serve --analysis-work`); default: no bound.
     #[arg(long, value_name = "UNITS")]
     work_budget: Option<u64>,
@@ -71,7 +71,7 @@ pub fn read_rules(
         format!(
             "invalid rule file {}: {}",
             path.display(),
-            crate::cmd_eval::describe_invalid_rules(&err)
+            crate::cmd::eval::describe_invalid_rules(&err)
         )
     })
 }

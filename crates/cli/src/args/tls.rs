@@ -14,7 +14,7 @@ use netacl_tls::{ClientTrust, ServerCertificate, TlsFiles};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::duration_arg::parse_duration;
+use crate::args::duration::parse_duration;
 
 /// Time a client has to complete the TLS handshake with the admin API.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -24,7 +24,7 @@ use netacl_eval::{CompiledPolicy, Request};
 type LookedUp = (Option<[u8; 2]>, Option<SubdivisionCode>, Option<u32>);
 use serde::Serialize;
 
-#[path = "../../../benches/mmdb_fixture.rs"]
+#[path = "../../../../../benches/mmdb_fixture.rs"]
 #[allow(dead_code)]
 mod mmdb_fixture;
 

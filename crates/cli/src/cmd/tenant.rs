@@ -116,7 +116,7 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<Arc<dyn Store>> {
 }
 
 fn load_secrets_key(args: &StoreArgs) -> anyhow::Result<netacl_secrets::Kek> {
-    crate::cmd_serve::resolve_secrets_key(
+    crate::cmd::serve::resolve_secrets_key(
         args.secrets_key_file.as_deref(),
         args.database_url.as_deref(),
         &args.data_dir,
