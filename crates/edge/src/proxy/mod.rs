@@ -402,7 +402,65 @@ pub async fn run_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<(), Edg
 /// start is an error only for the file; the remote source keeps retrying with the empty
 /// policy installed) and starts serving in background tasks.
 pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<RunningEdge, EdgeError> {
-    let upstream = OriginClient::new(
+    let upstream = upstream_client(&config)?;
+    if config.listen.is_none() && config.listen_tls.is_none() {
+        return Err(EdgeError::NoListener);
+    }
+    let mut tasks = JoinSet::new();
+    let (acceptor, certificates) = tls_acceptor(&config, &mut tasks)?;
+    let metrics = Arc::new(EdgeMetrics::new());
+    let enforcer = build_enforcer(engine, &config, &metrics, certificates)?;
+    if enforcer.geo().is_some() {
+        // Reloads rebuild the enriched policy: the enforcer watches the files.
+        let watcher = enforcer.spawn_geo_watcher(config.geoip_reload_interval);
+        tasks.spawn(async move {
+            let _ = watcher.await;
+            Ok(())
+        });
+    }
+    let sources = follow_rules(&enforcer, &config, &mut tasks).await?;
+    report_counts(&enforcer, &metrics, &config, &mut tasks);
+    let proxy = ProxyService {
+        upstream,
+        forwarding: Arc::new(Forwarding::new(
+            config.trusted_proxies.clone(),
+            config.forwarded_header,
+        )),
+    };
+    let service = AclLayer::new(enforcer.clone()).layer(proxy);
+    let bound = listen(&config, &enforcer, service, acceptor, metrics, &mut tasks).await?;
+    tracing::info!(
+        http = ?bound.http_addr,
+        tls = ?bound.tls_addr,
+        metrics = ?bound.metrics_addr,
+        upstream = %config.upstream,
+        "netacl edge listening"
+    );
+    Ok(RunningEdge {
+        enforcer,
+        sources,
+        http_addr: bound.http_addr,
+        tls_addr: bound.tls_addr,
+        metrics_addr: bound.metrics_addr,
+        gates: bound.gates,
+        tasks,
+    })
+}
+
+/// The background tasks of a running edge (watchers, sources, reporters, accept loops).
+type Tasks = JoinSet<Result<(), EdgeError>>;
+
+/// Runs `task` among the edge's tasks until it ends (its own outcome is not an edge error).
+fn keep<T: Send + 'static>(tasks: &mut Tasks, task: tokio::task::JoinHandle<T>) {
+    tasks.spawn(async move {
+        let _ = task.await;
+        Ok(())
+    });
+}
+
+/// Step 1: the client of the upstream the proxy forwards to.
+fn upstream_client(config: &EdgeConfig) -> Result<OriginClient<RequestBody>, EdgeError> {
+    OriginClient::new(
         &config.upstream,
         &config.upstream_trust,
         true,
@@ -411,39 +469,41 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
     .map_err(|err| match err {
         OriginUrlError::Shape => EdgeError::InvalidUpstream(config.upstream.to_string()),
         OriginUrlError::Tls(err) => EdgeError::UpstreamTls(err),
-    })?;
-    if config.listen.is_none() && config.listen_tls.is_none() {
-        return Err(EdgeError::NoListener);
-    }
-    let mut tasks = JoinSet::new();
-    let mut certificates = None;
-    let acceptor = match (config.listen_tls, &config.tls_cert_dir) {
+    })
+}
+
+/// Step 2: the TLS listener's acceptor (one certificate, or one per SNI from a directory), its
+/// reload watcher started; the certificates by SNI, if any, for the enforcer.
+fn tls_acceptor(
+    config: &EdgeConfig,
+    tasks: &mut Tasks,
+) -> Result<(Option<TlsAcceptor>, Option<Arc<SniCertificates>>), EdgeError> {
+    match (config.listen_tls, &config.tls_cert_dir) {
         (Some(_), Some(dir)) => {
             let by_sni = SniCertificates::load(dir, config.tls.clone()).map_err(EdgeError::Tls)?;
             let acceptor = by_sni.acceptor().map_err(EdgeError::Tls)?;
-            let watcher = by_sni.watch(config.tls_reload_interval);
-            tasks.spawn(async move {
-                let _ = watcher.await;
-                Ok(())
-            });
-            certificates = Some(by_sni);
-            Some(acceptor)
+            keep(tasks, by_sni.watch(config.tls_reload_interval));
+            Ok((Some(acceptor), Some(by_sni)))
         }
         (Some(_), None) => {
             let files = config.tls.as_ref().ok_or(EdgeError::MissingTlsFiles)?;
             let certificate = ServerCertificate::load(files.clone()).map_err(EdgeError::Tls)?;
             let acceptor = certificate.acceptor().map_err(EdgeError::Tls)?;
-            let watcher = certificate.watch(config.tls_reload_interval);
-            tasks.spawn(async move {
-                let _ = watcher.await;
-                Ok(())
-            });
-            Some(acceptor)
+            keep(tasks, certificate.watch(config.tls_reload_interval));
+            Ok((Some(acceptor), None))
         }
-        (None, _) => None,
-    };
+        (None, _) => Ok((None, None)),
+    }
+}
 
-    let metrics = Arc::new(EdgeMetrics::new());
+/// Step 3: the enforcer: the client-address resolver, GeoIP databases, the tenants (with the
+/// certificates by SNI), the traffic sample, or the ACL turned off.
+fn build_enforcer(
+    engine: Arc<Engine>,
+    config: &EdgeConfig,
+    metrics: &Arc<EdgeMetrics>,
+    certificates: Option<Arc<SniCertificates>>,
+) -> Result<Arc<Enforcer>, EdgeError> {
     let resolver = ClientAddrResolver::new(config.trusted_proxies.clone(), config.forwarded_header);
     let mut enforcer = Enforcer::new(engine, resolver).with_metrics(metrics.clone());
     if config.geoip_city.is_some() || config.geoip_asn.is_some() {
@@ -455,8 +515,8 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
     }
     if let Some(tenants) = &config.tenants {
         enforcer = enforcer.with_tenants(tenants.clone());
-        if let Some(certificates) = &certificates {
-            enforcer = enforcer.with_certificates(certificates.clone());
+        if let Some(certificates) = certificates {
+            enforcer = enforcer.with_certificates(certificates);
         }
     }
     if config.sample_size > 0 && config.acl_enabled {
@@ -469,17 +529,17 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         enforcer = enforcer.disabled();
         tracing::warn!("the network ACL is OFF (--acl off): every request passes unchecked");
     }
-    let enforcer = Arc::new(enforcer);
-    if enforcer.geo().is_some() {
-        // Reloads rebuild the enriched policy: the enforcer watches the files.
-        let watcher = enforcer.spawn_geo_watcher(config.geoip_reload_interval);
-        tasks.spawn(async move {
-            let _ = watcher.await;
-            Ok(())
-        });
-    }
-    let mut sources = None;
+    Ok(Arc::new(enforcer))
+}
 
+/// Step 4: where the rules come from: the engine `netacl serve` feeds (its rule sets followed
+/// for the connection-level rules), a rule file, or a remote admin server (waited for a
+/// bounded time). The policy's inputs, when the edge compiles its own policy.
+async fn follow_rules(
+    enforcer: &Arc<Enforcer>,
+    config: &EdgeConfig,
+    tasks: &mut Tasks,
+) -> Result<Option<Arc<PolicySources>>, EdgeError> {
     match &config.rules {
         RulesSource::Engine => {
             // Multi-tenant mode decides with the tenants' engines: the enforcer's own engine,
@@ -506,26 +566,24 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                     }
                 });
             }
+            Ok(None)
         }
         RulesSource::File { path, interval } => {
             let inputs = Arc::new(PolicySources::new(
                 enforcer.clone(),
                 config.managed_lists.clone(),
             ));
-            sources = Some(Arc::clone(&inputs));
-            let task = spawn_file_source_with(inputs, path.clone(), *interval).await?;
-            tasks.spawn(async move {
-                let _ = task.await;
-                Ok(())
-            });
+            let task = spawn_file_source_with(Arc::clone(&inputs), path.clone(), *interval).await?;
+            keep(tasks, task);
+            Ok(Some(inputs))
         }
         RulesSource::Remote(remote) => {
             let inputs = Arc::new(PolicySources::new(
                 enforcer.clone(),
                 config.managed_lists.clone(),
             ));
-            sources = Some(Arc::clone(&inputs));
-            let (task, mut installed) = spawn_remote_source_with(inputs, remote.clone())?;
+            let (task, mut installed) =
+                spawn_remote_source_with(Arc::clone(&inputs), remote.clone())?;
             // Serving before the first rule set arrives would enforce nothing: wait a bounded
             // time for it, then serve regardless (the source keeps retrying).
             let first = tokio::time::timeout(
@@ -540,13 +598,20 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                     "no rules from the admin server yet: serving with NO rules until they arrive"
                 );
             }
-            tasks.spawn(async move {
-                let _ = task.await;
-                Ok(())
-            });
+            keep(tasks, task);
+            Ok(Some(inputs))
         }
     }
+}
 
+/// Step 5: the per-rule summaries and the traffic sample, reported to the admin server the edge
+/// follows (single tenant) or to the platform, each tenant's to its own log (many tenants).
+fn report_counts(
+    enforcer: &Arc<Enforcer>,
+    metrics: &Arc<EdgeMetrics>,
+    config: &EdgeConfig,
+    tasks: &mut Tasks,
+) {
     let sink = match (&config.summary_sink, &config.rules) {
         (Some(sink), _) => Some(sink.clone()),
         (None, RulesSource::Remote(remote)) => crate::sources::summaries::remote_sink(remote),
@@ -558,10 +623,7 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             Arc::clone(sample),
             config.summary_interval,
         ) {
-            tasks.spawn(async move {
-                let _ = poster.await;
-                Ok(())
-            });
+            keep(tasks, poster);
         }
     }
     match &config.tenants {
@@ -577,15 +639,14 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                 }
                 (None, None) => None,
             };
-            let summary = crate::sources::summaries::spawn_tenant_summaries(
-                Arc::clone(router),
-                config.summary_interval,
-                sink,
+            keep(
+                tasks,
+                crate::sources::summaries::spawn_tenant_summaries(
+                    Arc::clone(router),
+                    config.summary_interval,
+                    sink,
+                ),
             );
-            tasks.spawn(async move {
-                let _ = summary.await;
-                Ok(())
-            });
             if let (Some(platform), Some(sample)) = (&config.platform, enforcer.sample()) {
                 if let Some(poster) = crate::sources::summaries::spawn_platform_sample_poster(
                     platform,
@@ -594,35 +655,40 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
                     Arc::clone(sample),
                     config.summary_interval,
                 ) {
-                    tasks.spawn(async move {
-                        let _ = poster.await;
-                        Ok(())
-                    });
+                    keep(tasks, poster);
                 }
             }
             if config.platform.is_some() {
                 tracing::info!(edge = %edge_id, "reporting each tenant's counts and sample to the platform");
             }
         }
-        None => {
-            let summary = metrics
+        None => keep(
+            tasks,
+            metrics
                 .clone()
-                .spawn_summary_to(config.summary_interval, sink);
-            tasks.spawn(async move {
-                let _ = summary.await;
-                Ok(())
-            });
-        }
+                .spawn_summary_to(config.summary_interval, sink),
+        ),
     }
+}
 
-    let proxy = ProxyService {
-        upstream,
-        forwarding: Arc::new(Forwarding::new(
-            config.trusted_proxies.clone(),
-            config.forwarded_header,
-        )),
-    };
-    let service = AclLayer::new(enforcer.clone()).layer(proxy);
+/// The listeners bound by [`listen`].
+struct Bound {
+    http_addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
+    gates: Vec<ConnectionGate>,
+}
+
+/// Step 6: binds the plain-HTTP, TLS and metrics listeners and starts their accept loops, each
+/// behind its connection gate.
+async fn listen(
+    config: &EdgeConfig,
+    enforcer: &Arc<Enforcer>,
+    service: EdgeService,
+    acceptor: Option<TlsAcceptor>,
+    metrics: Arc<EdgeMetrics>,
+    tasks: &mut Tasks,
+) -> Result<Bound, EdgeError> {
     // One meaning for --trusted-proxy: the peers whose forwarding headers are believed are the
     // peers whose connections are not counted per client.
     let mut limits = config.limits.clone();
@@ -688,21 +754,11 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
             config.tenants.clone(),
         ));
     }
-    tracing::info!(
-        http = ?http_addr,
-        tls = ?tls_addr,
-        metrics = ?metrics_addr,
-        upstream = %config.upstream,
-        "netacl edge listening"
-    );
-    Ok(RunningEdge {
-        enforcer,
-        sources,
+    Ok(Bound {
         http_addr,
         tls_addr,
         metrics_addr,
         gates,
-        tasks,
     })
 }
 
