@@ -131,6 +131,83 @@ def maxmind():
             write("maxmind", name, f.read())
 
 
+def spoe_frames():
+    """What HAProxy sends an SPOE agent: HAPROXY-HELLO then NOTIFY frames (SPOP 2.0), read whole
+    (first byte 0) or in 7-byte reads."""
+
+    def varint(n):
+        # HAProxy's encoding: below 240 one byte; else 4 bits in the first, then 7-bit groups.
+        if n < 240:
+            return bytes([n])
+        out = [0xF0 | (n & 0x0F)]
+        n = (n - 240) >> 4
+        while n >= 128:
+            out.append(0x80 | (n & 0x7F))
+            n = (n - 128) >> 7
+        out.append(n)
+        return bytes(out)
+
+    def string(x):
+        x = x.encode()
+        return bytes([8]) + varint(len(x)) + x
+
+    def kv(key, value):
+        return varint(len(key)) + key.encode() + value
+
+    def frame(kind, stream, frame_id, payload):
+        body = bytes([kind]) + (1).to_bytes(4, "big") + varint(stream) + varint(frame_id) + payload
+        return len(body).to_bytes(4, "big") + body
+
+    hello = frame(1, 0, 0, kv("supported-versions", string("2.0"))
+                  + kv("max-frame-size", bytes([3]) + varint(1000))
+                  + kv("capabilities", string("pipelining")))
+    args = [
+        ("src", bytes([6, 192, 0, 2, 7])),
+        ("method", string("GET")),
+        ("host", string("app.example.test")),
+        ("path", string("/authorize?x=1")),
+        ("ua", string("curl/8")),
+        ("hello_version", bytes([3]) + varint(771)),
+        ("ciphers", bytes([9, 4, 0x13, 1, 0x13, 2])),
+    ]
+    name = b"netacl-request"
+    message = varint(len(name)) + name + bytes([len(args)]) + b"".join(kv(k, v) for k, v in args)
+    notify = frame(3, 1, 1, message)
+    write("spoe_frames", "hello-notify", b"\x00" + hello + notify)
+    write("spoe_frames", "hello-notify-in-7-byte-reads", b"\x07" + hello + notify + notify)
+
+
+def check_requests():
+    """Envoy's ext_authz CheckRequest, protobuf-encoded as in a gRPC frame: an HTTP request from
+    an IPv4 and an IPv6 client, with headers and a TLS session."""
+
+    def varint(n):
+        out = bytearray()
+        while True:
+            byte = n & 0x7F
+            n >>= 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def field(number, payload):
+        if isinstance(payload, str):
+            payload = payload.encode()
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    def check(source, host, path, headers):
+        socket_address = field(2, source)
+        peer = field(1, field(1, socket_address))
+        header_entries = b"".join(field(3, field(1, k) + field(2, v)) for k, v in headers)
+        http = field(2, "GET") + header_entries + field(4, path) + field(5, host) + field(6, "https")
+        attributes = field(1, peer) + field(4, field(2, http)) + field(12, field(1, host))
+        return field(1, attributes)
+
+    write("check_request", "ipv4-with-headers", check("192.0.2.7", "app.example.test", "/authorize?x=1",
+                                                      [("user-agent", "curl/8"), ("x-forwarded-for", "198.51.100.9")]))
+    write("check_request", "ipv6", check("2001:db8::7", "app.example.test", "/", []))
+
+
 client_hellos()
 validation_bodies()
 request_lines()
@@ -139,3 +216,5 @@ paths()
 forms()
 evaluator()
 maxmind()
+spoe_frames()
+check_requests()

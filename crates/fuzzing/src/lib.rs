@@ -1,24 +1,4 @@
-//! The bodies of netacl's fuzz targets: each function takes one input (arbitrary bytes), runs
-//! exactly the code the product runs on such input (the public functions of its crates), and
-//! panics if a property the product promises does not hold.
-//!
-//! Two harnesses call them:
-//!
-//! - `fuzz/` (cargo-fuzz, libFuzzer; outside the workspace): one target per function of
-//!   [`TARGETS`], run by `.ci/run` for a bounded time and by hand with
-//!   `RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET` (README, Security, "Fuzzing");
-//! - `tests/regressions.rs` here, a plain `cargo test`: every input kept in
-//!   `fuzz/regressions/TARGET/` (each crash found, minimised) and every seed in
-//!   `fuzz/corpus/TARGET/`, fed to its target.
-//!
-//! ```
-//! // Any bytes: a target either returns or panics with the property that failed.
-//! netacl_fuzzing::paths(b"/api/v2/../v2/users");
-//! netacl_fuzzing::request_line(br#"{"path": "/api/v2/users", "client_ip": "198.51.100.7"}"#);
-//! ```
-//!
-//! Keeping the bodies in a workspace crate means the regression test is built with the rest of
-//! the workspace (no second build of the product) and the fuzz targets are one line each.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 mod bodies;
@@ -44,7 +24,7 @@ pub use evaluator::evaluator;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target, in the order `.ci/run` runs them.
-pub const TARGETS: [Target; 8] = [
+pub const TARGETS: [Target; 10] = [
     ("client_hello", client_hello),
     ("request_line", request_line),
     ("bodies", bodies),
@@ -53,6 +33,8 @@ pub const TARGETS: [Target; 8] = [
     ("paths", paths),
     ("maxmind", maxmind),
     ("form_body", form_body),
+    ("spoe_frames", spoe_frames),
+    ("check_request", check_request),
 ];
 
 /// The ClientHello reader and JA3/JA4: the bytes are what a client sends on a TLS connection.
@@ -370,4 +352,84 @@ pub fn nesting_depth(value: &Value) -> usize {
         }
     }
     deepest
+}
+
+/// The SPOE agent's reading of what HAProxy sends: the bytes are a connection's stream of SPOP
+/// frames, cut into reads of as many bytes as the first byte says (0: all at once).
+///
+/// Never panics; a frame is returned only whole and within the negotiated size (here 1,024
+/// bytes); after a refusal nothing more is read (the agent disconnects); every NOTIFY's
+/// `netacl-request` message either gives a request whose client is the message's `src`, or an
+/// error (never a request with another client).
+pub fn spoe_frames(data: &[u8]) {
+    use netacl_doors::spoe::{decode_frame, SpoeRequest, MESSAGE_NAME};
+    use spop::{FramePayload, SpopCodec, TypedData};
+    let Some((&cut, stream)) = data.split_first() else {
+        return;
+    };
+    let step = if cut == 0 {
+        stream.len().max(1)
+    } else {
+        usize::from(cut)
+    };
+    let mut codec = SpopCodec::new(1024);
+    let mut read = bytes::BytesMut::new();
+    for chunk in stream.chunks(step) {
+        read.extend_from_slice(chunk);
+        loop {
+            let before = read.len();
+            match decode_frame(&mut read, &mut codec) {
+                Err(_) => return,
+                Ok(None) => break,
+                Ok(Some(frame)) => {
+                    let used = before - read.len();
+                    assert!(
+                        used <= 1024 + 4,
+                        "a frame of {used} bytes passed a 1,024-byte limit"
+                    );
+                    let FramePayload::ListOfMessages(messages) = frame.payload() else {
+                        continue;
+                    };
+                    for message in messages.iter().filter(|m| m.name == MESSAGE_NAME) {
+                        if let Ok(request) = SpoeRequest::from_message(message) {
+                            let src = match message.get("src") {
+                                Some(TypedData::IPv4(ip)) => IpAddr::V4(*ip),
+                                Some(TypedData::IPv6(ip)) => IpAddr::V6(*ip),
+                                other => panic!("a request from a message whose src is {other:?}"),
+                            };
+                            assert_eq!(request.conn.peer.ip(), src);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The ext_authz service's reading of Envoy's `CheckRequest`: the bytes are a protobuf message as
+/// it arrives in a gRPC frame.
+///
+/// Never panics; a request that decodes either gives facts whose client is the request's
+/// `attributes.source.address` (parsed as an IP address) or is refused (`INVALID_ARGUMENT`).
+pub fn check_request(data: &[u8]) {
+    use envoy_types::ext_authz::v3::pb::{Address, CheckRequest};
+    use netacl_doors::ext_authz::CheckFacts;
+    use prost::Message as _;
+    let Ok(request) = CheckRequest::decode(data) else {
+        return;
+    };
+    if let Ok(facts) = CheckFacts::from_check(&request) {
+        let source = request
+            .attributes
+            .as_ref()
+            .and_then(|a| a.source.as_ref())
+            .and_then(|p| p.address.as_ref())
+            .and_then(|a| a.address.as_ref());
+        let Some(Address::SocketAddress(socket)) = source else {
+            panic!("facts from a CheckRequest without a socket address");
+        };
+        let ip: IpAddr = socket.address.parse().expect("the facts' source parsed");
+        assert_eq!(facts.conn.peer.ip(), ip);
+        assert!(facts.uri.path().starts_with('/'));
+    }
 }

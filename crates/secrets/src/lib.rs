@@ -1,48 +1,4 @@
-//! netacl-secrets: secrets at rest. A key-encryption key ([`Kek`]) that lives in a file outside
-//! the database, and sealing of the secrets the stores keep (the tenant's signing keys, network
-//! ACL key material) with it, so that a copy of the database file or a dump of the database
-//! alone yields no usable secret.
-//!
-//! - [`Kek`]: 256 bits read from a key file ([`Kek::load`]), or generated once inside the data
-//!   directory ([`Kek::load_or_generate`]; mode 0600, created atomically, never overwritten).
-//!   [`Kek::resolve`] applies the `--secrets-key-file` rules of `netacl serve`.
-//! - [`Kek::seal`] / [`Kek::open`]: AES-256-GCM (AWS-LC) with a fresh random 96-bit nonce per
-//!   seal. The associated data is a [`SecretContext`] — tenant, purpose and record id — so a
-//!   sealed value copied onto another record, another tenant or another purpose does not open.
-//! - [`SealedSecret`]: the stored text, `sealed-v1:<kek id>:<base64url(nonce ‖ ciphertext ‖
-//!   tag)>`. The version and the KEK's id lead, so that a later KEK rotation can tell which key
-//!   sealed a value ([`SealedSecret::kek_id`]) and a plaintext value of an older database is told
-//!   from a sealed one ([`is_sealed`]).
-//! - [`SecretBytes`]: an opened secret; zeroed when dropped, never shown by `Debug`.
-//!
-//! ```
-//! # fn main() -> Result<(), netacl_secrets::SecretsError> {
-//! use netacl_secrets::{Kek, SecretContext};
-//!
-//! let dir = tempfile::tempdir().unwrap();
-//! // First start: the key file is generated (0600) in the data directory; later starts load it.
-//! let kek = Kek::load_or_generate(&dir.path().join(netacl_secrets::DEFAULT_KEY_FILE_NAME))?;
-//! let again = Kek::resolve(None, Some(dir.path()))?;
-//! assert_eq!(kek.id(), again.id());
-//!
-//! let here = SecretContext::new("tenant-a", "signing_key", "kid-1");
-//! let sealed = kek.seal(&here, b"-----BEGIN PRIVATE KEY-----...")?;
-//! assert!(netacl_secrets::is_sealed(sealed.as_str()));
-//! assert_eq!(again.open(&here, sealed.as_str())?.expose(), b"-----BEGIN PRIVATE KEY-----...");
-//!
-//! // The same value on another record does not open.
-//! let elsewhere = SecretContext::new("tenant-a", "signing_key", "kid-2");
-//! assert!(kek.open(&elsewhere, sealed.as_str()).is_err());
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! In transit ([`transit`]): network ACL key material goes to a remote edge sealed with HPKE
-//! (RFC 9180) to a key pair the edge made for its process, bound to the same kind of
-//! [`SecretContext`]. In memory, where it is used: [`MacKeys`], HMAC-SHA256 keys prepared once.
-//!
-//! Errors name the file and what is wrong with it; they never quote the contents of a key file,
-//! a sealed value or a secret.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 mod file;

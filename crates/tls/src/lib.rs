@@ -1,47 +1,4 @@
-//! netacl-tls: the TLS material of every netacl link, in one place, so that the admin API
-//! (`netacl serve --tls-cert`), the edge's listener (`netacl edge --listen-tls`) and the edge's
-//! clients (the rule source of `--rules-url https://`, the upstream of `--upstream https://`)
-//! load and trust certificates the same way. rustls only (ring), no OpenSSL.
-//!
-//! - [`ServerCertificate`]: a certificate chain and its private key read from PEM files,
-//!   checked to belong together, served to every handshake, and reloaded when either file is
-//!   replaced ([`ServerCertificate::watch`]; replace the files by rename, as certificate tools
-//!   do). A new pair that does not load (unreadable, not PEM, a key that is not the
-//!   certificate's) is refused and logged; the pair in service stays.
-//! - [`ClientTrust`] and [`client_config`]: whom a client trusts — the system's root
-//!   certificates, or only the CA certificates of one PEM file (a private PKI).
-//! - [`load_certificates`], [`load_private_key`]: the PEM readers behind both
-//!   (`rustls::pki_types::pem::PemObject`).
-//!
-//! ```
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use netacl_tls::{ServerCertificate, TlsFiles};
-//!
-//! let dir = tempfile::tempdir()?;
-//! let key = rcgen::KeyPair::generate()?;
-//! let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])?.self_signed(&key)?;
-//! let files = TlsFiles { cert: dir.path().join("cert.pem"), key: dir.path().join("key.pem") };
-//! std::fs::write(&files.cert, cert.pem())?;
-//! std::fs::write(&files.key, key.serialize_pem())?;
-//!
-//! let served = ServerCertificate::load(files.clone())?;
-//! let config = served.server_config()?;
-//! assert_eq!(config.alpn_protocols, [b"h2".to_vec(), b"http/1.1".to_vec()]);
-//!
-//! // A key that is not the certificate's is refused, and the pair in service stays.
-//! std::fs::write(&files.key, rcgen::KeyPair::generate()?.serialize_pem())?;
-//! let before = served.fingerprint();
-//! assert!(matches!(served.reload(), Err(netacl_tls::TlsError::KeyMismatch { .. })));
-//! assert_eq!(served.fingerprint(), before);
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! Error messages name the file and what is wrong with it; they never quote the contents of a
-//! key file.
-//!
-//! With the feature `test-ca`, the module `test_ca` issues certificates from a throw-away CA for the
-//! tests of the crates that use this one.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 mod client;

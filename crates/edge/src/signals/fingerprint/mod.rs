@@ -123,18 +123,37 @@ pub struct Ja3 {
 /// (supported_groups) keep the client's order without GREASE values; point formats are kept as
 /// sent. An absent extension gives an empty field.
 pub fn ja3(hello: &ClientHello) -> Ja3 {
+    let extensions: Vec<u16> = hello.extensions().iter().map(Extension::kind).collect();
+    ja3_from_parts(
+        hello.legacy_version(),
+        hello.cipher_suites(),
+        &extensions,
+        hello.supported_groups(),
+        hello.ec_point_formats(),
+    )
+}
+
+/// The JA3 fingerprint of a ClientHello given as its parts, for a proxy that hands them over
+/// already parsed (HAProxy's `ssl_fc_protocol_hello_id`, `ssl_fc_cipherlist_bin`,
+/// `ssl_fc_extlist_bin`, `ssl_fc_eclist_bin` and `ssl_fc_ecformats_bin`): the same string and
+/// hash as [`ja3`] of the ClientHello they came from. GREASE values are dropped here whether
+/// or not the proxy dropped them.
+pub fn ja3_from_parts(
+    version: u16,
+    ciphers: &[u16],
+    extensions: &[u16],
+    groups: &[u16],
+    point_formats: &[u8],
+) -> Ja3 {
     let mut string = String::with_capacity(256);
-    let _ = write!(string, "{},", hello.legacy_version());
-    join_decimal(&mut string, hello.cipher_suites().iter().copied());
+    let _ = write!(string, "{version},");
+    join_decimal(&mut string, ciphers.iter().copied());
     string.push(',');
-    join_decimal(&mut string, hello.extensions().iter().map(Extension::kind));
+    join_decimal(&mut string, extensions.iter().copied());
     string.push(',');
-    join_decimal(&mut string, hello.supported_groups().iter().copied());
+    join_decimal(&mut string, groups.iter().copied());
     string.push(',');
-    join_decimal(
-        &mut string,
-        hello.ec_point_formats().iter().map(|&f| u16::from(f)),
-    );
+    join_decimal(&mut string, point_formats.iter().map(|&f| u16::from(f)));
     let hash = hex::encode(Md5::digest(string.as_bytes()));
     Ja3 { string, hash }
 }

@@ -1,0 +1,242 @@
+//! The ext_authz service called as Envoy calls it: a gRPC client of Envoy's published protos
+//! (`envoy-types`) over one persistent HTTP/2 channel, `Check` with the attributes Envoy fills.
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::core::v3::{address, Address, SocketAddress};
+use envoy_types::pb::envoy::service::auth::v3::attribute_context::{
+    HttpRequest, Peer, Request, TlsSession,
+};
+use envoy_types::pb::envoy::service::auth::v3::authorization_client::AuthorizationClient;
+use envoy_types::pb::envoy::service::auth::v3::check_response::HttpResponse;
+use envoy_types::pb::envoy::service::auth::v3::{AttributeContext, CheckRequest, CheckResponse};
+use netacl_doors::ext_authz::serve_ext_authz;
+use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies, BLOCKED_BODY};
+use netacl_eval::Engine;
+use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_model::{AclId, Limits, RuleSet};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use crate::rule;
+
+fn check(source: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> CheckRequest {
+    let address = Address {
+        address: Some(address::Address::SocketAddress(SocketAddress {
+            address: source.to_string(),
+            ..Default::default()
+        })),
+    };
+    CheckRequest {
+        attributes: Some(AttributeContext {
+            source: Some(Peer {
+                address: Some(address),
+                ..Default::default()
+            }),
+            request: Some(Request {
+                http: Some(HttpRequest {
+                    method: "GET".into(),
+                    path: path.into(),
+                    host: host.into(),
+                    scheme: "https".into(),
+                    headers: headers
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect::<HashMap<_, _>>(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            tls_session: Some(TlsSession { sni: host.into() }),
+            ..Default::default()
+        }),
+    }
+}
+
+fn header<'r>(response: &'r CheckResponse, name: &str) -> Option<&'r str> {
+    let headers = match response.http_response.as_ref()? {
+        HttpResponse::OkResponse(ok) => &ok.headers,
+        HttpResponse::DeniedResponse(denied) => &denied.headers,
+        _ => return None,
+    };
+    headers
+        .iter()
+        .filter_map(|h| h.header.as_ref())
+        .find(|h| h.key.eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
+fn denied_status(response: &CheckResponse) -> Option<i32> {
+    match response.http_response.as_ref()? {
+        HttpResponse::DeniedResponse(denied) => denied.status.as_ref().map(|s| s.code),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn check_over_grpc_answers_as_envoy_expects() {
+    let enforcer = Arc::new(Enforcer::new(
+        Arc::new(Engine::new()),
+        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
+    ));
+    let rules = vec![
+        rule(
+            1,
+            1,
+            json!({"block": true}),
+            json!({"match": {"ipv4_cidrs": ["192.0.2.0/24"]}}),
+        ),
+        rule(
+            2,
+            2,
+            json!({"redirect": true, "redirect_uri": "https://example.test/moved"}),
+            json!({"match": {"user_agents": ["moved/*"]}}),
+        ),
+        rule(
+            3,
+            3,
+            json!({"log": true}),
+            json!({"match": {"hostnames": ["logged.example.test"]}}),
+        ),
+        rule(
+            4,
+            4,
+            json!({"block": true}),
+            json!({"match": {"hostnames": ["blocked.example.test"]}}),
+        ),
+    ];
+    enforcer
+        .apply_rules(&RuleSet::from_json(&Value::Array(rules), 1, &Limits::default()).unwrap())
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_ext_authz(
+        listener,
+        ConnectionGate::new(ConnectionLimits::default()),
+        Arc::clone(&enforcer),
+    ));
+    let mut client = AuthorizationClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+
+    // Allowed: OK with the decision headers for the upstream.
+    let ok = client
+        .check(check(
+            "198.51.100.1",
+            "app.example.test",
+            "/authorize?x=1",
+            &[],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ok.status.as_ref().map(|s| s.code), Some(0));
+    assert!(matches!(
+        ok.http_response,
+        Some(HttpResponse::OkResponse(_))
+    ));
+    assert_eq!(header(&ok, "x-netacl-decision"), Some("none"));
+
+    // Blocked by the source address: 403 with the edge's body. A forwarding header in the
+    // request never overrides Envoy's source address.
+    for headers in [vec![], vec![("x-forwarded-for", "198.51.100.9")]] {
+        let denied = client
+            .check(check(
+                "192.0.2.7",
+                "app.example.test",
+                "/authorize",
+                &headers,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            denied.status.as_ref().map(|s| s.code),
+            Some(7),
+            "PERMISSION_DENIED"
+        );
+        assert_eq!(denied_status(&denied), Some(403));
+        match denied.http_response.as_ref() {
+            Some(HttpResponse::DeniedResponse(d)) => assert_eq!(d.body, BLOCKED_BODY),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            header(&denied, "x-netacl-rule"),
+            Some(AclId::from_random(1).to_string().as_str())
+        );
+    }
+
+    // A redirect: 302 with the location.
+    let redirect = client
+        .check(check(
+            "198.51.100.1",
+            "app.example.test",
+            "/",
+            &[("user-agent", "moved/1")],
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(denied_status(&redirect), Some(302));
+    assert_eq!(
+        header(&redirect, "location"),
+        Some("https://example.test/moved")
+    );
+
+    // A hostname rule (host and SNI), and a `log` rule: allowed, named, counted.
+    let blocked = client
+        .check(check("198.51.100.1", "blocked.example.test", "/", &[]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(denied_status(&blocked), Some(403));
+    let logged = client
+        .check(check("198.51.100.1", "logged.example.test", "/", &[]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        header(&logged, "x-netacl-monitored"),
+        Some(AclId::from_random(3).to_string().as_str())
+    );
+    let counted = enforcer
+        .metrics()
+        .rule_stats()
+        .into_iter()
+        .find(|s| s.rule_id == AclId::from_random(3))
+        .map(|s| s.matched);
+    assert_eq!(counted, Some(1));
+
+    // Malformed: INVALID_ARGUMENT, never an allow.
+    for bad in [
+        check("not-an-ip", "app.example.test", "/", &[]),
+        check("198.51.100.1", "app.example.test", "relative", &[]),
+        CheckRequest::default(),
+    ] {
+        let status = client.check(bad).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    }
+}
+
+/// The fuzz target's seeds (written by `fuzz/seeds.py`, an encoder of its own) decode to the
+/// facts they were written with, so the fuzzer starts from requests the service accepts.
+#[test]
+fn the_fuzz_seeds_are_check_requests_the_service_reads() {
+    use netacl_doors::ext_authz::CheckFacts;
+    use prost::Message as _;
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/check_request");
+    let bytes = std::fs::read(root.join("ipv4-with-headers")).unwrap();
+    let facts = CheckFacts::from_check(&CheckRequest::decode(bytes.as_slice()).unwrap()).unwrap();
+    assert_eq!(facts.conn.peer.ip().to_string(), "192.0.2.7");
+    assert_eq!(facts.uri.query(), Some("x=1"));
+    assert_eq!(facts.headers["user-agent"], "curl/8");
+    assert!(facts.headers.get("x-forwarded-for").is_none());
+    assert_eq!(
+        facts.conn.tls.as_deref().and_then(|t| t.sni.as_deref()),
+        Some("app.example.test")
+    );
+    let bytes = std::fs::read(root.join("ipv6")).unwrap();
+    let facts = CheckFacts::from_check(&CheckRequest::decode(bytes.as_slice()).unwrap()).unwrap();
+    assert_eq!(facts.conn.peer.ip().to_string(), "2001:db8::7");
+}

@@ -1,0 +1,318 @@
+//! The shipped HAProxy configuration (`deploy/haproxy/`), rendered as an operator renders it
+//! and run by the real HAProxy (Debian's package; `.ci/run` installs it), in front of a counting
+//! upstream, asking the agent served by this process. Clients connect from distinct loopback
+//! addresses (127.0.0.X).
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use netacl_doors::spoe::{serve_spoe, SpoeConfig};
+use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
+use netacl_eval::Engine;
+use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_model::{AclId, Limits, RuleSet};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket};
+
+use crate::rule;
+
+/// The placeholders the shipped templates may use, and nothing else (as `envsubst` with a
+/// list of names substitutes).
+const PLACEHOLDERS: [&str; 6] = [
+    "NETACL_ADDR",
+    "UPSTREAM_ADDR",
+    "LISTEN_ADDR",
+    "LISTEN_HOST",
+    "LISTEN_PORT",
+    "NETACL_DEPLOY_DIR",
+];
+
+pub(crate) fn render(template: &Path, values: &[(&str, String)], out: &Path) {
+    let mut text = std::fs::read_to_string(template).unwrap();
+    for name in PLACEHOLDERS {
+        let value = &values.iter().find(|(n, _)| *n == name).unwrap().1;
+        text = text.replace(&format!("${{{name}}}"), value);
+    }
+    assert!(
+        !text.contains("${"),
+        "{} uses a placeholder outside the six",
+        template.display()
+    );
+    std::fs::write(out, text).unwrap();
+}
+
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub(crate) struct Haproxy(pub(crate) Child);
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The upstream: answers 200 to everything, and keeps each request's head.
+pub(crate) async fn upstream() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&seen);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let kept = Arc::clone(&kept);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// One request from `from` (a loopback address): the status and the response head.
+async fn get(proxy: SocketAddr, from: &str, host: &str, extra: &str) -> (u16, String) {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::new(from.parse::<IpAddr>().unwrap(), 0))
+        .unwrap();
+    let mut s = tokio::time::timeout(Duration::from_secs(5), socket.connect(proxy))
+        .await
+        .unwrap()
+        .unwrap();
+    let request = format!(
+        "GET /authorize?client_id=abc HTTP/1.1\r\nhost: {host}\r\n{extra}connection: close\r\n\r\n"
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text:?}"));
+    (status, text)
+}
+
+fn rules(extra: Vec<Value>) -> RuleSet {
+    let mut all = vec![
+        rule(
+            1,
+            1,
+            json!({"block": true}),
+            json!({"match": {"ipv4_cidrs": ["127.0.0.2/32"]}}),
+        ),
+        rule(
+            2,
+            2,
+            json!({"redirect": true, "redirect_uri": "https://example.test/moved"}),
+            json!({"match": {"user_agents": ["moved/*"]}}),
+        ),
+        rule(
+            3,
+            3,
+            json!({"log": true}),
+            json!({"match": {"hostnames": ["logged.example.test"]}}),
+        ),
+        rule(
+            4,
+            4,
+            json!({"block": true}),
+            json!({"match": {"hostnames": ["blocked.example.test"]}}),
+        ),
+        rule(
+            5,
+            5,
+            json!({"block": true}),
+            json!({"match": {"user_agents": ["badbot/*"]}}),
+        ),
+    ];
+    all.extend(extra);
+    RuleSet::from_json(&Value::Array(all), 1, &Limits::default()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() {
+    let enforcer = Arc::new(Enforcer::new(
+        Arc::new(Engine::new()),
+        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
+    ));
+    enforcer.apply_rules(&rules(Vec::new())).unwrap();
+    let agent_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let agent_addr = agent_listener.local_addr().unwrap();
+    let gate = ConnectionGate::new(ConnectionLimits::default());
+    let agent = tokio::spawn(serve_spoe(
+        agent_listener,
+        gate.clone(),
+        Arc::clone(&enforcer),
+        SpoeConfig::default(),
+    ));
+    let (upstream_addr, seen) = upstream().await;
+
+    let dir = std::env::temp_dir().join(format!("netacl-haproxy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("haproxy")).unwrap();
+    let port = free_port();
+    let values = [
+        ("NETACL_ADDR", agent_addr.to_string()),
+        ("UPSTREAM_ADDR", upstream_addr.to_string()),
+        ("LISTEN_ADDR", format!("127.0.0.1:{port}")),
+        ("LISTEN_HOST", "127.0.0.1".to_string()),
+        ("LISTEN_PORT", port.to_string()),
+        ("NETACL_DEPLOY_DIR", dir.display().to_string()),
+    ];
+    for file in ["haproxy.cfg", "netacl-spoe.conf"] {
+        render(
+            &repo().join(format!("deploy/haproxy/{file}.template")),
+            &values,
+            &dir.join("haproxy").join(file),
+        );
+    }
+    let _haproxy = Haproxy(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(dir.join("haproxy/haproxy.cfg"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("haproxy (Debian's package) must be installed: .ci/run installs it"),
+    );
+    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(proxy).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "haproxy did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let hits = || seen.lock().unwrap().len();
+
+    // Allowed: reaches the upstream, with the decision in a header.
+    let (status, _) = get(proxy, "127.0.0.1", "app.example.test", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(hits(), 1);
+    assert!(seen.lock().unwrap()[0]
+        .to_ascii_lowercase()
+        .contains("x-netacl-decision: none"));
+
+    // Blocked by address: 403, the upstream not reached; claiming another address in a
+    // forwarding header changes nothing.
+    let (status, _) = get(proxy, "127.0.0.2", "app.example.test", "").await;
+    assert_eq!(status, 403);
+    let (status, _) = get(
+        proxy,
+        "127.0.0.2",
+        "app.example.test",
+        "x-forwarded-for: 198.51.100.7\r\n",
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(hits(), 1);
+
+    // Redirect: 302 to the rule's target.
+    let (status, head) = get(
+        proxy,
+        "127.0.0.3",
+        "app.example.test",
+        "user-agent: moved/2\r\n",
+    )
+    .await;
+    assert_eq!(status, 302);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("location: https://example.test/moved"),
+        "{head}"
+    );
+    assert_eq!(hits(), 1);
+
+    // A user-agent rule and a hostname rule.
+    let (status, _) = get(
+        proxy,
+        "127.0.0.4",
+        "app.example.test",
+        "user-agent: badbot/1\r\n",
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = get(proxy, "127.0.0.4", "blocked.example.test", "").await;
+    assert_eq!(status, 403);
+    assert_eq!(hits(), 1);
+
+    // A `log` rule: passed, counted, and named to the upstream.
+    let (status, _) = get(proxy, "127.0.0.5", "logged.example.test", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(hits(), 2);
+    let logged = AclId::from_random(3);
+    assert!(seen.lock().unwrap()[1]
+        .to_ascii_lowercase()
+        .contains(&format!("x-netacl-monitored: {logged}").to_ascii_lowercase()));
+    let counted = enforcer
+        .metrics()
+        .rule_stats()
+        .into_iter()
+        .find(|s| s.rule_id == logged)
+        .map(|s| s.matched);
+    assert_eq!(counted, Some(1));
+
+    // A rule added while HAProxy runs: enforced on the next request.
+    enforcer
+        .apply_rules(&rules(vec![rule(
+            6,
+            6,
+            json!({"block": true}),
+            json!({"match": {"ipv4_cidrs": ["127.0.0.6/32"]}}),
+        )]))
+        .unwrap();
+    let (status, _) = get(proxy, "127.0.0.6", "app.example.test", "").await;
+    assert_eq!(status, 403);
+    assert_eq!(hits(), 2);
+
+    // The agent gone: no 2xx, and the upstream is not reached.
+    agent.abort();
+    gate.close();
+    let _ = agent.await;
+    for from in ["127.0.0.1", "127.0.0.7"] {
+        let (status, _) = get(proxy, from, "app.example.test", "").await;
+        assert!(
+            !(200..300).contains(&status),
+            "got {status} with the agent down"
+        );
+    }
+    assert_eq!(hits(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,203 @@
+//! JA3 through HAProxy: the shipped configuration with a TLS bind, a client (rustls) whose
+//! ClientHello is captured on its way to HAProxy, and a rule naming that ClientHello's JA3 as
+//! `netacl fingerprint` computes it from the bytes, installed after the handshake and before the
+//! request: the agent's JA3, computed from HAProxy's `ssl_fc_*` fetches, must be the same value
+//! for the rule to block. (rustls shuffles its extensions per connection, so each connection has
+//! its own JA3; JA4 sorts them.)
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use netacl_doors::spoe::{serve_spoe, SpoeConfig};
+use netacl_edge::fingerprint::{ja3, ClientHello};
+use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
+use netacl_eval::Engine;
+use netacl_listener::{ConnectionGate, ConnectionLimits};
+use netacl_model::{Limits, RuleSet};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::haproxy::{free_port, render, repo, upstream, Haproxy};
+use crate::rule;
+
+fn client_config(cert: rustls::pki_types::CertificateDer<'static>) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // Every connection sends the same ClientHello shape (no session to resume).
+    config.resumption = rustls::client::Resumption::disabled();
+    Arc::new(config)
+}
+
+/// A relay to `target` for one connection: the bytes pass both ways; the client's first flight
+/// is parsed as it passes, and its ClientHello's JA3 (as `netacl fingerprint` computes it) is
+/// sent on `ja3`.
+async fn relay(target: SocketAddr) -> (SocketAddr, tokio::sync::oneshot::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut client, _) = listener.accept().await.unwrap();
+        let mut server = tokio::net::TcpStream::connect(target).await.unwrap();
+        let mut first = Vec::new();
+        let mut buf = [0u8; 4096];
+        let hello = loop {
+            let n = client.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the client closed before its ClientHello");
+            server.write_all(&buf[..n]).await.unwrap();
+            first.extend_from_slice(&buf[..n]);
+            if let Ok(hello) = ClientHello::parse(&first) {
+                break hello;
+            }
+        };
+        let _ = tx.send(ja3(&hello).hash);
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+    });
+    (addr, rx)
+}
+
+/// One HTTPS request through a fresh relay to `proxy`; `before_request` runs with the
+/// connection's JA3 after the handshake and before the request is written. The status.
+async fn https_status(
+    proxy: SocketAddr,
+    config: &Arc<rustls::ClientConfig>,
+    before_request: impl FnOnce(&str),
+) -> u16 {
+    let (addr, ja3) = relay(proxy).await;
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("app.example.test").unwrap();
+    let mut tls = tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp))
+        .await
+        .unwrap()
+        .unwrap();
+    before_request(&ja3.await.unwrap());
+    tls.write_all(
+        b"GET /authorize HTTP/1.1\r\nHost: app.example.test\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    text.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["app.example.test".to_owned()]).unwrap();
+    let config = client_config(certified.cert.der().clone());
+
+    let enforcer = Arc::new(Enforcer::new(
+        Arc::new(Engine::new()),
+        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
+    ));
+    let agent_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let agent_addr = agent_listener.local_addr().unwrap();
+    tokio::spawn(serve_spoe(
+        agent_listener,
+        ConnectionGate::new(ConnectionLimits::default()),
+        Arc::clone(&enforcer),
+        SpoeConfig::default(),
+    ));
+    let (upstream_addr, seen) = upstream().await;
+
+    let dir = std::env::temp_dir().join(format!("netacl-haproxy-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("haproxy")).unwrap();
+    let pem = dir.join("haproxy/site.pem");
+    std::fs::write(
+        &pem,
+        format!(
+            "{}{}",
+            certified.cert.pem(),
+            certified.key_pair.serialize_pem()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let values = [
+        ("NETACL_ADDR", agent_addr.to_string()),
+        ("UPSTREAM_ADDR", upstream_addr.to_string()),
+        ("LISTEN_ADDR", listen.clone()),
+        ("LISTEN_HOST", "127.0.0.1".to_string()),
+        ("LISTEN_PORT", port.to_string()),
+        ("NETACL_DEPLOY_DIR", dir.display().to_string()),
+    ];
+    for file in ["haproxy.cfg", "netacl-spoe.conf"] {
+        render(
+            &repo().join(format!("deploy/haproxy/{file}.template")),
+            &values,
+            &dir.join("haproxy").join(file),
+        );
+    }
+    // The operator's TLS bind: the shipped `bind` line with a certificate.
+    let cfg = dir.join("haproxy/haproxy.cfg");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let bind = format!("    bind {listen}\n");
+    assert!(text.contains(&bind));
+    let text = text.replace(
+        &bind,
+        &format!("    bind {listen} ssl crt {}\n", pem.display()),
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let _haproxy = Haproxy(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("haproxy (Debian's package) must be installed: .ci/run installs it"),
+    );
+    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(proxy).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "haproxy did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let block = |ja3: &str| {
+        RuleSet::from_json(
+            &Value::Array(vec![rule(
+                1,
+                1,
+                json!({"block": true}),
+                json!({"match": {"ja3_fingerprints": [ja3]}}),
+            )]),
+            1,
+            &Limits::default(),
+        )
+        .unwrap()
+    };
+    // Another JA3 named: the client passes.
+    let status = https_status(proxy, &config, |_| {
+        enforcer.apply_rules(&block(&"0".repeat(32))).unwrap();
+    })
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // The connection's own JA3 named: blocked, so the agent computed exactly that value.
+    let status = https_status(proxy, &config, |ja3| {
+        enforcer.apply_rules(&block(ja3)).unwrap();
+    })
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
