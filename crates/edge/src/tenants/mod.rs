@@ -54,7 +54,6 @@ pub const OTHER_TENANTS: &str = "_other";
 
 #[cfg(test)]
 mod tests {
-    use super::policy::compile;
     use super::table::Routed;
     use super::*;
     use crate::decision::AclVerdict;
