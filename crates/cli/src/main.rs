@@ -5,28 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod bench_enrich;
-mod bench_memory;
-mod bench_threads;
-mod cmd_bench;
-mod cmd_bench_analyze;
-mod cmd_bench_tenants;
-mod cmd_directory;
-mod cmd_edge;
-mod cmd_eval;
-mod cmd_fingerprint;
-mod cmd_lint;
-mod cmd_secrets_key;
-mod cmd_serve;
-mod cmd_tenant;
-mod console_args;
-mod duration_arg;
-mod geoip_args;
-mod limits_args;
-mod listener_args;
-mod managed_list_args;
-mod serve_tenants;
-mod tls;
+mod args;
+mod cmd;
+
+use cmd::{bench, directory, edge, eval, fingerprint, lint, secrets_key, serve, tenant};
 
 /// A network ACL evaluation engine and the tenant admin service that feeds it.
 #[derive(Parser)]
@@ -39,37 +21,37 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the admin API (and the engine it feeds).
-    Serve(Box<cmd_serve::Args>),
+    Serve(Box<serve::Args>),
     /// Evaluate requests (JSON lines) against a rule file; one decision a line.
-    Eval(cmd_eval::Args),
+    Eval(eval::Args),
     /// Analyse a rule file: shadowed, redundant and conflicting rules (exit 1 with findings).
-    Lint(cmd_lint::Args),
+    Lint(lint::Args),
     /// Measure the compiled evaluator against the reference evaluator on a synthetic rule set.
-    Bench(cmd_bench::Args),
+    Bench(bench::Args),
     /// Run the enforcing reverse proxy.
-    Edge(Box<cmd_edge::Args>),
+    Edge(Box<edge::Args>),
     /// Print JA3/JA4 of TLS ClientHello records given as hex, one a line.
-    Fingerprint(cmd_fingerprint::Args),
+    Fingerprint(fingerprint::Args),
     /// Manage directory data (users, groups, members, sessions, connections).
-    Directory(cmd_directory::Args),
+    Directory(directory::Args),
     /// Write a new key-encryption key file for --secrets-key-file.
-    SecretsKey(cmd_secrets_key::Args),
+    SecretsKey(secrets_key::Args),
     /// Manage the tenants of the deployment (create, list, show, delete).
-    Tenant(cmd_tenant::Args),
+    Tenant(tenant::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => cmd_serve::run(*args),
-        Command::Eval(args) => cmd_eval::run(args),
-        Command::Lint(args) => cmd_lint::run(args),
-        Command::Bench(args) => cmd_bench::run(args),
-        Command::Edge(args) => cmd_edge::run(*args),
-        Command::Fingerprint(args) => cmd_fingerprint::run(args),
-        Command::Directory(args) => cmd_directory::run(args),
-        Command::SecretsKey(args) => cmd_secrets_key::run(args),
-        Command::Tenant(args) => cmd_tenant::run(args),
+        Command::Serve(args) => serve::run(*args),
+        Command::Eval(args) => eval::run(args),
+        Command::Lint(args) => lint::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Edge(args) => edge::run(*args),
+        Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Directory(args) => directory::run(args),
+        Command::SecretsKey(args) => secrets_key::run(args),
+        Command::Tenant(args) => tenant::run(args),
     };
     match result {
         Ok(code) => code,

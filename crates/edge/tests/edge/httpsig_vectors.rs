@@ -345,3 +345,89 @@ fn malformed_and_oversized_fields_are_refused_without_panicking() {
         Err(SignatureError::TooLong)
     );
 }
+
+/// A proxy that holds no `HeaderMap` (an SPOE message, an Envoy `CheckRequest`) hands the
+/// fields as pairs: they verify exactly as the same fields in a `HeaderMap`, field lines of one
+/// name joined in order, names compared without case, non-ASCII refused alike.
+#[test]
+fn header_pairs_verify_as_a_header_map_does() {
+    let keys = SigningKeys::new([("nak_proxy", &KEY[..])]);
+    let covered = format!("{FLOOR} \"x-tenant\"");
+    let mut map = signed_headers(
+        &KEY,
+        FLOOR,
+        &params(NOW - 10, Some(NOW + 290), "nak_proxy"),
+        false,
+    );
+    let as_map = |headers: &HeaderMap| {
+        let request = SignedRequest {
+            method: "GET",
+            scheme: "https",
+            authority: "login.example.com",
+            path: "/authorize",
+            query: Some("client_id=abc"),
+            headers,
+        };
+        verify(&keys, &request, NOW).map(str::to_owned)
+    };
+    assert_eq!(as_map(&map).as_deref(), Ok("nak_proxy"));
+    let pairs_of = |map: &HeaderMap| -> Vec<(String, Vec<u8>)> {
+        map.iter()
+            .map(|(n, v)| (n.as_str().to_ascii_uppercase(), v.as_bytes().to_vec()))
+            .collect()
+    };
+    let as_pairs = |pairs: &Vec<(String, Vec<u8>)>| {
+        let request = SignedRequest {
+            method: "GET",
+            scheme: "https",
+            authority: "login.example.com",
+            path: "/authorize",
+            query: Some("client_id=abc"),
+            headers: pairs,
+        };
+        verify(&keys, &request, NOW).map(str::to_owned)
+    };
+    assert_eq!(as_pairs(&pairs_of(&map)).as_deref(), Ok("nak_proxy"));
+    // Sign again over a field given on two lines: both forms verify.
+    map.append("x-tenant", HeaderValue::from_static(" acme "));
+    map.append("x-tenant", HeaderValue::from_static("globex"));
+    let member = format!(
+        "({covered}){}",
+        params(NOW - 10, Some(NOW + 290), "nak_proxy")
+    );
+    let base = signature_base(
+        &SignedRequest {
+            method: "GET",
+            scheme: "https",
+            authority: "login.example.com",
+            path: "/authorize",
+            query: Some("client_id=abc"),
+            headers: &map,
+        },
+        &inner_list(&member),
+    )
+    .expect("base");
+    assert!(base.contains("\"x-tenant\": acme, globex\n"), "{base}");
+    let mac = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, &KEY), base.as_bytes());
+    let mac = base64::engine::general_purpose::STANDARD.encode(mac.as_ref());
+    map.insert(
+        "signature-input",
+        HeaderValue::from_str(&format!("proxy={member}")).expect("v"),
+    );
+    map.insert(
+        "signature",
+        HeaderValue::from_str(&format!("proxy=:{mac}:")).expect("v"),
+    );
+    assert_eq!(as_map(&map).as_deref(), Ok("nak_proxy"));
+    assert_eq!(as_pairs(&pairs_of(&map)).as_deref(), Ok("nak_proxy"));
+    // A value that is not visible ASCII is refused in both forms.
+    map.append(
+        "x-tenant",
+        HeaderValue::from_bytes(b"caf\xc3\xa9").expect("v"),
+    );
+    assert_eq!(
+        as_map(&map),
+        Err(SignatureError::Component("field is not visible ASCII"))
+    );
+    assert_eq!(as_pairs(&pairs_of(&map)), as_map(&map));
+}
