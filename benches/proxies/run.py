@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""netacl behind the real proxies under load: nginx asking the forward-auth door, HAProxy asking
+the SPOE agent, each against the same proxy with the same shipped configuration asking a
+do-nothing auth server (nginx) or with no filter at all (HAProxy). wrk on loopback, the
+configurations in alternating rounds within one run; prints JSON (requests/s and p50/p99 latency
+per configuration, per round and as medians, and the ratios).
+
+    cargo build --release --workspace --all-targets
+    python3 benches/proxies/run.py [--rounds 5] [--duration 8] [--connections 32]
+
+Needs nginx, haproxy and wrk (Debian packages). Figures and the machine: the book's
+"Inside your proxy" performance section. Not run by CI (a timing is measured, never asserted).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLACEHOLDERS = ["NETACL_ADDR", "UPSTREAM_ADDR", "LISTEN_ADDR", "LISTEN_HOST", "LISTEN_PORT",
+                "NETACL_DEPLOY_DIR"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def render(template, values, out):
+    text = open(os.path.join(ROOT, template)).read()
+    for name in PLACEHOLDERS:
+        text = text.replace("${%s}" % name, values[name])
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        f.write(text)
+    return text
+
+
+def wait_port(port, seconds=15):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"nothing listens on {port} after {seconds} s")
+
+
+def status(port):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/authorize?client_id=bench",
+                                     headers={"Host": "app.example.test"})
+    try:
+        return urllib.request.urlopen(request, timeout=5).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk(port, duration, connections):
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
+         "-H", "Host: app.example.test", f"http://127.0.0.1:{port}/authorize?client_id=bench"],
+        capture_output=True, text=True, timeout=duration + 30, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    lat = {}
+    for pct in ("50", "99"):
+        value, unit = re.search(r"\s%s%%\s+([\d.]+)(us|ms|s)" % pct, out).groups()
+        lat[pct] = float(value) * UNITS[unit]
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return {"requests_per_second": rps, "p50_ms": lat["50"], "p99_ms": lat["99"],
+            "non_2xx": int(non2xx.group(1)) if non2xx else 0}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--netacl", default=os.path.join(ROOT, "target/release/netacl"))
+    ap.add_argument("--rules", type=int, default=1000)
+    ap.add_argument("--cidrs", type=int, default=10000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--duration", type=int, default=8)
+    ap.add_argument("--connections", type=int, default=32)
+    args = ap.parse_args()
+    for tool in ("nginx", "haproxy", "wrk"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is needed (apt-get install {tool})")
+    d = tempfile.mkdtemp(prefix="netacl-proxies-")
+    procs = []
+    try:
+        synthetic = os.path.join(ROOT, "target/release/examples/synthetic_files")
+        subprocess.run([synthetic, str(args.rules), str(args.cidrs), "10",
+                        f"{d}/rules.json", f"{d}/requests.jsonl"], check=True,
+                       stdout=subprocess.DEVNULL)
+        # The upstream (200) and the do-nothing auth server (204), one nginx.
+        up, noop = free_port(), free_port()
+        os.makedirs(f"{d}/backend", exist_ok=True)
+        with open(f"{d}/backend/nginx.conf", "w") as f:
+            f.write(f"""daemon off; worker_processes 1; pid {d}/backend/nginx.pid;
+error_log {d}/backend/error.log warn;
+events {{ worker_connections 4096; }}
+http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}/backend/t;
+  fastcgi_temp_path {d}/backend/t; uwsgi_temp_path {d}/backend/t; scgi_temp_path {d}/backend/t;
+  server {{ listen 127.0.0.1:{up}; location / {{ return 200 "ok"; }} }}
+  server {{ listen 127.0.0.1:{noop}; location / {{ return 204; }} }}
+}}
+""")
+        procs.append(subprocess.Popen(["nginx", "-p", f"{d}/backend/", "-c",
+                                       f"{d}/backend/nginx.conf"], stderr=subprocess.DEVNULL))
+        fa, spoe, metrics = free_port(), free_port(), free_port()
+        procs.append(subprocess.Popen(
+            [args.netacl, "edge", "--rules-file", f"{d}/rules.json",
+             "--forward-auth-listen", f"127.0.0.1:{fa}", "--spoe-listen", f"127.0.0.1:{spoe}",
+             "--metrics-listen", f"127.0.0.1:{metrics}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for port in (up, noop, fa, spoe):
+            wait_port(port)
+        configs = {}
+
+        def proxy(name, kind, netacl_addr, strip_filter=False):
+            port = free_port()
+            base = f"{d}/{name}"
+            values = {"NETACL_ADDR": netacl_addr, "UPSTREAM_ADDR": f"127.0.0.1:{up}",
+                      "LISTEN_ADDR": f"127.0.0.1:{port}", "LISTEN_HOST": "127.0.0.1",
+                      "LISTEN_PORT": str(port), "NETACL_DEPLOY_DIR": base}
+            if kind == "nginx":
+                render("deploy/nginx/nginx.conf.template", values, f"{base}/nginx/nginx.conf")
+                cmd = ["nginx", "-p", f"{base}/nginx/", "-c", f"{base}/nginx/nginx.conf"]
+            else:
+                text = render("deploy/haproxy/haproxy.cfg.template", values,
+                              f"{base}/haproxy/haproxy.cfg")
+                render("deploy/haproxy/netacl-spoe.conf.template", values,
+                       f"{base}/haproxy/netacl-spoe.conf")
+                if strip_filter:
+                    # The same file without the filter and the rules that read its answer.
+                    kept = [l for l in text.splitlines()
+                            if "spoe" not in l and "txn.netacl" not in l]
+                    with open(f"{base}/haproxy/haproxy.cfg", "w") as f:
+                        f.write("\n".join(kept) + "\n")
+                cmd = ["haproxy", "-f", f"{base}/haproxy/haproxy.cfg"]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+            wait_port(port)
+            configs[name] = port
+
+        proxy("nginx_netacl", "nginx", f"127.0.0.1:{fa}")
+        proxy("nginx_noop_auth", "nginx", f"127.0.0.1:{noop}")
+        proxy("haproxy_netacl", "haproxy", f"127.0.0.1:{spoe}")
+        proxy("haproxy_no_filter", "haproxy", f"127.0.0.1:{spoe}", strip_filter=True)
+        for name, port in configs.items():
+            got = status(port)
+            if got != 200:
+                sys.exit(f"{name}: the bench request got {got}, not 200: the comparison would "
+                         "measure refusals")
+        rounds = {name: [] for name in configs}
+        for _ in range(args.rounds):
+            for name, port in configs.items():
+                rounds[name].append(wrk(port, args.duration, args.connections))
+        report = {"rules": args.rules, "cidrs": args.cidrs, "rounds": args.rounds,
+                  "duration_s": args.duration, "connections": args.connections,
+                  "loadavg_after": open("/proc/loadavg").read().split()[:3], "configs": {}}
+        for name, runs in rounds.items():
+            report["configs"][name] = {
+                "requests_per_second_median": statistics.median(r["requests_per_second"] for r in runs),
+                "p50_ms_median": statistics.median(r["p50_ms"] for r in runs),
+                "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
+                "rounds": runs}
+        c = report["configs"]
+        report["nginx_netacl_over_noop_auth"] = (c["nginx_netacl"]["requests_per_second_median"]
+                                                 / c["nginx_noop_auth"]["requests_per_second_median"])
+        report["haproxy_netacl_over_no_filter"] = (
+            c["haproxy_netacl"]["requests_per_second_median"]
+            / c["haproxy_no_filter"]["requests_per_second_median"])
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5) as r:
+            report["door_requests"] = [l for l in r.read().decode().splitlines()
+                                       if l.startswith("netacl_edge_door_requests_total")
+                                       and not l.endswith(" 0")]
+        print(json.dumps(report, indent=2))
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
