@@ -266,7 +266,8 @@ impl Doors {
     ) -> anyhow::Result<Vec<(&'static str, netacl_doors::RunningDoor)>> {
         let mut running = Vec::new();
         if let Some((listen, facts)) = self.forward_auth {
-            let mut door = netacl_doors::forward_auth::ForwardAuthConfig::new(listen, limits.clone());
+            let mut door =
+                netacl_doors::forward_auth::ForwardAuthConfig::new(listen, limits.clone());
             door.facts = facts;
             let door =
                 netacl_doors::forward_auth::start_forward_auth(Arc::clone(enforcer), door).await?;
@@ -279,9 +280,12 @@ impl Doors {
             running.push((netacl_doors::spoe::DOOR, door));
         }
         if let Some(listen) = self.ext_authz {
-            let door =
-                netacl_doors::ext_authz::start_ext_authz(Arc::clone(enforcer), listen, limits.clone())
-                    .await?;
+            let door = netacl_doors::ext_authz::start_ext_authz(
+                Arc::clone(enforcer),
+                listen,
+                limits.clone(),
+            )
+            .await?;
             running.push((netacl_doors::ext_authz::DOOR, door));
         }
         Ok(running)
@@ -296,7 +300,9 @@ fn config(args: Args) -> anyhow::Result<Plan> {
             facts.ja4_header = args.forward_auth_ja4_header.clone();
             (listen, facts)
         }),
-        spoe: args.spoe_listen.map(|listen| (listen, args.spoe_max_frame_size)),
+        spoe: args
+            .spoe_listen
+            .map(|listen| (listen, args.spoe_max_frame_size)),
         ext_authz: args.ext_authz_listen,
     };
     let upstream = match (&args.upstream, doors.any()) {
