@@ -11,8 +11,7 @@ use envoy_types::pb::envoy::service::auth::v3::authorization_client::Authorizati
 use envoy_types::pb::envoy::service::auth::v3::check_response::HttpResponse;
 use envoy_types::pb::envoy::service::auth::v3::{AttributeContext, CheckRequest, CheckResponse};
 use netacl_doors::ext_authz::start_ext_authz;
-use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies, BLOCKED_BODY};
-use netacl_eval::Engine;
+use netacl_edge::BLOCKED_BODY;
 use netacl_listener::ConnectionLimits;
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
@@ -74,10 +73,7 @@ fn denied_status(response: &CheckResponse) -> Option<i32> {
 
 #[tokio::test]
 async fn check_over_grpc_answers_as_envoy_expects() {
-    let enforcer = Arc::new(Enforcer::new(
-        Arc::new(Engine::new()),
-        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
-    ));
+    let enforcer = Arc::new(crate::enforcer());
     let rules = vec![
         rule(
             1,

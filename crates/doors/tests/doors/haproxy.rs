@@ -9,8 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use netacl_doors::spoe::{start_spoe, SpoeConfig};
-use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
-use netacl_eval::Engine;
 use netacl_listener::ConnectionLimits;
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
@@ -30,7 +28,7 @@ const PLACEHOLDERS: [&str; 6] = [
     "NETACL_DEPLOY_DIR",
 ];
 
-pub(crate) fn render(template: &Path, values: &[(&str, String)], out: &Path) {
+fn render(template: &Path, values: &[(&str, String)], out: &Path) {
     let mut text = std::fs::read_to_string(template).unwrap();
     for name in PLACEHOLDERS {
         let value = &values.iter().find(|(n, _)| *n == name).unwrap().1;
@@ -44,11 +42,11 @@ pub(crate) fn render(template: &Path, values: &[(&str, String)], out: &Path) {
     std::fs::write(out, text).unwrap();
 }
 
-pub(crate) fn repo() -> PathBuf {
+fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-pub(crate) struct Haproxy(pub(crate) Child);
+pub(crate) struct Haproxy(Child);
 
 impl Drop for Haproxy {
     fn drop(&mut self) {
@@ -57,12 +55,71 @@ impl Drop for Haproxy {
     }
 }
 
-pub(crate) fn free_port() -> u16 {
+fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Renders the shipped HAProxy files into `dir/haproxy/` for `agent` and `upstream` (with the
+/// operator's TLS bind when `tls_pem` is given: the shipped `bind` line with `ssl crt`), starts
+/// HAProxy in the foreground on them and waits until it listens. HAProxy stops when the handle
+/// is dropped.
+pub(crate) async fn start_haproxy(
+    dir: &Path,
+    agent: SocketAddr,
+    upstream: SocketAddr,
+    tls_pem: Option<&Path>,
+) -> (Haproxy, SocketAddr) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let values = [
+        ("NETACL_ADDR", agent.to_string()),
+        ("UPSTREAM_ADDR", upstream.to_string()),
+        ("LISTEN_ADDR", listen.clone()),
+        ("LISTEN_HOST", "127.0.0.1".to_string()),
+        ("LISTEN_PORT", port.to_string()),
+        ("NETACL_DEPLOY_DIR", dir.display().to_string()),
+    ];
+    for file in ["haproxy.cfg", "netacl-spoe.conf"] {
+        render(
+            &repo().join(format!("deploy/haproxy/{file}.template")),
+            &values,
+            &dir.join("haproxy").join(file),
+        );
+    }
+    let cfg = dir.join("haproxy/haproxy.cfg");
+    if let Some(pem) = tls_pem {
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        let bind = format!("    bind {listen}\n");
+        assert!(text.contains(&bind), "the shipped bind line");
+        let text = text.replace(
+            &bind,
+            &format!("    bind {listen} ssl crt {}\n", pem.display()),
+        );
+        std::fs::write(&cfg, text).unwrap();
+    }
+    let haproxy = Haproxy(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("haproxy (Debian's package) must be installed: .ci/run installs it"),
+    );
+    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(proxy).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "haproxy did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (haproxy, proxy)
 }
 
 /// The upstream: answers 200 to everything, and keeps each request's head.
@@ -167,10 +224,7 @@ fn rules(extra: Vec<Value>) -> RuleSet {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() {
-    let enforcer = Arc::new(Enforcer::new(
-        Arc::new(Engine::new()),
-        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
-    ));
+    let enforcer = Arc::new(crate::enforcer());
     enforcer.apply_rules(&rules(Vec::new())).unwrap();
     let agent = start_spoe(
         Arc::clone(&enforcer),
@@ -184,40 +238,7 @@ async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() 
     let dir = std::env::temp_dir().join(format!("netacl-haproxy-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("haproxy")).unwrap();
-    let port = free_port();
-    let values = [
-        ("NETACL_ADDR", agent_addr.to_string()),
-        ("UPSTREAM_ADDR", upstream_addr.to_string()),
-        ("LISTEN_ADDR", format!("127.0.0.1:{port}")),
-        ("LISTEN_HOST", "127.0.0.1".to_string()),
-        ("LISTEN_PORT", port.to_string()),
-        ("NETACL_DEPLOY_DIR", dir.display().to_string()),
-    ];
-    for file in ["haproxy.cfg", "netacl-spoe.conf"] {
-        render(
-            &repo().join(format!("deploy/haproxy/{file}.template")),
-            &values,
-            &dir.join("haproxy").join(file),
-        );
-    }
-    let _haproxy = Haproxy(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(dir.join("haproxy/haproxy.cfg"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("haproxy (Debian's package) must be installed: .ci/run installs it"),
-    );
-    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(proxy).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "haproxy did not listen"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (_haproxy, proxy) = start_haproxy(&dir, agent_addr, upstream_addr, None).await;
     let hits = || seen.lock().unwrap().len();
 
     // Allowed: reaches the upstream, with the decision in a header.

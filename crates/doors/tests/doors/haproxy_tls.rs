@@ -5,21 +5,19 @@
 //! for the rule to block. (rustls shuffles its extensions per connection, so each connection has
 //! its own JA3; JA4 sorts them.)
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use netacl_doors::spoe::{start_spoe, SpoeConfig};
 use netacl_edge::fingerprint::{ja3, ClientHello};
-use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
-use netacl_eval::Engine;
 use netacl_listener::ConnectionLimits;
 use netacl_model::{Limits, RuleSet};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::haproxy::{free_port, render, repo, upstream, Haproxy};
+use crate::haproxy::{start_haproxy, upstream};
 use crate::rule;
 
 fn client_config(cert: rustls::pki_types::CertificateDer<'static>) -> Arc<rustls::ClientConfig> {
@@ -99,10 +97,7 @@ async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
         rcgen::generate_simple_self_signed(vec!["app.example.test".to_owned()]).unwrap();
     let config = client_config(certified.cert.der().clone());
 
-    let enforcer = Arc::new(Enforcer::new(
-        Arc::new(Engine::new()),
-        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
-    ));
+    let enforcer = Arc::new(crate::enforcer());
     let agent = start_spoe(
         Arc::clone(&enforcer),
         SpoeConfig::new("127.0.0.1:0".parse().unwrap(), ConnectionLimits::default()),
@@ -125,51 +120,7 @@ async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
         ),
     )
     .unwrap();
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let values = [
-        ("NETACL_ADDR", agent_addr.to_string()),
-        ("UPSTREAM_ADDR", upstream_addr.to_string()),
-        ("LISTEN_ADDR", listen.clone()),
-        ("LISTEN_HOST", "127.0.0.1".to_string()),
-        ("LISTEN_PORT", port.to_string()),
-        ("NETACL_DEPLOY_DIR", dir.display().to_string()),
-    ];
-    for file in ["haproxy.cfg", "netacl-spoe.conf"] {
-        render(
-            &repo().join(format!("deploy/haproxy/{file}.template")),
-            &values,
-            &dir.join("haproxy").join(file),
-        );
-    }
-    // The operator's TLS bind: the shipped `bind` line with a certificate.
-    let cfg = dir.join("haproxy/haproxy.cfg");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    let bind = format!("    bind {listen}\n");
-    assert!(text.contains(&bind));
-    let text = text.replace(
-        &bind,
-        &format!("    bind {listen} ssl crt {}\n", pem.display()),
-    );
-    std::fs::write(&cfg, text).unwrap();
-    let _haproxy = Haproxy(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("haproxy (Debian's package) must be installed: .ci/run installs it"),
-    );
-    let proxy = SocketAddr::from(([127, 0, 0, 1], port));
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(proxy).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "haproxy did not listen"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (_haproxy, proxy) = start_haproxy(&dir, agent_addr, upstream_addr, Some(&pem)).await;
 
     let block = |ja3: &str| {
         RuleSet::from_json(

@@ -6,6 +6,8 @@ mod haproxy;
 mod haproxy_tls;
 mod spoe;
 
+use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
+use netacl_eval::Engine;
 use netacl_model::AclId;
 use serde_json::{json, Value};
 
@@ -22,4 +24,12 @@ pub(crate) fn rule(n: u128, priority: u64, action: Value, criteria: Value) -> Va
         "priority": priority, "rule": rule,
         "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
     })
+}
+
+/// An enforcer with no rule yet and no trusted proxy (a door's own peer is the client it names).
+pub(crate) fn enforcer() -> Enforcer {
+    Enforcer::new(
+        std::sync::Arc::new(Engine::new()),
+        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
+    )
 }

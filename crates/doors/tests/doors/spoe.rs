@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use netacl_doors::spoe::{start_spoe, SpoeConfig, MESSAGE_NAME};
 use netacl_doors::RunningDoor;
-use netacl_edge::{ClientAddrResolver, Enforcer, ForwardedHeader, TrustedProxies};
-use netacl_eval::Engine;
 use netacl_listener::ConnectionLimits;
 use netacl_model::{AclId, Limits, RuleSet};
 use serde_json::{json, Value};
@@ -22,10 +20,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A running agent (stopped when dropped) and its address.
 async fn agent() -> (RunningDoor, SocketAddr) {
-    let enforcer = Enforcer::new(
-        Arc::new(Engine::new()),
-        ClientAddrResolver::new(TrustedProxies::default(), ForwardedHeader::XForwardedFor),
-    );
+    let enforcer = crate::enforcer();
     let rules = vec![
         rule(
             1,
