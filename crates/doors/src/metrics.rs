@@ -69,9 +69,11 @@ impl DoorCounters {
     /// The counters in the Prometheus text format (with their `# HELP` and `# TYPE` lines).
     pub fn render(&self, out: &mut String) {
         let name = "netacl_edge_door_requests_total";
-        // One family for every door: its HELP and TYPE once, before the first door's series
-        // (the doors' sections are rendered one after another).
-        if !out.contains("# TYPE netacl_edge_door_requests_total counter") {
+        // One family for every door: its HELP and TYPE once, before the first door's series.
+        // The doors' sections are rendered one after another, so a door whose text follows
+        // another door's series (the last line is one of them) continues that family.
+        let last_line = out.trim_end_matches('\n').rsplit('\n').next().unwrap_or("");
+        if !last_line.starts_with(name) {
             let _ = writeln!(
                 out,
                 "# HELP {name} Requests a front door answered, by door and answer.\n# TYPE {name} counter"
@@ -109,5 +111,30 @@ mod tests {
         assert!(text.contains(
             "netacl_edge_door_requests_total{door=\"forward_auth\",answer=\"allow\"} 0\n"
         ));
+    }
+
+    #[test]
+    fn doors_rendered_one_after_another_share_one_family_header() {
+        let mut text = String::from("# TYPE netacl_edge_other gauge\nnetacl_edge_other 1\n");
+        DoorCounters::new("forward_auth").render(&mut text);
+        DoorCounters::new("spoe").render(&mut text);
+        DoorCounters::new("ext_authz").render(&mut text);
+        assert_eq!(
+            text.matches("# TYPE netacl_edge_door_requests_total counter")
+                .count(),
+            1
+        );
+        assert_eq!(
+            text.matches("# HELP netacl_edge_door_requests_total")
+                .count(),
+            1
+        );
+        let header = text.find("# TYPE netacl_edge_door_requests_total").unwrap();
+        let first_series = text.find("netacl_edge_door_requests_total{").unwrap();
+        assert!(
+            header < first_series,
+            "the header comes before the family's series"
+        );
+        assert!(text.contains("{door=\"spoe\",answer=\"none\"} 0\n"));
     }
 }
