@@ -33,6 +33,7 @@ pub use observe::sample::{
     TrafficSample, DEFAULT_SAMPLE_EVERY, DEFAULT_SAMPLE_SIZE, MAX_HOSTNAME, MAX_USER_AGENT,
 };
 pub use observe::tenant_counts::{TenantRuleCounts, TenantSummaries, TenantSummarySink};
+pub use proxy::forwarding::{judged_host, Forwarding};
 pub use proxy::layer::{
     AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY,
 };

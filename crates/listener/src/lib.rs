@@ -3,12 +3,14 @@
 
 mod body;
 mod connection;
+mod duration;
 mod gate;
 mod limits;
 mod serve;
 mod stats;
 
 pub use body::{BodyError, RequestBody, ResponseBody, ResponseFuture};
+pub use duration::parse_duration;
 pub use gate::{Admitted, ConnectionGate, Refused};
 pub use limits::{
     connection_budget, raise_descriptor_limit, ConnectionLimits, DEFAULT_BODY_TIMEOUT,

@@ -66,7 +66,7 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// The host the edge judged a request by: its first `Host` header when that is visible ASCII
 /// (what the decision reads), else the HTTP/2 (or absolute-form) authority, else the first
 /// `Host` as it is.
-pub(crate) fn judged_host(
+pub fn judged_host(
     headers: &HeaderMap,
     authority: Option<&http::uri::Authority>,
 ) -> Option<HeaderValue> {
@@ -79,22 +79,26 @@ pub(crate) fn judged_host(
         .or_else(|| first.cloned())
 }
 
-/// How the proxy writes the forwarding headers (see the module docs).
+/// How a proxy writes the forwarding headers for its upstream: the one `Host` it judged,
+/// `X-Forwarded-Host`, `X-Forwarded-For`, `X-Forwarded-Proto` and, with
+/// [`ForwardedHeader::Forwarded`], an element of `Forwarded` (a client's own `X-Forwarded-Host`
+/// and `Forwarded` `host=` dropped unless it is a trusted proxy). `netacl edge` and
+/// `netacl-pingora` tell their upstreams the same.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Forwarding {
+pub struct Forwarding {
     trusted: TrustedProxies,
     header: ForwardedHeader,
 }
 
 impl Forwarding {
     /// Believing the forwarding headers of peers inside `trusted`, which write `header`.
-    pub(crate) fn new(trusted: TrustedProxies, header: ForwardedHeader) -> Self {
+    pub fn new(trusted: TrustedProxies, header: ForwardedHeader) -> Self {
         Self { trusted, header }
     }
 
     /// Sets the request's `Host` to `host` (the [`judged_host`]) and its forwarding headers,
-    /// after [`strip_hop_by_hop`].
-    pub(crate) fn apply(
+    /// after the hop-by-hop headers are dropped.
+    pub fn apply(
         &self,
         headers: &mut HeaderMap,
         host: Option<HeaderValue>,
