@@ -130,7 +130,8 @@ struct Args {
     /// Time a connection may wait for its next request (whole seconds).
     #[arg(long, env = "NETACL_PINGORA_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     idle_timeout: Duration,
-    /// Connections open at once; over it the longest-idle one is closed to admit a new one.
+    /// Connections open at once (lowered to fit the descriptor limit at two descriptors each);
+    /// over it the longest-idle one is closed to admit a new one.
     #[arg(long, env = "NETACL_PINGORA_MAX_CONNECTIONS", default_value_t = netacl_edge::DEFAULT_PROXY_MAX_CONNECTIONS)]
     max_connections: usize,
     /// Connections open at once from one client address (IPv6: one /64; the trusted proxies
@@ -199,6 +200,27 @@ fn edge_config(args: &Args) -> anyhow::Result<(EdgeConfig, Option<RemoteTenants>
         (None, None) => bail!("give --rules-file, --rules-url or --platform-url (or --acl off)"),
     };
     Ok((config, None))
+}
+
+/// The connection cap lowered, when needed, to what the descriptor limit (raised to its hard
+/// limit first) leaves for connections at two descriptors each (the client's and the
+/// upstream's), as `netacl edge` does.
+fn fit_to_descriptors(max_connections: usize) -> usize {
+    let descriptors = netacl_listener::raise_descriptor_limit().unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "cannot read or raise the descriptor limit; assuming 1024");
+        1024
+    });
+    let fitted = (netacl_listener::connection_budget(descriptors) / 2).max(1);
+    if max_connections <= fitted {
+        return max_connections;
+    }
+    tracing::warn!(
+        given = max_connections,
+        fitted,
+        descriptors,
+        "--max-connections lowered to fit the descriptor limit"
+    );
+    fitted
 }
 
 /// The upstream's address (`HOST:PORT`, the first address the name resolves to).
@@ -276,7 +298,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         serve.handshake_timeout = args.handshake_timeout;
         serve.limits.header_read_timeout = args.header_read_timeout;
         serve.limits.idle_timeout = args.idle_timeout;
-        serve.limits.max_connections = args.max_connections;
+        serve.limits.max_connections = fit_to_descriptors(args.max_connections);
         serve.limits.max_connections_per_client = args.max_connections_per_client;
         let running = netacl_pingora::serve(enforcer, proxy, serve).await?;
         let show = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
