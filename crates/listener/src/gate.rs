@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use crate::connection::{ClientKey, ConnState, Rank};
+use crate::connection::{ClientKey, ConnState, InFlight, Rank};
 use crate::limits::ConnectionLimits;
 use crate::stats::{bump, Counters, ListenerStats};
 
@@ -418,7 +418,39 @@ impl std::fmt::Debug for Admitted {
     }
 }
 
+/// The requests of one admitted connection, for a server that is not [`Admitted::serve`]'s (a
+/// Pingora proxy): a request marked with [`begin`](Self::begin) keeps the connection busy, so
+/// the caps never close it to make room while the guard lives.
+#[derive(Debug, Clone)]
+pub struct RequestTracker {
+    state: Arc<ConnState>,
+}
+
+/// A request in flight on a tracked connection ([`RequestTracker::begin`]); dropping it ends
+/// the request.
+#[derive(Debug)]
+pub struct RequestGuard {
+    _in_flight: InFlight,
+}
+
+impl RequestTracker {
+    /// A request was dispatched on the connection (`h2`: over HTTP/2, where several may be in
+    /// flight at once); it stays in flight until the guard is dropped.
+    pub fn begin(&self, h2: bool) -> RequestGuard {
+        RequestGuard {
+            _in_flight: self.state.begin(h2),
+        }
+    }
+}
+
 impl Admitted {
+    /// The connection's request tracker (see [`RequestTracker`]).
+    pub fn requests(&self) -> RequestTracker {
+        RequestTracker {
+            state: Arc::clone(&self.slot.state),
+        }
+    }
+
     /// Runs `step` (a TLS handshake, reading a ClientHello: whatever comes before HTTP) unless
     /// the connection is evicted or the gate closes first (`None`: drop the connection). Give
     /// the step its own timeout.
@@ -487,6 +519,22 @@ mod tests {
         assert_eq!(stats.open, 4);
         drop(b);
         assert_eq!(gate.stats().open, 3);
+    }
+
+    #[tokio::test]
+    async fn a_tracked_request_keeps_its_connection_from_eviction() {
+        let gate = gate(100, 1);
+        let a = gate.admit(peer("192.0.2.1")).unwrap();
+        let busy = a.requests().begin(false);
+        assert_eq!(
+            gate.admit(peer("192.0.2.1")).unwrap_err(),
+            Refused::PerClient,
+            "a connection with a tracked request in flight is not closed to make room"
+        );
+        assert!(!a.slot.state.is_marked());
+        drop(busy);
+        let _b = gate.admit(peer("192.0.2.1")).unwrap();
+        assert!(a.slot.state.is_marked(), "idle again, it makes room");
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ mod stats;
 
 pub use body::{BodyError, RequestBody, ResponseBody, ResponseFuture};
 pub use duration::parse_duration;
-pub use gate::{Admitted, ConnectionGate, Refused};
+pub use gate::{Admitted, ConnectionGate, Refused, RequestGuard, RequestTracker};
 pub use limits::{
     connection_budget, raise_descriptor_limit, ConnectionLimits, DEFAULT_BODY_TIMEOUT,
     DEFAULT_H2_MAX_CONCURRENT_STREAMS, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,

@@ -7,7 +7,7 @@ mod stream;
 
 pub use proxy::{Filtered, NetaclFilter, NetaclProxy, RequestCtx, DOOR};
 pub use serve::{serve, RunningPingora, ServeConfig, ServeError};
-pub use stream::{connection_info, ConnectionFacts, NetaclStream};
+pub use stream::{begin_request, connection_info, ConnectionFacts, NetaclStream};
 
 /// The Pingora crates this one is built with (`pingora` 0.9, features `proxy` and `rustls`).
 pub use pingora;

@@ -230,6 +230,8 @@ fn log_decision(decision: &AclDecision, method: &str, path: &str, status: u16) {
 #[derive(Debug, Default)]
 pub struct RequestCtx {
     passed: Option<AclDecision>,
+    /// The request in flight on its connection (see [`begin_request`](crate::begin_request)).
+    _in_flight: Option<netacl_listener::RequestGuard>,
 }
 
 /// The reference `ProxyHttp`: [`NetaclFilter`] in `request_filter`, then one plain-HTTP
@@ -296,8 +298,9 @@ impl ProxyHttp for NetaclProxy {
     async fn early_request_filter(
         &self,
         session: &mut Session,
-        _ctx: &mut Self::CTX,
+        ctx: &mut Self::CTX,
     ) -> pingora::Result<()> {
+        ctx._in_flight = crate::stream::begin_request(session);
         if let Some(timeouts) = self.timeouts {
             let downstream = session.as_downstream_mut();
             downstream.set_read_timeout(Some(timeouts.read));

@@ -269,7 +269,7 @@ async fn connection<SV>(
     let stream = match &shared.acceptor {
         None => {
             shared.enforcer.metrics().record_connection(true);
-            NetaclStream::plain(stream, ConnectionInfo::new(peer))
+            NetaclStream::plain(stream, ConnectionInfo::new(peer), admitted.requests())
         }
         Some(acceptor) => {
             let Some(tls) = handshake(stream, peer, &admitted, acceptor, &shared).await else {
@@ -331,6 +331,7 @@ async fn handshake<SV: ProxyHttp>(
         Ok(Ok(tls)) => Some(NetaclStream::tls(
             tls,
             ConnectionInfo::new(peer).with_tls(tls_info),
+            admitted.requests(),
         )),
         Ok(Err(err)) => {
             metrics.record_handshake_failure();

@@ -4,8 +4,9 @@
 //! Pingora reads a connection through its `IO` trait; the only per-connection slot a stream
 //! made outside `pingora-core` can fill is the digest's `proxy_digest.user_data`
 //! (`SslDigestExtension` is set by `pingora-core` alone). [`NetaclStream`] puts its
-//! [`ConnectionInfo`] there, and [`connection_info`] reads it back in the `ProxyHttp`, over
-//! HTTP/1.1 and HTTP/2 alike (an HTTP/2 session shares its connection's digest).
+//! [`ConnectionInfo`] there, with the connection's request tracker of its gate, and
+//! [`connection_info`] reads it back in the `ProxyHttp`, over HTTP/1.1 and HTTP/2 alike (an
+//! HTTP/2 session shares its connection's digest).
 use std::fmt;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -17,6 +18,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use netacl_edge::fingerprint::Rewind;
 use netacl_edge::ConnectionInfo;
+use netacl_listener::{RequestGuard, RequestTracker};
 use pingora::http::ResponseHeader;
 use pingora::protocols::raw_connect::ProxyDigest;
 use pingora::protocols::tls::SslDigest;
@@ -56,11 +58,18 @@ impl fmt::Debug for NetaclStream {
     }
 }
 
+/// What a [`NetaclStream`] carries to the `ProxyHttp`.
+struct Carried {
+    info: ConnectionInfo,
+    requests: RequestTracker,
+}
+
 /// What a stream needs besides its bytes: its descriptor's digest with the peer filled in, and
-/// the [`ConnectionInfo`] in the proxy digest.
+/// the [`ConnectionInfo`] and request tracker in the proxy digest.
 fn digests(
     stream: &TcpStream,
     info: ConnectionInfo,
+    requests: RequestTracker,
 ) -> (UniqueIDType, Arc<SocketDigest>, Option<Arc<ProxyDigest>>) {
     let fd = stream.as_raw_fd();
     let socket = SocketDigest::from_raw_fd(fd);
@@ -68,14 +77,17 @@ fn digests(
     // The response header is required by the type and unused.
     let carrier = ResponseHeader::build(http::StatusCode::OK, Some(0))
         .ok()
-        .map(|header| Arc::new(ProxyDigest::new(Box::new(header), Some(Box::new(info)))));
+        .map(|header| {
+            let carried = Carried { info, requests };
+            Arc::new(ProxyDigest::new(Box::new(header), Some(Box::new(carried))))
+        });
     (fd, Arc::new(socket), carrier)
 }
 
 impl NetaclStream {
     /// A plain-HTTP connection.
-    pub(crate) fn plain(stream: TcpStream, info: ConnectionInfo) -> Self {
-        let (id, socket, info) = digests(&stream, info);
+    pub(crate) fn plain(stream: TcpStream, info: ConnectionInfo, requests: RequestTracker) -> Self {
+        let (id, socket, info) = digests(&stream, info, requests);
         Self {
             inner: Inner::Plain(stream),
             id,
@@ -88,8 +100,8 @@ impl NetaclStream {
     }
 
     /// A TLS connection after its handshake.
-    pub(crate) fn tls(stream: TlsStream, info: ConnectionInfo) -> Self {
-        let (id, socket, info) = digests(stream.get_ref().0.get_ref(), info);
+    pub(crate) fn tls(stream: TlsStream, info: ConnectionInfo, requests: RequestTracker) -> Self {
+        let (id, socket, info) = digests(stream.get_ref().0.get_ref(), info, requests);
         let connection = stream.get_ref().1;
         let cipher = connection
             .negotiated_cipher_suite()
@@ -121,18 +133,32 @@ impl NetaclStream {
 /// stream of Pingora's own listeners) the peer alone; `None` without a peer address (a Unix
 /// socket).
 pub fn connection_info(session: &Session) -> Option<ConnectionFacts<'_>> {
-    let digest = session.as_downstream().digest();
-    let carried = digest
-        .and_then(|d| d.proxy_digest.as_deref())
-        .and_then(|p| p.user_data.as_deref())
-        .and_then(|data| data.downcast_ref::<ConnectionInfo>());
-    match carried {
-        Some(info) => Some(ConnectionFacts::Carried(info)),
+    match carried(session) {
+        Some(carried) => Some(ConnectionFacts::Carried(&carried.info)),
         None => session
             .client_addr()
             .and_then(|addr| addr.as_inet())
             .map(|peer| ConnectionFacts::Peer(ConnectionInfo::new(*peer))),
     }
+}
+
+/// What the session's [`NetaclStream`] carries, if it is one.
+fn carried(session: &Session) -> Option<&Carried> {
+    session
+        .as_downstream()
+        .digest()
+        .and_then(|d| d.proxy_digest.as_deref())
+        .and_then(|p| p.user_data.as_deref())
+        .and_then(|data| data.downcast_ref::<Carried>())
+}
+
+/// Marks the session's request in flight on its connection until the guard is dropped (keep it
+/// in the `ProxyHttp`'s per-request context), so that the listener's caps never close the
+/// connection to make room while it serves the request; `None` for a stream of Pingora's own
+/// listeners.
+pub fn begin_request(session: &Session) -> Option<RequestGuard> {
+    let h2 = session.as_downstream().is_http2();
+    carried(session).map(|c| c.requests.begin(h2))
 }
 
 /// The facts of one connection: borrowed from its stream, or made for this request.

@@ -223,6 +223,25 @@ fn fit_to_descriptors(max_connections: usize) -> usize {
     fitted
 }
 
+/// How long connections may take to finish after SIGTERM or SIGINT.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
 /// The upstream's address (`HOST:PORT`, the first address the name resolves to).
 async fn upstream(value: &str) -> anyhow::Result<SocketAddr> {
     let mut addrs = tokio::net::lookup_host(value)
@@ -314,11 +333,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // The edge's tasks (sources, metrics) ended: an error stops the proxy, an end
                 // without one leaves it serving until a signal.
                 stopped?;
-                let _ = tokio::signal::ctrl_c().await;
+                shutdown_signal().await;
             }
-            _ = tokio::signal::ctrl_c() => {}
+            () = shutdown_signal() => {}
         }
+        // Stop accepting; Pingora ends keep-alive after the request in flight; what is still
+        // open after the grace is cut.
         running.close();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, running.drained()).await;
         Ok(ExitCode::SUCCESS)
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
