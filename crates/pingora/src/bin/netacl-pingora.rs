@@ -130,10 +130,10 @@ struct Args {
     /// Time a connection may wait for its next request (whole seconds).
     #[arg(long, env = "NETACL_PINGORA_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     idle_timeout: Duration,
-    /// Connections open at once (lowered to fit the descriptor limit at two descriptors each);
-    /// over it the longest-idle one is closed to admit a new one.
-    #[arg(long, env = "NETACL_PINGORA_MAX_CONNECTIONS", default_value_t = netacl_edge::DEFAULT_PROXY_MAX_CONNECTIONS)]
-    max_connections: usize,
+    /// Connections open at once (default 16384, lowered to fit the descriptor limit at two
+    /// descriptors each); over it the longest-idle one is closed to admit a new one.
+    #[arg(long, env = "NETACL_PINGORA_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
     /// Connections open at once from one client address (IPv6: one /64; the trusted proxies
     /// are not counted).
     #[arg(long, env = "NETACL_PINGORA_MAX_CONNECTIONS_PER_CLIENT", default_value_t = netacl_edge::DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT)]
@@ -205,7 +205,8 @@ fn edge_config(args: &Args) -> anyhow::Result<(EdgeConfig, Option<RemoteTenants>
 /// The connection cap lowered, when needed, to what the descriptor limit (raised to its hard
 /// limit first) leaves for connections at two descriptors each (the client's and the
 /// upstream's), as `netacl edge` does.
-fn fit_to_descriptors(max_connections: usize) -> usize {
+fn fit_to_descriptors(given: Option<usize>) -> usize {
+    let max_connections = given.unwrap_or(netacl_edge::DEFAULT_PROXY_MAX_CONNECTIONS);
     let descriptors = netacl_listener::raise_descriptor_limit().unwrap_or_else(|err| {
         tracing::warn!(error = %err, "cannot read or raise the descriptor limit; assuming 1024");
         1024
@@ -214,12 +215,19 @@ fn fit_to_descriptors(max_connections: usize) -> usize {
     if max_connections <= fitted {
         return max_connections;
     }
-    tracing::warn!(
-        given = max_connections,
-        fitted,
-        descriptors,
-        "--max-connections lowered to fit the descriptor limit"
-    );
+    match given {
+        Some(given) => tracing::warn!(
+            given,
+            fitted,
+            descriptors,
+            "--max-connections lowered to fit the descriptor limit"
+        ),
+        None => tracing::info!(
+            fitted,
+            descriptors,
+            "default --max-connections lowered to fit the descriptor limit"
+        ),
+    }
     fitted
 }
 
