@@ -169,3 +169,50 @@ async fn a_garbage_clienthello_is_refused_and_the_process_keeps_answering() {
     let answer = exchange(&mut conn, "/", "app.test", &[], true).await;
     assert_eq!(answer.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http2_the_request_is_decided_with_its_connections_ja4() {
+    use http_body_util::Empty;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let ca = TestCa::new("pingora");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = ca.issue(&["app.test"]).write(dir.path(), "site");
+    let config = ca.client_config(&[b"h2"]);
+    let upstream = Upstream::start().await;
+    let proxy = start(upstream.addr, "[]", Some(&files), &[]);
+    let tls_addr = proxy.tls.expect("a TLS listener");
+    let version = metric(proxy.metrics, "netacl_edge_policy_version").await;
+
+    let (conn, seen) = connect(tls_addr, &config).await;
+    assert_eq!(conn.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(conn))
+            .await
+            .expect("HTTP/2 handshake");
+    tokio::spawn(connection);
+    let get = || {
+        http::Request::get("https://app.test/")
+            .body(Empty::<bytes::Bytes>::new())
+            .expect("request")
+    };
+    let answer = sender.send_request(get()).await.expect("an answer");
+    assert_eq!(answer.status(), 200);
+    let ja4_rule = format!(r#"{{"ja4_fingerprints":["{}"]}}"#, seen.ja4);
+    write_rules(&proxy.rules, &rules(&[redirect(ID1, "ja4", &ja4_rule)]));
+    wait_version_after(proxy.metrics, version).await;
+    let answer = sender.send_request(get()).await.expect("an answer");
+    assert_eq!(
+        answer.status(),
+        302,
+        "the JA4 of the ClientHello: {}",
+        seen.ja4
+    );
+    assert_eq!(
+        answer
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok()),
+        Some("https://example.com/ja4")
+    );
+}
