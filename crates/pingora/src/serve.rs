@@ -250,7 +250,10 @@ where
 {
     while let Some((stream, peer, admitted)) = gate.accept(&listener).await {
         let shared = Arc::clone(&shared);
-        tokio::spawn(async move { connection(stream, peer, admitted, shared).await });
+        // On Pingora's no-steal runtime a thread of its pool (as Pingora's own listeners
+        // spread connections), else the current runtime.
+        pingora_runtime::current_handle()
+            .spawn(async move { connection(stream, peer, admitted, shared).await });
     }
 }
 

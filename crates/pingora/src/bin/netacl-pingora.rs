@@ -285,11 +285,11 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (edge_config, platform) = edge_config(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let served = runtime.block_on(async move {
+    // Pingora's no-steal runtime: one current-thread runtime per CPU, each connection served
+    // on one of them.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = pingora_runtime::Runtime::new_no_steal(threads, "netacl-pingora");
+    let served = runtime.get_handle().block_on(async move {
         let upstream = upstream(&args.upstream).await?;
         // --platform-url: the tenants are followed into the router before the proxy listens.
         let _platform = match (platform, &edge_config.tenants) {
