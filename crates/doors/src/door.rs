@@ -98,11 +98,8 @@ impl Bound {
         limits.trusted_proxies = enforcer.addrs().trusted().clone();
         let gate = ConnectionGate::new(limits);
         let counters = Arc::new(DoorCounters::new(door));
+        counters.register(enforcer.metrics());
         {
-            let counters = Arc::clone(&counters);
-            enforcer
-                .metrics()
-                .add_section(move |out| counters.render(out));
             let gate = gate.clone();
             enforcer.metrics().add_listener(door, move || gate.stats());
         }

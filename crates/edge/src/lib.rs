@@ -26,8 +26,8 @@ pub use enforce::{ConnectionVerdict, Enforcer};
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use observe::metrics::{
-    counter_stripes, set_counter_stripes, EdgeMetrics, RuleStat, RuleTable, SummarySink,
-    MAX_STRIPES,
+    counter_stripes, set_counter_stripes, EdgeMetrics, MetricFamily, RuleStat, RuleTable,
+    SummarySink, MAX_STRIPES,
 };
 pub use observe::sample::{
     TrafficSample, DEFAULT_SAMPLE_EVERY, DEFAULT_SAMPLE_SIZE, MAX_HOSTNAME, MAX_USER_AGENT,

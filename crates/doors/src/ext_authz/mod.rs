@@ -13,6 +13,7 @@
 //! with its `status_on_error`, 403 by default).
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use envoy_types::ext_authz::v3::pb::{
     Address, Authorization, AuthorizationServer, CheckRequest, CheckResponse, DeniedHttpResponse,
@@ -173,11 +174,13 @@ impl ExtAuthz {
 
     /// The answer to one `CheckRequest`.
     pub fn decide(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
+        let started = Instant::now();
         let facts = match CheckFacts::from_check(request) {
             Ok(facts) => facts,
             Err(e) => {
                 if let Some(counters) = &self.counters {
                     counters.record(DoorAnswer::BadRequest);
+                    counters.observe_check(started.elapsed());
                 }
                 return Err(e);
             }
@@ -198,7 +201,11 @@ impl ExtAuthz {
             &decision,
             status_of(decision.verdict),
         );
-        Ok(response(&decision))
+        let response = response(&decision);
+        if let Some(counters) = &self.counters {
+            counters.observe_check(started.elapsed());
+        }
+        Ok(response)
     }
 }
 

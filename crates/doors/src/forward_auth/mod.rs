@@ -27,6 +27,7 @@ mod tests;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -85,6 +86,7 @@ impl Door {
     /// The answer to one forward-auth request from `peer`, from its head (the body is never
     /// read: the facts are in the head).
     fn answer(&self, peer: SocketAddr, parts: http::request::Parts) -> Response<Full<Bytes>> {
+        let started = Instant::now();
         let trusted = self.enforcer.addrs().trusts(peer.ip());
         let facts = match read_facts(
             &parts.method,
@@ -104,7 +106,9 @@ impl Door {
                     error = %error,
                     "forward-auth request refused"
                 );
-                return answer::bad_request(&error);
+                let response = answer::bad_request(&error);
+                self.counters.observe_check(started.elapsed());
+                return response;
             }
         };
         let conn = facts.connection(peer);
@@ -121,6 +125,7 @@ impl Door {
             &decision,
             response.status().as_u16(),
         );
+        self.counters.observe_check(started.elapsed());
         response
     }
 }

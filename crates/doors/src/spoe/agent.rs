@@ -2,7 +2,7 @@
 //! frames arrive, until DISCONNECT, an error, the idle timeout or shutdown.
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use netacl_edge::{AclDecision, AclVerdict, Enforcer};
@@ -142,7 +142,7 @@ async fn serve_connection(
             status_code: status.to_u32(),
             message: message.clone(),
         };
-        conn.write.clear();
+        // After the ACKs of the frames answered before the refused one, if any.
         if disconnect.serialize_into(&mut conn.write).is_ok() {
             let _ =
                 tokio::time::timeout(agent.frame_timeout, conn.stream.write_all(&conn.write)).await;
@@ -183,18 +183,27 @@ impl Connection {
                 Vec::new()
             },
         };
-        self.send(&reply, agent).await?;
+        self.write.clear();
+        reply.serialize_into(&mut self.write)?;
+        self.flush(agent).await?;
         self.codec.set_max_frame_size(max_frame_size);
         if hello.healthcheck == Some(true) {
             return Ok(());
         }
         loop {
+            // Every frame already read is answered before the ACKs go out in one write: with
+            // pipelining, HAProxy sends several NOTIFY frames at once, and their ACKs share
+            // one system call on each side.
+            if !self.write.is_empty() && !self.buffered_frame_pending() {
+                self.flush(agent).await?;
+            }
             let frame = match self.next_frame(agent.idle_timeout, agent).await {
                 Err(ConnError::Closed) => return Ok(()),
                 other => other?,
             };
             match frame.frame_type() {
                 FrameType::Notify => {
+                    let started = Instant::now();
                     let metadata = frame.metadata();
                     let FramePayload::ListOfMessages(messages) = frame.payload() else {
                         return Err(ConnError::Refused(
@@ -224,14 +233,17 @@ impl Connection {
                         );
                         ack = answer(ack, &decision);
                     }
-                    self.send(&ack, agent).await?;
+                    ack.serialize_into(&mut self.write)?;
+                    agent.counters.observe_check(started.elapsed());
                 }
                 FrameType::HaproxyDisconnect => {
                     let bye = AgentDisconnect {
                         status_code: StatusCode::None.to_u32(),
                         message: StatusCode::None.message().into(),
                     };
-                    self.send(&bye, agent).await?;
+                    self.write.clear();
+                    bye.serialize_into(&mut self.write)?;
+                    self.flush(agent).await?;
                     return Ok(());
                 }
                 _ => {
@@ -279,19 +291,22 @@ impl Connection {
         }
     }
 
-    async fn send<F: SpopFrame>(&mut self, frame: &F, agent: &Agent) -> Result<(), ConnError> {
-        self.encode(frame)?;
+    /// Whether a whole frame is already in the read buffer (its length prefix says so).
+    fn buffered_frame_pending(&self) -> bool {
+        self.read.len() >= 4 && {
+            let announced =
+                u32::from_be_bytes([self.read[0], self.read[1], self.read[2], self.read[3]]);
+            self.read.len() - 4 >= announced as usize
+        }
+    }
+
+    /// Writes out the frames encoded so far and empties the write buffer.
+    async fn flush(&mut self, agent: &Agent) -> Result<(), ConnError> {
         tokio::time::timeout(agent.frame_timeout, self.stream.write_all(&self.write))
             .await
             .map_err(|_| ConnError::Timeout)??;
-        Ok(())
-    }
-
-    /// Writes `frame` into the write buffer (apart from [`send`](Self::send): a frame is
-    /// neither `Sync` nor held across an await).
-    fn encode(&mut self, frame: &dyn SpopFrame) -> std::io::Result<()> {
         self.write.clear();
-        frame.serialize_into(&mut self.write)
+        Ok(())
     }
 }
 
