@@ -12,7 +12,9 @@ mod tenants;
 
 pub use signals::{fingerprint, geo, httpsig};
 
-pub use decision::{AclDecision, AclVerdict};
+pub use decision::{
+    AclDecision, AclVerdict, Refusal, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY,
+};
 pub use enforce::client_addr::{
     canonical_ip, forwarded_client, ClientAddrResolver, ForwardedHeader, RequestAddrs,
     TrustedProxies, TrustedProxyError,
@@ -33,9 +35,7 @@ pub use observe::sample::{
     TrafficSample, DEFAULT_SAMPLE_EVERY, DEFAULT_SAMPLE_SIZE, MAX_HOSTNAME, MAX_USER_AGENT,
 };
 pub use observe::tenant_counts::{TenantRuleCounts, TenantSummaries, TenantSummarySink};
-pub use proxy::layer::{
-    AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY,
-};
+pub use proxy::layer::{AclBody, AclLayer, AclService};
 pub use proxy::{
     run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge,
     DEFAULT_PROXY_MAX_CONNECTIONS, DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT,

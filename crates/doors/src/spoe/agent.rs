@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use netacl_edge::{AclDecision, AclVerdict, Enforcer};
+use netacl_edge::{AclDecision, Enforcer};
 use netacl_listener::ConnectionLimits;
 
 use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
@@ -229,7 +229,7 @@ impl Connection {
                             &request.method,
                             request.uri.path(),
                             &decision,
-                            status_of(decision.verdict),
+                            status_of(&decision),
                         );
                         ack = answer(ack, &decision);
                     }
@@ -353,17 +353,17 @@ pub fn decode_frame(
 /// `none` or `allow` where `action` says `allow`), `rule` (the deciding rule's id), `location`
 /// (a redirect's target) and `monitored` (the matched `log` rules' ids, comma-separated).
 fn answer(ack: Ack, decision: &AclDecision) -> Ack {
-    let action = match decision.verdict {
-        AclVerdict::None | AclVerdict::Allow => "allow",
-        other => other.as_str(),
-    };
+    // A decision that stops the request is carried out as the edge answers it (a redirect
+    // whose target cannot be sent is a block).
+    let refusal = decision.refusal();
+    let action = refusal.map_or("allow", |r| r.verdict.as_str());
     let mut ack = ack
         .set_var(VarScope::Transaction, "action", action)
         .set_var(VarScope::Transaction, "decision", decision.verdict.as_str());
     if let Some(rule) = &decision.rule_id {
         ack = ack.set_var(VarScope::Transaction, "rule", rule.to_string());
     }
-    if let (AclVerdict::Redirect, Some(location)) = (decision.verdict, &decision.redirect_uri) {
+    if let Some(location) = refusal.and_then(|r| r.location) {
         ack = ack.set_var(VarScope::Transaction, "location", location.to_string());
     }
     if !decision.monitored.is_empty() {
