@@ -2,7 +2,8 @@
 //! counted in the edge's own families, since they go through its enforcer):
 //! `netacl_edge_door_requests_total{door,answer}`, the requests answered by answer, and
 //! `netacl_edge_door_check_seconds{door}`, a histogram of netacl's own time per check (from
-//! the request's facts as the door received them to its answer built, without the network).
+//! the request's facts as the door received them to its answer built, without the network and
+//! without the access event's write).
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

@@ -188,8 +188,11 @@ impl ExtAuthz {
             &facts.uri,
             &facts.headers,
         );
+        let response = response(&decision);
         if let Some(counters) = &self.counters {
             counters.record(DoorAnswer::Decided(decision.verdict));
+            // The access event is written after the clock stops: its cost is the log's.
+            counters.observe_check(started.elapsed());
         }
         log_decision(
             DOOR,
@@ -198,10 +201,6 @@ impl ExtAuthz {
             &decision,
             status_of(&decision),
         );
-        let response = response(&decision);
-        if let Some(counters) = &self.counters {
-            counters.observe_check(started.elapsed());
-        }
         Ok(response)
     }
 }

@@ -98,6 +98,7 @@ impl Door {
             Ok(facts) => facts,
             Err(error) => {
                 self.counters.record(DoorAnswer::BadRequest);
+                self.counters.observe_check(started.elapsed());
                 tracing::info!(
                     target: "netacl_edge::access",
                     door = DOOR,
@@ -106,9 +107,7 @@ impl Door {
                     error = %error,
                     "forward-auth request refused"
                 );
-                let response = answer::bad_request(&error);
-                self.counters.observe_check(started.elapsed());
-                return response;
+                return answer::bad_request(&error);
             }
         };
         let conn = facts.connection(peer);
@@ -118,6 +117,8 @@ impl Door {
                 .decide_request(Some(&conn), &facts.method, &facts.uri, &headers);
         let response = answer::answer(&decision, facts.redirect);
         self.counters.record(DoorAnswer::Decided(decision.verdict));
+        // The access event is written after the clock stops: its cost is the log's.
+        self.counters.observe_check(started.elapsed());
         log_decision(
             DOOR,
             &facts.method,
@@ -125,7 +126,6 @@ impl Door {
             &decision,
             response.status().as_u16(),
         );
-        self.counters.observe_check(started.elapsed());
         response
     }
 }

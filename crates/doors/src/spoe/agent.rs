@@ -203,7 +203,9 @@ impl Connection {
             };
             match frame.frame_type() {
                 FrameType::Notify => {
-                    let started = Instant::now();
+                    // netacl's time for the frame, without the access events' writes.
+                    let mut started = Instant::now();
+                    let mut took = Duration::ZERO;
                     let metadata = frame.metadata();
                     let FramePayload::ListOfMessages(messages) = frame.payload() else {
                         return Err(ConnError::Refused(
@@ -224,6 +226,8 @@ impl Connection {
                             &request.headers,
                         );
                         agent.counters.record(DoorAnswer::Decided(decision.verdict));
+                        ack = answer(ack, &decision);
+                        took += started.elapsed();
                         log_decision(
                             DOOR,
                             &request.method,
@@ -231,10 +235,10 @@ impl Connection {
                             &decision,
                             status_of(&decision),
                         );
-                        ack = answer(ack, &decision);
+                        started = Instant::now();
                     }
                     ack.serialize_into(&mut self.write)?;
-                    agent.counters.observe_check(started.elapsed());
+                    agent.counters.observe_check(took + started.elapsed());
                 }
                 FrameType::HaproxyDisconnect => {
                     let bye = AgentDisconnect {
