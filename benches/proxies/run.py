@@ -2,8 +2,11 @@
 """netacl behind the real proxies under load: nginx asking the forward-auth door, HAProxy asking
 the SPOE agent, each against the same proxy with the same shipped configuration asking a
 do-nothing auth server (nginx) or with no filter at all (HAProxy). wrk on loopback, the
-configurations in alternating rounds within one run; prints JSON (requests/s and p50/p99 latency
-per configuration, per round and as medians, and the ratios).
+configurations in alternating rounds within one run; and in each round, Envoy's view of the
+ext_authz service (`Check` over one persistent channel, one at a time, timed by the
+`ext_authz_latency` example). Prints JSON: requests/s and p50/p99 latency per configuration, per
+round and as medians, the ratios, the Check latencies, and netacl's own time per check at each
+door from the `netacl_edge_door_check_seconds` histogram on /metrics.
 
     cargo build --release --workspace --all-targets
     python3 benches/proxies/run.py [--rounds 5] [--duration 8] [--connections 32]
@@ -84,6 +87,30 @@ def wrk(port, duration, connections):
             "non_2xx": int(non2xx.group(1)) if non2xx else 0}
 
 
+def check_quantiles(metrics_text):
+    """Per door, from the netacl_edge_door_check_seconds histogram on /metrics: the number of
+    checks and the bucket bounds (in µs) within which half and 99% of them took."""
+    buckets = {}
+    for line in metrics_text.splitlines():
+        m = re.match(r'netacl_edge_door_check_seconds_bucket\{door="([^"]+)",le="([^"]+)"\} (\d+)',
+                     line)
+        if m:
+            buckets.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3))))
+    out = {}
+    for door, bounds in buckets.items():
+        total = bounds[-1][1]
+        if total == 0:
+            continue
+
+        def within(q):
+            for le, count in bounds:
+                if count >= q * total:
+                    return le * 1e6
+            return float("inf")
+        out[door] = {"checks": total, "p50_us_at_most": within(0.5), "p99_us_at_most": within(0.99)}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--netacl", default=os.path.join(ROOT, "target/release/netacl"))
@@ -92,6 +119,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=8)
     ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--checks", type=int, default=20000,
+                    help="ext_authz Checks timed per round")
+    ap.add_argument("--only", choices=["nginx", "haproxy"],
+                    help="run one proxy's pair of configurations")
     args = ap.parse_args()
     for tool in ("nginx", "haproxy", "wrk"):
         if not shutil.which(tool):
@@ -118,13 +149,14 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
 """)
         procs.append(subprocess.Popen(["nginx", "-p", f"{d}/backend/", "-c",
                                        f"{d}/backend/nginx.conf"], stderr=subprocess.DEVNULL))
-        fa, spoe, metrics = free_port(), free_port(), free_port()
+        fa, spoe, authz, metrics = free_port(), free_port(), free_port(), free_port()
         procs.append(subprocess.Popen(
             [args.netacl, "edge", "--rules-file", f"{d}/rules.json",
              "--forward-auth-listen", f"127.0.0.1:{fa}", "--spoe-listen", f"127.0.0.1:{spoe}",
+             "--ext-authz-listen", f"127.0.0.1:{authz}",
              "--metrics-listen", f"127.0.0.1:{metrics}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for port in (up, noop, fa, spoe):
+        for port in (up, noop, fa, spoe, authz):
             wait_port(port)
         configs = {}
 
@@ -154,19 +186,29 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
             wait_port(port)
             configs[name] = port
 
-        proxy("nginx_netacl", "nginx", f"127.0.0.1:{fa}")
-        proxy("nginx_noop_auth", "nginx", f"127.0.0.1:{noop}")
-        proxy("haproxy_netacl", "haproxy", f"127.0.0.1:{spoe}")
-        proxy("haproxy_no_filter", "haproxy", f"127.0.0.1:{spoe}", strip_filter=True)
+        if args.only != "haproxy":
+            proxy("nginx_netacl", "nginx", f"127.0.0.1:{fa}")
+            proxy("nginx_noop_auth", "nginx", f"127.0.0.1:{noop}")
+        if args.only != "nginx":
+            proxy("haproxy_netacl", "haproxy", f"127.0.0.1:{spoe}")
+            proxy("haproxy_no_filter", "haproxy", f"127.0.0.1:{spoe}", strip_filter=True)
         for name, port in configs.items():
             got = status(port)
             if got != 200:
                 sys.exit(f"{name}: the bench request got {got}, not 200: the comparison would "
                          "measure refusals")
         rounds = {name: [] for name in configs}
+        latency = os.path.join(ROOT, "target/release/examples/ext_authz_latency")
+        authz_rounds = []
         for _ in range(args.rounds):
             for name, port in configs.items():
                 rounds[name].append(wrk(port, args.duration, args.connections))
+            # Envoy's view of ext_authz: Check over one persistent channel, one at a time.
+            if args.only is None:
+                out = subprocess.run([latency, f"127.0.0.1:{authz}", f"{d}/requests.jsonl",
+                                      "--checks", str(args.checks)],
+                                     check=True, capture_output=True, text=True).stdout
+                authz_rounds.append(json.loads(out))
         report = {"rules": args.rules, "cidrs": args.cidrs, "rounds": args.rounds,
                   "duration_s": args.duration, "connections": args.connections,
                   "loadavg_after": open("/proc/loadavg").read().split()[:3], "configs": {}}
@@ -177,15 +219,25 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
                 "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
                 "rounds": runs}
         c = report["configs"]
-        report["nginx_netacl_over_noop_auth"] = (c["nginx_netacl"]["requests_per_second_median"]
-                                                 / c["nginx_noop_auth"]["requests_per_second_median"])
-        report["haproxy_netacl_over_no_filter"] = (
-            c["haproxy_netacl"]["requests_per_second_median"]
-            / c["haproxy_no_filter"]["requests_per_second_median"])
+        if "nginx_netacl" in c:
+            report["nginx_netacl_over_noop_auth"] = (
+                c["nginx_netacl"]["requests_per_second_median"]
+                / c["nginx_noop_auth"]["requests_per_second_median"])
+        if "haproxy_netacl" in c:
+            report["haproxy_netacl_over_no_filter"] = (
+                c["haproxy_netacl"]["requests_per_second_median"]
+                / c["haproxy_no_filter"]["requests_per_second_median"])
+        if authz_rounds:
+            report["ext_authz_check"] = {
+                "p50_us_median": statistics.median(r["p50_us"] for r in authz_rounds),
+                "p99_us_median": statistics.median(r["p99_us"] for r in authz_rounds),
+                "rounds": authz_rounds}
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5) as r:
-            report["door_requests"] = [l for l in r.read().decode().splitlines()
-                                       if l.startswith("netacl_edge_door_requests_total")
-                                       and not l.endswith(" 0")]
+            text = r.read().decode()
+        report["door_requests"] = [l for l in text.splitlines()
+                                   if l.startswith("netacl_edge_door_requests_total")
+                                   and not l.endswith(" 0")]
+        report["door_check_time"] = check_quantiles(text)
         print(json.dumps(report, indent=2))
     finally:
         for p in procs:

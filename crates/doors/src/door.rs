@@ -98,11 +98,8 @@ impl Bound {
         limits.trusted_proxies = enforcer.addrs().trusted().clone();
         let gate = ConnectionGate::new(limits);
         let counters = Arc::new(DoorCounters::new(door));
+        counters.register(enforcer.metrics());
         {
-            let counters = Arc::clone(&counters);
-            enforcer
-                .metrics()
-                .add_section(move |out| counters.render(out));
             let gate = gate.clone();
             enforcer.metrics().add_listener(door, move || gate.stats());
         }
@@ -178,14 +175,8 @@ pub(crate) fn log_decision(
     }
 }
 
-/// The HTTP status a proxy answers for `verdict` with the shipped configurations (for the
+/// The HTTP status a proxy answers `decision` with under the shipped configurations (for the
 /// access events of doors whose answer is not an HTTP response of their own).
-pub(crate) fn status_of(verdict: AclVerdict) -> u16 {
-    match verdict {
-        AclVerdict::None | AclVerdict::Allow => 200,
-        AclVerdict::Redirect => 302,
-        AclVerdict::InvalidPath => 400,
-        AclVerdict::Misdirected => 421,
-        _ => 403,
-    }
+pub(crate) fn status_of(decision: &AclDecision) -> u16 {
+    decision.refusal().map_or(200, |refusal| refusal.status)
 }

@@ -12,7 +12,9 @@ mod tenants;
 
 pub use signals::{fingerprint, geo, httpsig};
 
-pub use decision::{AclDecision, AclVerdict};
+pub use decision::{
+    AclDecision, AclVerdict, Refusal, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY,
+};
 pub use enforce::client_addr::{
     canonical_ip, forwarded_client, ClientAddrResolver, ForwardedHeader, RequestAddrs,
     TrustedProxies, TrustedProxyError,
@@ -26,17 +28,15 @@ pub use enforce::{ConnectionVerdict, Enforcer};
 pub use netacl_model::{normalize_path, scope_of_path, PathError};
 pub use netacl_tls::{ClientTrust, TlsFiles};
 pub use observe::metrics::{
-    counter_stripes, set_counter_stripes, EdgeMetrics, RuleStat, RuleTable, SummarySink,
-    MAX_STRIPES,
+    counter_stripes, set_counter_stripes, EdgeMetrics, MetricFamily, RuleStat, RuleTable,
+    SummarySink, MAX_STRIPES,
 };
 pub use observe::sample::{
     TrafficSample, DEFAULT_SAMPLE_EVERY, DEFAULT_SAMPLE_SIZE, MAX_HOSTNAME, MAX_USER_AGENT,
 };
 pub use observe::tenant_counts::{TenantRuleCounts, TenantSummaries, TenantSummarySink};
 pub use proxy::forwarding::{judged_host, Forwarding};
-pub use proxy::layer::{
-    AclBody, AclLayer, AclService, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY,
-};
+pub use proxy::layer::{AclBody, AclLayer, AclService};
 pub use proxy::{
     run_edge, start_edge, EdgeConfig, EdgeError, RulesSource, RunningEdge,
     DEFAULT_PROXY_MAX_CONNECTIONS, DEFAULT_PROXY_MAX_CONNECTIONS_PER_CLIENT,

@@ -462,10 +462,14 @@ impl Admitted {
             if state.is_marked() || *closing.borrow_and_update() {
                 return None;
             }
+            // The eviction and the shutdown first: when the gate closes while the step also
+            // has work (a frame arrived at the same moment), the step is not polled again, so
+            // nothing is answered after `close`.
             tokio::select! {
-                out = &mut step => return Some(out),
+                biased;
                 _ = state.evict.notified() => {}
                 _ = closing.changed() => {}
+                out = &mut step => return Some(out),
             }
         }
     }
@@ -486,6 +490,34 @@ mod tests {
 
     fn peer(s: &str) -> SocketAddr {
         SocketAddr::new(s.parse().unwrap(), 40000)
+    }
+
+    #[tokio::test]
+    async fn a_step_with_work_is_not_polled_again_once_the_gate_closes() {
+        use std::future::Future;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::task::{Context, Poll, Waker};
+        // Twenty times: an unordered choice between the step and the shutdown would poll the
+        // step after `close` about half the time.
+        for _ in 0..20 {
+            let gate = gate(10, 10);
+            let admitted = gate.admit(peer("127.0.0.1")).unwrap();
+            let polls = AtomicUsize::new(0);
+            // A step that always has work: every poll counts and asks to be polled again.
+            let step = std::future::poll_fn(|cx: &mut Context<'_>| {
+                polls.fetch_add(1, Ordering::Relaxed);
+                cx.waker().wake_by_ref();
+                Poll::<()>::Pending
+            });
+            let handshake = admitted.handshake(step);
+            tokio::pin!(handshake);
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(handshake.as_mut().poll(&mut cx).is_pending());
+            assert_eq!(polls.load(Ordering::Relaxed), 1);
+            gate.close();
+            assert_eq!(handshake.as_mut().poll(&mut cx), Poll::Ready(None));
+            assert_eq!(polls.load(Ordering::Relaxed), 1, "the step ran after close");
+        }
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@
 //! with its `status_on_error`, 403 by default).
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use envoy_types::ext_authz::v3::pb::{
     Address, Authorization, AuthorizationServer, CheckRequest, CheckResponse, DeniedHttpResponse,
@@ -23,10 +24,7 @@ use envoy_types::ext_authz::v3::{
 };
 use http::header::{HeaderName, HeaderValue, HOST, USER_AGENT};
 use http::{HeaderMap, Method, Uri};
-use netacl_edge::{
-    AclDecision, AclVerdict, ConnectionInfo, Enforcer, TlsInfo, BLOCKED_BODY, INVALID_PATH_BODY,
-    MISDIRECTED_BODY,
-};
+use netacl_edge::{AclDecision, ConnectionInfo, Enforcer, TlsInfo};
 use netacl_listener::ConnectionLimits;
 
 use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
@@ -173,11 +171,13 @@ impl ExtAuthz {
 
     /// The answer to one `CheckRequest`.
     pub fn decide(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
+        let started = Instant::now();
         let facts = match CheckFacts::from_check(request) {
             Ok(facts) => facts,
             Err(e) => {
                 if let Some(counters) = &self.counters {
                     counters.record(DoorAnswer::BadRequest);
+                    counters.observe_check(started.elapsed());
                 }
                 return Err(e);
             }
@@ -188,17 +188,20 @@ impl ExtAuthz {
             &facts.uri,
             &facts.headers,
         );
+        let response = response(&decision);
         if let Some(counters) = &self.counters {
             counters.record(DoorAnswer::Decided(decision.verdict));
+            // The access event is written after the clock stops: its cost is the log's.
+            counters.observe_check(started.elapsed());
         }
         log_decision(
             DOOR,
             &facts.method,
             facts.uri.path(),
             &decision,
-            status_of(decision.verdict),
+            status_of(&decision),
         );
-        Ok(response(&decision))
+        Ok(response)
     }
 }
 
@@ -214,40 +217,39 @@ impl Authorization for ExtAuthz {
     }
 }
 
+/// Allow and no decision: `ok_response` with the decision headers; a decision that stops the
+/// request: `denied_response` as the edge answers it ([`AclDecision::refusal`]).
 fn response(decision: &AclDecision) -> CheckResponse {
-    let (status, body) = match decision.verdict {
-        AclVerdict::None | AclVerdict::Allow => {
-            let mut ok = OkHttpResponseBuilder::new();
-            ok.add_header("x-netacl-decision", decision.verdict.as_str(), None, false);
-            match &decision.rule_id {
-                Some(rule) => ok.add_header("x-netacl-rule", rule.to_string(), None, false),
-                None => ok.remove_header("x-netacl-rule"),
-            };
-            if decision.monitored.is_empty() {
-                ok.remove_header("x-netacl-monitored");
-            } else {
-                let ids: Vec<String> = decision.monitored.iter().map(|id| id.to_string()).collect();
-                ok.add_header("x-netacl-monitored", ids.join(","), None, false);
-            }
-            let mut response = CheckResponse::with_status(tonic::Status::ok(""));
-            response.set_http_response(ok.build());
-            return response;
+    let Some(refusal) = decision.refusal() else {
+        let mut ok = OkHttpResponseBuilder::new();
+        ok.add_header("x-netacl-decision", decision.verdict.as_str(), None, false);
+        match &decision.rule_id {
+            Some(rule) => ok.add_header("x-netacl-rule", rule.to_string(), None, false),
+            None => ok.remove_header("x-netacl-rule"),
+        };
+        if decision.monitored.is_empty() {
+            ok.remove_header("x-netacl-monitored");
+        } else {
+            let ids: Vec<String> = decision.monitored.iter().map(|id| id.to_string()).collect();
+            ok.add_header("x-netacl-monitored", ids.join(","), None, false);
         }
-        AclVerdict::Block => (HttpStatusCode::Forbidden, BLOCKED_BODY),
-        AclVerdict::Redirect => (HttpStatusCode::Found, ""),
-        AclVerdict::InvalidPath => (HttpStatusCode::BadRequest, INVALID_PATH_BODY),
-        AclVerdict::Misdirected => (HttpStatusCode::MisdirectedRequest, MISDIRECTED_BODY),
-        _ => (HttpStatusCode::Forbidden, BLOCKED_BODY),
+        let mut response = CheckResponse::with_status(tonic::Status::ok(""));
+        response.set_http_response(ok.build());
+        return response;
     };
+    let status =
+        HttpStatusCode::try_from(i32::from(refusal.status)).unwrap_or(HttpStatusCode::Forbidden);
+    let body = refusal.body;
     let mut denied = DeniedHttpResponseBuilder::new();
     denied.set_http_status(status);
     if !body.is_empty() {
         denied.add_header("content-type", "application/json", None, false);
         denied.set_body(body);
     }
-    if let (AclVerdict::Redirect, Some(location)) = (decision.verdict, &decision.redirect_uri) {
-        denied.add_header("location", location.to_string(), None, false);
+    if let Some(location) = refusal.location {
+        denied.add_header("location", location, None, false);
     }
+    denied.add_header("cache-control", "no-store", None, false);
     if let Some(rule) = &decision.rule_id {
         denied.add_header("x-netacl-rule", rule.to_string(), None, false);
     }

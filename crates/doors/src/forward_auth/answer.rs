@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use netacl_edge::{AclDecision, AclVerdict, BLOCKED_BODY, INVALID_PATH_BODY, MISDIRECTED_BODY};
+use netacl_edge::AclDecision;
 
 use super::facts::{FactsError, RedirectStatus};
 
@@ -43,60 +43,33 @@ pub(crate) fn bad_request(error: &FactsError) -> Response<Full<Bytes>> {
     json(StatusCode::BAD_REQUEST, bad_request_body(error))
 }
 
-/// The answer to `decision`: allow and no decision 200; block 403 in the error shape; redirect
-/// 302 (or 401, see [`RedirectStatus`]) with `Location` (a `redirect_uri` that cannot be a
-/// header value is answered as a block); a refused path 400; a host of no tenant 421. Every
-/// answer carries `X-Netacl-Decision`, and `X-Netacl-Rule` / `X-Netacl-Monitored` when there
-/// are ids to give.
+/// The answer to `decision`: allow and no decision 200; a decision that stops the request
+/// answered as the edge answers it ([`AclDecision::refusal`]: block 403 in the error shape,
+/// redirect 302 (or 401, see [`RedirectStatus`]) with `Location`, a refused path 400, a host of
+/// no tenant 421). Every answer carries `X-Netacl-Decision`, and `X-Netacl-Rule` /
+/// `X-Netacl-Monitored` when there are ids to give.
 pub(crate) fn answer(decision: &AclDecision, redirect: RedirectStatus) -> Response<Full<Bytes>> {
-    let mut verdict = decision.verdict;
-    let mut response = match decision.verdict {
-        AclVerdict::Redirect => {
-            let location = decision
-                .redirect_uri
-                .as_deref()
-                .and_then(|uri| HeaderValue::from_str(uri).ok());
-            match location {
-                Some(location) => {
-                    let mut r = Response::new(Full::new(Bytes::new()));
-                    *r.status_mut() = match redirect {
-                        RedirectStatus::Unauthorized => StatusCode::UNAUTHORIZED,
-                        _ => StatusCode::FOUND,
-                    };
-                    r.headers_mut().insert(header::LOCATION, location);
-                    r.headers_mut()
-                        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                    r
-                }
-                None => {
-                    verdict = AclVerdict::Block;
-                    json(
-                        StatusCode::FORBIDDEN,
-                        Bytes::from_static(BLOCKED_BODY.as_bytes()),
-                    )
-                }
+    let (mut response, verdict) = match decision.refusal() {
+        None => (Response::new(Full::new(Bytes::new())), decision.verdict),
+        Some(refusal) => {
+            let status = match (refusal.location, redirect) {
+                (Some(_), RedirectStatus::Unauthorized) => StatusCode::UNAUTHORIZED,
+                _ => StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN),
+            };
+            let mut r = Response::new(Full::new(Bytes::from_static(refusal.body.as_bytes())));
+            *r.status_mut() = status;
+            let headers = r.headers_mut();
+            if !refusal.body.is_empty() {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
             }
-        }
-        AclVerdict::Block => json(
-            StatusCode::FORBIDDEN,
-            Bytes::from_static(BLOCKED_BODY.as_bytes()),
-        ),
-        AclVerdict::InvalidPath => json(
-            StatusCode::BAD_REQUEST,
-            Bytes::from_static(INVALID_PATH_BODY.as_bytes()),
-        ),
-        AclVerdict::Misdirected => json(
-            StatusCode::MISDIRECTED_REQUEST,
-            Bytes::from_static(MISDIRECTED_BODY.as_bytes()),
-        ),
-        AclVerdict::None | AclVerdict::Allow => Response::new(Full::new(Bytes::new())),
-        // A verdict this door does not know yet: never an allow by accident.
-        _ => {
-            verdict = AclVerdict::Block;
-            json(
-                StatusCode::FORBIDDEN,
-                Bytes::from_static(BLOCKED_BODY.as_bytes()),
-            )
+            if let Some(location) = refusal.location.and_then(|l| HeaderValue::from_str(l).ok()) {
+                headers.insert(header::LOCATION, location);
+            }
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            (r, refusal.verdict)
         }
     };
     let headers = response.headers_mut();

@@ -27,6 +27,7 @@ mod tests;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -85,6 +86,7 @@ impl Door {
     /// The answer to one forward-auth request from `peer`, from its head (the body is never
     /// read: the facts are in the head).
     fn answer(&self, peer: SocketAddr, parts: http::request::Parts) -> Response<Full<Bytes>> {
+        let started = Instant::now();
         let trusted = self.enforcer.addrs().trusts(peer.ip());
         let facts = match read_facts(
             &parts.method,
@@ -96,6 +98,7 @@ impl Door {
             Ok(facts) => facts,
             Err(error) => {
                 self.counters.record(DoorAnswer::BadRequest);
+                self.counters.observe_check(started.elapsed());
                 tracing::info!(
                     target: "netacl_edge::access",
                     door = DOOR,
@@ -114,6 +117,8 @@ impl Door {
                 .decide_request(Some(&conn), &facts.method, &facts.uri, &headers);
         let response = answer::answer(&decision, facts.redirect);
         self.counters.record(DoorAnswer::Decided(decision.verdict));
+        // The access event is written after the clock stops: its cost is the log's.
+        self.counters.observe_check(started.elapsed());
         log_decision(
             DOOR,
             &facts.method,

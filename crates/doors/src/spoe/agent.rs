@@ -2,10 +2,10 @@
 //! frames arrive, until DISCONNECT, an error, the idle timeout or shutdown.
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use netacl_edge::{AclDecision, AclVerdict, Enforcer};
+use netacl_edge::{AclDecision, Enforcer};
 use netacl_listener::ConnectionLimits;
 
 use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
@@ -142,7 +142,7 @@ async fn serve_connection(
             status_code: status.to_u32(),
             message: message.clone(),
         };
-        conn.write.clear();
+        // After the ACKs of the frames answered before the refused one, if any.
         if disconnect.serialize_into(&mut conn.write).is_ok() {
             let _ =
                 tokio::time::timeout(agent.frame_timeout, conn.stream.write_all(&conn.write)).await;
@@ -183,18 +183,29 @@ impl Connection {
                 Vec::new()
             },
         };
-        self.send(&reply, agent).await?;
+        self.write.clear();
+        reply.serialize_into(&mut self.write)?;
+        self.flush(agent).await?;
         self.codec.set_max_frame_size(max_frame_size);
         if hello.healthcheck == Some(true) {
             return Ok(());
         }
         loop {
+            // Every frame already read is answered before the ACKs go out in one write: with
+            // pipelining, HAProxy sends several NOTIFY frames at once, and their ACKs share
+            // one system call on each side.
+            if !self.write.is_empty() && !self.buffered_frame_pending() {
+                self.flush(agent).await?;
+            }
             let frame = match self.next_frame(agent.idle_timeout, agent).await {
                 Err(ConnError::Closed) => return Ok(()),
                 other => other?,
             };
             match frame.frame_type() {
                 FrameType::Notify => {
+                    // netacl's time for the frame, without the access events' writes.
+                    let mut started = Instant::now();
+                    let mut took = Duration::ZERO;
                     let metadata = frame.metadata();
                     let FramePayload::ListOfMessages(messages) = frame.payload() else {
                         return Err(ConnError::Refused(
@@ -215,23 +226,28 @@ impl Connection {
                             &request.headers,
                         );
                         agent.counters.record(DoorAnswer::Decided(decision.verdict));
+                        ack = answer(ack, &decision);
+                        took += started.elapsed();
                         log_decision(
                             DOOR,
                             &request.method,
                             request.uri.path(),
                             &decision,
-                            status_of(decision.verdict),
+                            status_of(&decision),
                         );
-                        ack = answer(ack, &decision);
+                        started = Instant::now();
                     }
-                    self.send(&ack, agent).await?;
+                    ack.serialize_into(&mut self.write)?;
+                    agent.counters.observe_check(took + started.elapsed());
                 }
                 FrameType::HaproxyDisconnect => {
                     let bye = AgentDisconnect {
                         status_code: StatusCode::None.to_u32(),
                         message: StatusCode::None.message().into(),
                     };
-                    self.send(&bye, agent).await?;
+                    self.write.clear();
+                    bye.serialize_into(&mut self.write)?;
+                    self.flush(agent).await?;
                     return Ok(());
                 }
                 _ => {
@@ -279,19 +295,22 @@ impl Connection {
         }
     }
 
-    async fn send<F: SpopFrame>(&mut self, frame: &F, agent: &Agent) -> Result<(), ConnError> {
-        self.encode(frame)?;
+    /// Whether a whole frame is already in the read buffer (its length prefix says so).
+    fn buffered_frame_pending(&self) -> bool {
+        self.read.len() >= 4 && {
+            let announced =
+                u32::from_be_bytes([self.read[0], self.read[1], self.read[2], self.read[3]]);
+            self.read.len() - 4 >= announced as usize
+        }
+    }
+
+    /// Writes out the frames encoded so far and empties the write buffer.
+    async fn flush(&mut self, agent: &Agent) -> Result<(), ConnError> {
         tokio::time::timeout(agent.frame_timeout, self.stream.write_all(&self.write))
             .await
             .map_err(|_| ConnError::Timeout)??;
-        Ok(())
-    }
-
-    /// Writes `frame` into the write buffer (apart from [`send`](Self::send): a frame is
-    /// neither `Sync` nor held across an await).
-    fn encode(&mut self, frame: &dyn SpopFrame) -> std::io::Result<()> {
         self.write.clear();
-        frame.serialize_into(&mut self.write)
+        Ok(())
     }
 }
 
@@ -338,17 +357,17 @@ pub fn decode_frame(
 /// `none` or `allow` where `action` says `allow`), `rule` (the deciding rule's id), `location`
 /// (a redirect's target) and `monitored` (the matched `log` rules' ids, comma-separated).
 fn answer(ack: Ack, decision: &AclDecision) -> Ack {
-    let action = match decision.verdict {
-        AclVerdict::None | AclVerdict::Allow => "allow",
-        other => other.as_str(),
-    };
+    // A decision that stops the request is carried out as the edge answers it (a redirect
+    // whose target cannot be sent is a block).
+    let refusal = decision.refusal();
+    let action = refusal.map_or("allow", |r| r.verdict.as_str());
     let mut ack = ack
         .set_var(VarScope::Transaction, "action", action)
         .set_var(VarScope::Transaction, "decision", decision.verdict.as_str());
     if let Some(rule) = &decision.rule_id {
         ack = ack.set_var(VarScope::Transaction, "rule", rule.to_string());
     }
-    if let (AclVerdict::Redirect, Some(location)) = (decision.verdict, &decision.redirect_uri) {
+    if let Some(location) = refusal.and_then(|r| r.location) {
         ack = ack.set_var(VarScope::Transaction, "location", location.to_string());
     }
     if !decision.monitored.is_empty() {

@@ -224,6 +224,39 @@ async fn check_over_grpc_answers_as_envoy_expects() {
     let metrics = enforcer.metrics().render_prometheus();
     assert!(metrics
         .contains("netacl_edge_door_requests_total{door=\"ext_authz\",answer=\"bad_request\"} 3"));
+    // Every Check timed, decided or refused: nine so far.
+    assert!(
+        metrics.contains("netacl_edge_door_check_seconds_count{door=\"ext_authz\"} 9\n"),
+        "{metrics}"
+    );
+    assert_eq!(door.counters().checks(), 9);
+
+    // A rule added while the service runs decides the next Check.
+    enforcer
+        .apply_rules(
+            &RuleSet::from_json(
+                &Value::Array(vec![rule(
+                    5,
+                    5,
+                    json!({"block": true}),
+                    json!({"match": {"ipv4_cidrs": ["198.51.100.1/32"]}}),
+                )]),
+                2,
+                &Limits::default(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    let now_blocked = client
+        .check(check("198.51.100.1", "app.example.test", "/", &[]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(denied_status(&now_blocked), Some(403));
+    assert_eq!(
+        header(&now_blocked, "x-netacl-rule"),
+        Some(AclId::from_random(5).to_string().as_str())
+    );
 }
 
 /// The fuzz target's seeds (written by `fuzz/seeds.py`, an encoder of its own) decode to the

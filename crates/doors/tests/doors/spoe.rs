@@ -286,6 +286,23 @@ async fn refusals_are_disconnects_with_a_status_never_an_allow() {
     let (kind, _, _, p) = read_frame(&mut s).await;
     assert_eq!((kind, disconnect_status(&p)), (102, 10));
 
+    // A good NOTIFY and a bad one in one write: the first is answered (its ACK goes out before
+    // the DISCONNECT, although the agent writes the ACKs of frames read together at once).
+    let mut s = connected(addr, 16380).await;
+    let mut bad = request([198, 51, 100, 1], "a.test", "curl/8");
+    bad.remove(0);
+    let mut both = notify(1, 7, &request([198, 51, 100, 1], "a.test", "curl/8"));
+    both.extend(notify(2, 8, &bad));
+    s.write_all(&both).await.unwrap();
+    let (kind, stream, id, _) = read_frame(&mut s).await;
+    assert_eq!(
+        (kind, stream, id),
+        (103, 1, 7),
+        "the good frame's ACK first"
+    );
+    let (kind, _, _, p) = read_frame(&mut s).await;
+    assert_eq!((kind, disconnect_status(&p)), (102, 4));
+
     // A message without `src`: "invalid frame received" (4).
     let mut s = connected(addr, 16380).await;
     let mut args = request([198, 51, 100, 1], "a.test", "curl/8");

@@ -370,14 +370,26 @@ pub struct EdgeMetrics {
 
 /// A section of Prometheus text rendered by its owner.
 type Section = Arc<dyn Fn(&mut String) + Send + Sync>;
+
+/// A metric family that a front door adds series to ([`EdgeMetrics::add_series`]): its name,
+/// `# HELP` text and `# TYPE` (`counter`, `gauge`, `histogram`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricFamily {
+    /// The family's name (`netacl_edge_door_requests_total`).
+    pub name: &'static str,
+    /// The `# HELP` text.
+    pub help: &'static str,
+    /// The `# TYPE`.
+    pub kind: &'static str,
+}
 /// A listener's counters, read when the metrics are rendered.
 type ListenerSource = Arc<dyn Fn() -> netacl_listener::ListenerStats + Send + Sync>;
 
-/// The sections and listeners a front door registered ([`EdgeMetrics::add_section`],
+/// The series and listeners front doors registered ([`EdgeMetrics::add_series`],
 /// [`EdgeMetrics::add_listener`]).
 #[derive(Default)]
 struct ExtraMetrics {
-    sections: Vec<Section>,
+    sections: Vec<(MetricFamily, Section)>,
     listeners: Vec<(&'static str, ListenerSource)>,
 }
 
@@ -438,12 +450,19 @@ impl EdgeMetrics {
         }
     }
 
-    /// Adds a section of Prometheus text to what [`render_prometheus`](Self::render_prometheus)
-    /// gives: a front door serving this edge's enforcer (`netacl-doors`) renders its own counter
-    /// families there. Called when the metrics are rendered, never per request.
-    pub fn add_section(&self, section: impl Fn(&mut String) + Send + Sync + 'static) {
+    /// Adds series of `family` to what [`render_prometheus`](Self::render_prometheus) gives:
+    /// a front door serving this edge's enforcer (`netacl-doors`) renders its own counters
+    /// there. `series` writes sample lines only; the family's `# HELP` and `# TYPE` are written
+    /// once, and every registration's series of one family follow them together, as the
+    /// Prometheus text format requires. Called when the metrics are rendered, never per
+    /// request.
+    pub fn add_series(
+        &self,
+        family: MetricFamily,
+        series: impl Fn(&mut String) + Send + Sync + 'static,
+    ) {
         let mut extra = self.extra.write().unwrap_or_else(|p| p.into_inner());
-        extra.sections.push(Arc::new(section));
+        extra.sections.push((family, Arc::new(series)));
     }
 
     /// Adds a listener to the `netacl_edge_listener_*` series of the edge's `/metrics` (label
@@ -670,12 +689,25 @@ impl EdgeMetrics {
                 );
             }
         }
-        let sections: Vec<Section> = {
+        let sections: Vec<(MetricFamily, Section)> = {
             let extra = self.extra.read().unwrap_or_else(|p| p.into_inner());
             extra.sections.clone()
         };
-        for section in sections {
-            section(&mut out);
+        // The families in the order they were first registered, each with all its series.
+        for (i, (family, _)) in sections.iter().enumerate() {
+            if sections[..i].iter().any(|(f, _)| f.name == family.name) {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}",
+                name = family.name,
+                help = family.help,
+                kind = family.kind
+            );
+            for (_, series) in sections.iter().filter(|(f, _)| f.name == family.name) {
+                series(&mut out);
+            }
         }
         out
     }
@@ -783,6 +815,34 @@ impl std::fmt::Debug for SummarySink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn series_of_one_family_render_together_under_one_header() {
+        let m = EdgeMetrics::new();
+        let family = |name| MetricFamily {
+            name,
+            help: "help",
+            kind: "counter",
+        };
+        m.add_series(family("door_a_total"), |out| {
+            out.push_str("door_a_total{door=\"x\"} 1\n")
+        });
+        m.add_series(family("door_b_total"), |out| {
+            out.push_str("door_b_total{door=\"x\"} 2\n")
+        });
+        m.add_series(family("door_a_total"), |out| {
+            out.push_str("door_a_total{door=\"y\"} 3\n")
+        });
+        let text = m.render_prometheus();
+        let tail = &text[text.find("# HELP door_a_total").unwrap()..];
+        assert_eq!(
+            tail,
+            "# HELP door_a_total help\n# TYPE door_a_total counter\n\
+             door_a_total{door=\"x\"} 1\ndoor_a_total{door=\"y\"} 3\n\
+             # HELP door_b_total help\n# TYPE door_b_total counter\n\
+             door_b_total{door=\"x\"} 2\n"
+        );
+    }
 
     #[test]
     fn listener_series_name_each_listener_and_reason() {

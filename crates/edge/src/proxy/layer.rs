@@ -12,29 +12,14 @@ use tower::{Layer, Service};
 use crate::enforce::connection::ConnectionInfo;
 use crate::enforce::{AclDecision, AclVerdict, Enforcer};
 
-/// The body of a blocked request: the shape of the admin API's errors, revealing no rule id,
-/// address or anything else internal.
-pub const BLOCKED_BODY: &str =
-    r#"{"statusCode":403,"error":"Forbidden","message":"Request blocked","errorCode":"blocked"}"#;
-
-/// The body of a request whose path is refused (see [`scope_of_path`](crate::scope_of_path)):
-/// the shape of the admin API's errors.
-pub const INVALID_PATH_BODY: &str = r#"{"statusCode":400,"error":"Bad Request","message":"Invalid request path","errorCode":"invalid_path"}"#;
-
-/// The body of the `421` for a request whose host is no tenant's, or whose TLS SNI and HTTP host
-/// name different tenants (multi-tenant mode): fixed, so that it tells nothing of the tenants.
-pub const MISDIRECTED_BODY: &str = r#"{"statusCode":421,"error":"Misdirected Request","message":"Misdirected Request","errorCode":"unknown_host"}"#;
-
 /// The response body of [`AclService`]: the inner service's, or the edge's own.
 pub type AclBody<B> = Either<B, Full<Bytes>>;
 
 /// Enforces the live policy of an [`Enforcer`] on every request:
 ///
-/// - `block` → `403` with [`BLOCKED_BODY`] (`application/json`); the inner service is not called;
-/// - `redirect` → `302` with `Location: <redirect_uri>`;
-/// - a refused path (malformed escape, backslash, ambiguous) → `400` with [`INVALID_PATH_BODY`];
-/// - multi-tenant mode, a host of no tenant (or SNI and host of different tenants) → `421` with
-///   [`MISDIRECTED_BODY`];
+/// - a request the decision stops gets the edge's own answer ([`AclDecision::refusal`]: `403`
+///   for `block`, `302` with `Location` for `redirect`, `400` for a refused path, `421` for a
+///   host of no tenant); the inner service is not called;
 /// - `allow` or no decision → the inner service;
 /// - monitoring-mode (`log`) matches → a `tracing` event (target `netacl_edge::monitor`, `WARN`)
 ///   with the rule ids, whatever the verdict.
@@ -74,52 +59,22 @@ pub struct AclService<S> {
     enforcer: Arc<Enforcer>,
 }
 
-/// Builds the edge's own response for a blocked or redirected request.
+/// Builds the edge's own response for a request it stops ([`AclDecision::refusal`]).
 fn own_response<B>(decision: &AclDecision) -> Option<Response<AclBody<B>>> {
-    let (status, location, body) = match decision.verdict {
-        AclVerdict::Block => (
-            StatusCode::FORBIDDEN,
-            None,
-            Bytes::from_static(BLOCKED_BODY.as_bytes()),
-        ),
-        AclVerdict::Redirect => {
-            // A redirect_uri that is not a valid header value cannot be sent: block instead of
-            // letting the request through (the rule meant to keep it away).
-            let location = decision
-                .redirect_uri
-                .as_deref()
-                .and_then(|uri| HeaderValue::from_str(uri).ok());
-            match location {
-                Some(location) => (StatusCode::FOUND, Some(location), Bytes::new()),
-                None => (
-                    StatusCode::FORBIDDEN,
-                    None,
-                    Bytes::from_static(BLOCKED_BODY.as_bytes()),
-                ),
-            }
-        }
-        AclVerdict::InvalidPath => (
-            StatusCode::BAD_REQUEST,
-            None,
-            Bytes::from_static(INVALID_PATH_BODY.as_bytes()),
-        ),
-        AclVerdict::Misdirected => (
-            StatusCode::MISDIRECTED_REQUEST,
-            None,
-            Bytes::from_static(MISDIRECTED_BODY.as_bytes()),
-        ),
-        AclVerdict::None | AclVerdict::Allow => return None,
-    };
-    let mut response = Response::new(Either::Right(Full::new(body)));
-    *response.status_mut() = status;
+    let refusal = decision.refusal()?;
+    let mut response = Response::new(Either::Right(Full::new(Bytes::from_static(
+        refusal.body.as_bytes(),
+    ))));
+    *response.status_mut() = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
     let headers = response.headers_mut();
-    if status != StatusCode::FOUND {
+    if !refusal.body.is_empty() {
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
     }
-    if let Some(location) = location {
+    // `refusal` gives a location only when it is a valid header value.
+    if let Some(location) = refusal.location.and_then(|l| HeaderValue::from_str(l).ok()) {
         headers.insert(header::LOCATION, location);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

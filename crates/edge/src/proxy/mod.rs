@@ -442,11 +442,13 @@ pub async fn start_edge(engine: Arc<Engine>, config: EdgeConfig) -> Result<Runni
         })
     });
     let bound = listen(&config, &enforcer, service, acceptor, metrics, &mut tasks).await?;
+    // Only a proxy listener has an upstream; front doors alone name none.
+    let upstream = proxying.then(|| config.upstream.to_string());
     tracing::info!(
         http = ?bound.http_addr,
         tls = ?bound.tls_addr,
         metrics = ?bound.metrics_addr,
-        upstream = %config.upstream,
+        upstream = upstream.as_deref(),
         "netacl edge listening"
     );
     Ok(RunningEdge {
