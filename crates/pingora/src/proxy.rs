@@ -6,12 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::StatusCode;
-use netacl_edge::{
-    judged_host, AclDecision, AclVerdict, Enforcer, Forwarding, BLOCKED_BODY, INVALID_PATH_BODY,
-    MISDIRECTED_BODY,
-};
+use http::header::{self, HeaderMap, HeaderName};
+use netacl_edge::{judged_host, AclDecision, AclVerdict, Enforcer, Forwarding};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::proxy::{ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
@@ -86,15 +82,16 @@ impl NetaclFilter {
         )
     }
 
-    /// Decides about the session's request and answers a refusal itself: block → `403` with
-    /// [`BLOCKED_BODY`]; redirect → `302` with `Location` (a target that is not a valid header
-    /// value blocks instead); a refused path → `400` with [`INVALID_PATH_BODY`]; a host of no
-    /// tenant → `421` with [`MISDIRECTED_BODY`]. Every decision gets its access event (target
+    /// Decides about the session's request and answers a refusal itself, as every enforcement
+    /// point of the edge answers it ([`AclDecision::refusal`]): block → `403` with
+    /// [`BLOCKED_BODY`](netacl_edge::BLOCKED_BODY); redirect → `302` with `Location` (a target
+    /// that cannot be sent blocks instead); a refused path → `400`; a host of no tenant →
+    /// `421`. Every decision gets its access event (target
     /// `netacl_edge::access`, `INFO` for refusals) and matched `log` rules a `WARN` event
     /// (target `netacl_edge::monitor`).
     pub async fn request_filter(&self, session: &mut Session) -> pingora::Result<Filtered> {
         let decision = self.decide(session);
-        let Some((status, location, body)) = refusal(&decision) else {
+        let Some(refusal) = decision.refusal() else {
             return Ok(Filtered::Passed(decision));
         };
         let request = session.req_header();
@@ -102,23 +99,23 @@ impl NetaclFilter {
             &decision,
             request.method.as_str(),
             request.uri.path(),
-            status.as_u16(),
+            refusal.status,
         );
-        let mut answer = ResponseHeader::build(status, Some(4))?;
-        if !body.is_empty() {
+        let mut answer = ResponseHeader::build(refusal.status, Some(4))?;
+        if !refusal.body.is_empty() {
             answer.insert_header(header::CONTENT_TYPE, "application/json")?;
         }
-        answer.insert_header(header::CONTENT_LENGTH, body.len())?;
+        answer.insert_header(header::CONTENT_LENGTH, refusal.body.len())?;
         answer.insert_header(header::CACHE_CONTROL, "no-store")?;
-        if let Some(location) = location {
+        if let Some(location) = refusal.location {
             answer.insert_header(header::LOCATION, location)?;
         }
         session
-            .write_response_header(Box::new(answer), body.is_empty())
+            .write_response_header(Box::new(answer), refusal.body.is_empty())
             .await?;
-        if !body.is_empty() {
+        if !refusal.body.is_empty() {
             session
-                .write_response_body(Some(Bytes::from_static(body.as_bytes())), true)
+                .write_response_body(Some(Bytes::from_static(refusal.body.as_bytes())), true)
                 .await?;
         }
         Ok(Filtered::Answered(decision))
@@ -159,29 +156,6 @@ impl NetaclFilter {
         }
         Ok(())
     }
-}
-
-/// The status, `Location` and body of the answer to a refused request; `None` to pass it.
-fn refusal(decision: &AclDecision) -> Option<(StatusCode, Option<HeaderValue>, &'static str)> {
-    Some(match decision.verdict {
-        AclVerdict::Block => (StatusCode::FORBIDDEN, None, BLOCKED_BODY),
-        AclVerdict::Redirect => {
-            let location = decision
-                .redirect_uri
-                .as_deref()
-                .and_then(|uri| HeaderValue::from_str(uri).ok());
-            match location {
-                Some(location) => (StatusCode::FOUND, Some(location), ""),
-                // A target that cannot be sent: the rule meant to keep the request away.
-                None => (StatusCode::FORBIDDEN, None, BLOCKED_BODY),
-            }
-        }
-        AclVerdict::InvalidPath => (StatusCode::BAD_REQUEST, None, INVALID_PATH_BODY),
-        AclVerdict::Misdirected => (StatusCode::MISDIRECTED_REQUEST, None, MISDIRECTED_BODY),
-        AclVerdict::None | AclVerdict::Allow => return None,
-        // A verdict of a later engine: refused, as a front door answers it.
-        _ => (StatusCode::FORBIDDEN, None, BLOCKED_BODY),
-    })
 }
 
 /// The access event of one decision, as the edge's and the front doors' (target
