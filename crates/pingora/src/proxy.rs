@@ -44,7 +44,7 @@ pub enum Filtered {
 /// The client address is the TCP peer, or with a peer inside the enforcer's trusted proxies the
 /// forwarding header walked as `netacl edge` walks it. JA3, JA4 and the SNI are known on
 /// connections accepted by [`serve`](crate::serve) (the ClientHello is read before rustls);
-/// on a stream of Pingora's own listeners the request is decided with the peer alone.
+/// on a stream of Pingora's own listeners the request is decided without those TLS signals.
 #[derive(Debug, Clone)]
 pub struct NetaclFilter {
     enforcer: Arc<Enforcer>,
