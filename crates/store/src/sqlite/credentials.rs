@@ -204,9 +204,7 @@ impl CredentialStore for SqliteStore {
                 ],
             )?;
             if changed > 0 {
-                // The WAL held the page with the old text: fold it into the database file
-                // (where secure_delete overwrote it) and empty the WAL.
-                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+                fold_out_clear_text(conn)?;
             }
             Ok(changed > 0)
         })
@@ -270,5 +268,30 @@ impl CredentialStore for SqliteStore {
             Ok(())
         })
         .await
+    }
+}
+
+/// After a key stored in clear is sealed: no copy of the old text is left in the files. VACUUM
+/// rewrites the database without its free space (a database written before `secure_delete` was
+/// on, or by another program, may hold stale copies in freed pages and cells), and a TRUNCATE
+/// checkpoint folds the WAL into the database file and empties it. The checkpoint waits for
+/// readers (the busy timeout) and reports whether it completed; an incomplete one is retried
+/// for a bounded time, since until it completes the database file still holds the old page.
+fn fold_out_clear_text(conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
+    conn.execute_batch("VACUUM")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
+        if busy == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            tracing::warn!(
+                "a sealed signing key's old text stays in the database file until the next \
+                 checkpoint: readers held the write-ahead log for 10 s"
+            );
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
