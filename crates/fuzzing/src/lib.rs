@@ -506,7 +506,7 @@ pub fn check_request(data: &[u8]) {
             panic!("facts from a CheckRequest without a socket address");
         };
         let ip: IpAddr = socket.address.parse().expect("the facts' source parsed");
-        assert_eq!(facts.conn.peer.ip(), ip);
+        assert_eq!(facts.client, ip);
         assert!(facts.uri.path().starts_with('/'));
     }
 }

@@ -22,17 +22,21 @@ use envoy_types::ext_authz::v3::pb::{
 use envoy_types::ext_authz::v3::{
     CheckResponseExt, DeniedHttpResponseBuilder, OkHttpResponseBuilder,
 };
-use http::header::{HeaderName, HeaderValue, HOST, USER_AGENT};
-use http::{HeaderMap, Method, Uri};
-use netacl_edge::{AclDecision, ConnectionInfo, Enforcer, TlsInfo};
+use std::collections::HashMap;
+
+use http::{Method, Uri};
+use netacl_edge::{
+    canonical_ip, AclDecision, Enforcer, HeaderLookup, RequestAddrs, RequestFacts, RequestHost,
+    TlsFacts,
+};
 use netacl_listener::ConnectionLimits;
 
 use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
 use crate::metrics::{DoorAnswer, DoorCounters};
 
-/// The headers of a `CheckRequest` the decision reads, besides the host: the user agent and an
-/// RFC 9421 signature's two fields.
-const READ_HEADERS: [&str; 3] = ["user-agent", "signature", "signature-input"];
+/// The headers of a `CheckRequest` that must be valid header values when sent (Envoy's map
+/// carries them as strings): the user agent and an RFC 9421 signature's two fields.
+const CHECKED_HEADERS: [&str; 3] = ["user-agent", "signature", "signature-input"];
 
 /// Why a `CheckRequest` cannot be decided (answered with gRPC `INVALID_ARGUMENT`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,23 +55,42 @@ pub enum CheckError {
     },
 }
 
-/// One request as the edge's decision takes it, read from a `CheckRequest`.
+/// Envoy's map of the request's headers (names in lowercase) as the edge's header lookup: an
+/// RFC 9421 signature may cover any of them.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvoyHeaders<'a>(pub &'a HashMap<String, String>);
+
+impl HeaderLookup for EnvoyHeaders<'_> {
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8])) {
+        if let Some(v) = self.0.get(name) {
+            value(v.as_bytes());
+        }
+    }
+}
+
+/// One request as the edge's decision takes it, read from a `CheckRequest` and borrowing from
+/// it (nothing is copied but the request target, parsed once).
 #[derive(Debug)]
-pub struct CheckFacts {
-    /// The client (Envoy's `source.address`), with the SNI when Envoy reports a TLS session.
-    pub conn: ConnectionInfo,
+pub struct CheckFacts<'a> {
+    /// The client: Envoy's `source.address` (a forwarding header in the request is never read).
+    pub client: IpAddr,
     /// The request method.
     pub method: Method,
     /// The path and query.
     pub uri: Uri,
-    /// Host, User-Agent, Signature and Signature-Input, as sent.
-    pub headers: HeaderMap,
+    /// The host (`host`, else the `:authority` header), when given.
+    pub host: Option<&'a str>,
+    /// The SNI, when Envoy reports a TLS session.
+    pub sni: Option<&'a str>,
+    /// The request's headers as Envoy sent them.
+    pub headers: EnvoyHeaders<'a>,
 }
 
-impl CheckFacts {
+impl<'a> CheckFacts<'a> {
     /// Reads `request`. Header names in Envoy's map are lowercase; `:authority` stands for the
-    /// host when `host` is empty.
-    pub fn from_check(request: &CheckRequest) -> Result<Self, CheckError> {
+    /// host when `host` is empty. The host, user agent and signature fields must be valid
+    /// header values (no control characters).
+    pub fn from_check(request: &'a CheckRequest) -> Result<Self, CheckError> {
         let attributes = request
             .attributes
             .as_ref()
@@ -84,7 +107,7 @@ impl CheckFacts {
                 reason: "not a socket address",
             });
         };
-        let ip: IpAddr = socket.address.parse().map_err(|_| CheckError::Invalid {
+        let client: IpAddr = socket.address.parse().map_err(|_| CheckError::Invalid {
             field: "source address",
             reason: "not an IP address",
         })?;
@@ -108,48 +131,84 @@ impl CheckFacts {
             field: "path",
             reason: "not a valid request target",
         })?;
-        let mut headers = HeaderMap::new();
         let host = if http.host.is_empty() {
             http.headers.get(":authority").map_or("", String::as_str)
         } else {
             http.host.as_str()
         };
-        if !host.is_empty() {
-            headers.insert(HOST, header_value("host", host)?);
+        if !valid_header_value(host) {
+            return Err(CheckError::Invalid {
+                field: "host",
+                reason: "not a valid header value",
+            });
         }
-        for name in READ_HEADERS {
-            if let Some(value) = http.headers.get(name) {
-                let header = if name == "user-agent" {
-                    USER_AGENT
-                } else {
-                    HeaderName::from_static(name)
-                };
-                headers.insert(header, header_value("header", value)?);
+        for name in CHECKED_HEADERS {
+            if http
+                .headers
+                .get(name)
+                .is_some_and(|v| !valid_header_value(v))
+            {
+                return Err(CheckError::Invalid {
+                    field: "header",
+                    reason: "not a valid header value",
+                });
             }
         }
-        let mut conn = ConnectionInfo::new(SocketAddr::new(ip, 0));
-        if let Some(sni) = attributes
+        let sni = attributes
             .tls_session
             .as_ref()
             .map(|t| t.sni.as_str())
-            .filter(|s| !s.is_empty())
-        {
-            conn = conn.with_tls(TlsInfo::new(Some(sni), "", ""));
-        }
+            .filter(|s| !s.is_empty());
         Ok(Self {
-            conn,
+            client,
             method,
             uri,
-            headers,
+            host: Some(host).filter(|h| !h.is_empty()),
+            sni,
+            headers: EnvoyHeaders(&http.headers),
         })
+    }
+
+    /// The user agent, when it is visible ASCII (as the edge reads a `User-Agent` header).
+    pub fn user_agent(&self) -> Option<&'a str> {
+        self.headers
+            .0
+            .get("user-agent")
+            .map(String::as_str)
+            .filter(|v| visible_ascii(v))
+    }
+
+    /// The facts the edge decides with: the client as given (no forwarding walk), the host
+    /// (unclear when it is not visible ASCII, as the edge reads a `Host` header), the SNI.
+    pub fn request_facts(&self) -> RequestFacts<'_> {
+        let host = self.host.filter(|h| visible_ascii(h));
+        let client = canonical_ip(self.client);
+        let mut facts = RequestFacts::new(self.uri.path(), &self.headers)
+            .with_addrs(RequestAddrs {
+                connecting: client,
+                client: Some(client),
+            })
+            .with_host(
+                RequestHost::new(host, None).with_unclear(self.host.is_some() && host.is_none()),
+            )
+            .with_method(self.method.as_str())
+            .with_query(self.uri.query())
+            .with_user_agent(self.user_agent());
+        if self.sni.is_some() {
+            facts = facts.with_tls(TlsFacts::new(self.sni, "", ""));
+        }
+        facts
     }
 }
 
-fn header_value(field: &'static str, value: &str) -> Result<HeaderValue, CheckError> {
-    HeaderValue::from_str(value).map_err(|_| CheckError::Invalid {
-        field,
-        reason: "not a valid header value",
-    })
+/// What `http::HeaderValue::from_str` accepts: no control character but tab.
+fn valid_header_value(value: &str) -> bool {
+    value.bytes().all(|b| (b >= 32 && b != 127) || b == b'\t')
+}
+
+/// What `http::HeaderValue::to_str` accepts: visible ASCII and tab.
+fn visible_ascii(value: &str) -> bool {
+    value.bytes().all(|b| b == b'\t' || (32..127).contains(&b))
 }
 
 /// The `Authorization` service: every `Check` decided by the edge's [`Enforcer`] (the same
@@ -182,12 +241,7 @@ impl ExtAuthz {
                 return Err(e);
             }
         };
-        let decision = self.enforcer.decide_request(
-            Some(&facts.conn),
-            &facts.method,
-            &facts.uri,
-            &facts.headers,
-        );
+        let decision = self.enforcer.decide_facts(&facts.request_facts());
         let response = response(&decision);
         if let Some(counters) = &self.counters {
             counters.record(DoorAnswer::Decided(decision.verdict));

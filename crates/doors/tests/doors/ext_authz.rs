@@ -268,16 +268,19 @@ fn the_fuzz_seeds_are_check_requests_the_service_reads() {
     let root =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/check_request");
     let bytes = std::fs::read(root.join("ipv4-with-headers")).unwrap();
-    let facts = CheckFacts::from_check(&CheckRequest::decode(bytes.as_slice()).unwrap()).unwrap();
-    assert_eq!(facts.conn.peer.ip().to_string(), "192.0.2.7");
+    let request = CheckRequest::decode(bytes.as_slice()).unwrap();
+    let facts = CheckFacts::from_check(&request).unwrap();
+    assert_eq!(facts.client.to_string(), "192.0.2.7");
     assert_eq!(facts.uri.query(), Some("x=1"));
-    assert_eq!(facts.headers["user-agent"], "curl/8");
-    assert!(facts.headers.get("x-forwarded-for").is_none());
-    assert_eq!(
-        facts.conn.tls.as_deref().and_then(|t| t.sni.as_deref()),
-        Some("app.example.test")
-    );
+    assert_eq!(facts.user_agent(), Some("curl/8"));
+    assert_eq!(facts.sni, Some("app.example.test"));
+    // The seed's own X-Forwarded-For is in Envoy's map, and the decision's client is still
+    // the source address.
+    assert!(facts.headers.0.contains_key("x-forwarded-for"));
+    let decided = facts.request_facts();
+    assert_eq!(decided.client_ip(), Some("192.0.2.7".parse().unwrap()));
     let bytes = std::fs::read(root.join("ipv6")).unwrap();
-    let facts = CheckFacts::from_check(&CheckRequest::decode(bytes.as_slice()).unwrap()).unwrap();
-    assert_eq!(facts.conn.peer.ip().to_string(), "2001:db8::7");
+    let request = CheckRequest::decode(bytes.as_slice()).unwrap();
+    let facts = CheckFacts::from_check(&request).unwrap();
+    assert_eq!(facts.client.to_string(), "2001:db8::7");
 }
