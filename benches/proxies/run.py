@@ -107,7 +107,9 @@ def check_quantiles(metrics_text):
                 if count >= q * total:
                     return le * 1e6
             return float("inf")
-        out[door] = {"checks": total, "p50_us_at_most": within(0.5), "p99_us_at_most": within(0.99)}
+        at_5us = next((count for le, count in bounds if abs(le - 5e-6) < 1e-12), None)
+        out[door] = {"checks": total, "p50_us_at_most": within(0.5), "p99_us_at_most": within(0.99),
+                     "share_within_5us": None if at_5us is None else at_5us / total}
     return out
 
 
