@@ -15,14 +15,13 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ROOT, free_port, status, wait_port, wrk  # noqa: E402  (the sibling bench)
+from run import (ROOT, free_port, require_allowed, start_backend, stop, summary,  # noqa: E402
+                 synthetic, wait_port, wrk)  # (the sibling bench)
 
 
 def main():
@@ -41,24 +40,8 @@ def main():
     d = tempfile.mkdtemp(prefix="netacl-pingora-bench-")
     procs = []
     try:
-        synthetic = os.path.join(ROOT, "target/release/examples/synthetic_files")
-        subprocess.run([synthetic, str(args.rules), str(args.cidrs), "10",
-                        f"{d}/rules.json", f"{d}/requests.jsonl"], check=True,
-                       stdout=subprocess.DEVNULL)
-        up = free_port()
-        os.makedirs(f"{d}/backend", exist_ok=True)
-        with open(f"{d}/backend/nginx.conf", "w") as f:
-            f.write(f"""daemon off; worker_processes 1; pid {d}/backend/nginx.pid;
-error_log {d}/backend/error.log warn;
-events {{ worker_connections 4096; }}
-http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}/backend/t;
-  fastcgi_temp_path {d}/backend/t; uwsgi_temp_path {d}/backend/t; scgi_temp_path {d}/backend/t;
-  server {{ listen 127.0.0.1:{up}; location / {{ return 200 "ok"; }} }}
-}}
-""")
-        procs.append(subprocess.Popen(["nginx", "-p", f"{d}/backend/", "-c",
-                                       f"{d}/backend/nginx.conf"], stderr=subprocess.DEVNULL))
-        wait_port(up)
+        synthetic(d, args.rules, args.cidrs)
+        up, _ = start_backend(d, procs)
         configs = {}
 
         def start(name, cmd):
@@ -75,38 +58,19 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
               + common)
         start("edge_netacl", [args.netacl, "edge", "--upstream", f"http://127.0.0.1:{up}"]
               + rules + common)
-        for name, port in configs.items():
-            got = status(port)
-            if got != 200:
-                sys.exit(f"{name}: the bench request got {got}, not 200: the comparison would "
-                         "measure refusals")
+        require_allowed(configs)
         rounds = {name: [] for name in configs}
         for _ in range(args.rounds):
             for name, port in configs.items():
                 rounds[name].append(wrk(port, args.duration, args.connections))
-        report = {"rules": args.rules, "cidrs": args.cidrs, "rounds": args.rounds,
-                  "duration_s": args.duration, "connections": args.connections,
-                  "loadavg_after": open("/proc/loadavg").read().split()[:3], "configs": {}}
-        for name, runs in rounds.items():
-            report["configs"][name] = {
-                "requests_per_second_median": statistics.median(r["requests_per_second"] for r in runs),
-                "p50_ms_median": statistics.median(r["p50_ms"] for r in runs),
-                "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
-                "rounds": runs}
+        report = summary(args, rounds)
         c = report["configs"]
         rps = {name: c[name]["requests_per_second_median"] for name in c}
         report["pingora_netacl_over_acl_off"] = rps["pingora_netacl"] / rps["pingora_acl_off"]
         report["pingora_netacl_over_edge"] = rps["pingora_netacl"] / rps["edge_netacl"]
         print(json.dumps(report, indent=2))
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        shutil.rmtree(d, ignore_errors=True)
+        stop(procs, d)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,74 @@ def wrk(port, duration, connections):
             "non_2xx": int(non2xx.group(1)) if non2xx else 0}
 
 
+def synthetic(d, rules, cidrs):
+    """The rule set and request mix of `synthetic_files` in `d` (rules.json, requests.jsonl)."""
+    subprocess.run([os.path.join(ROOT, "target/release/examples/synthetic_files"), str(rules),
+                    str(cidrs), "10", f"{d}/rules.json", f"{d}/requests.jsonl"], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def start_backend(d, procs, noop_auth=False):
+    """One nginx in `d/backend`: the upstream (`return 200`) and, with `noop_auth`, a do-nothing
+    auth server (`return 204`). Its ports (upstream, auth or None), once it listens."""
+    up = free_port()
+    noop = free_port() if noop_auth else None
+    auth = f"  server {{ listen 127.0.0.1:{noop}; location / {{ return 204; }} }}\n" if noop else ""
+    os.makedirs(f"{d}/backend", exist_ok=True)
+    with open(f"{d}/backend/nginx.conf", "w") as f:
+        f.write(f"""daemon off; worker_processes 1; pid {d}/backend/nginx.pid;
+error_log {d}/backend/error.log warn;
+events {{ worker_connections 4096; }}
+http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}/backend/t;
+  fastcgi_temp_path {d}/backend/t; uwsgi_temp_path {d}/backend/t; scgi_temp_path {d}/backend/t;
+  server {{ listen 127.0.0.1:{up}; location / {{ return 200 "ok"; }} }}
+{auth}}}
+""")
+    procs.append(subprocess.Popen(["nginx", "-p", f"{d}/backend/", "-c",
+                                   f"{d}/backend/nginx.conf"], stderr=subprocess.DEVNULL))
+    wait_port(up)
+    if noop:
+        wait_port(noop)
+    return up, noop
+
+
+def require_allowed(configs):
+    """Every configuration answers the bench request with 200 (else the rounds would measure
+    refusals)."""
+    for name, port in configs.items():
+        got = status(port)
+        if got != 200:
+            sys.exit(f"{name}: the bench request got {got}, not 200: the comparison would "
+                     "measure refusals")
+
+
+def summary(args, rounds):
+    """The report's common part: the settings, the load after the rounds, and per configuration
+    the medians of requests/s, p50 and p99 with every round."""
+    report = {"rules": args.rules, "cidrs": args.cidrs, "rounds": args.rounds,
+              "duration_s": args.duration, "connections": args.connections,
+              "loadavg_after": open("/proc/loadavg").read().split()[:3], "configs": {}}
+    for name, runs in rounds.items():
+        report["configs"][name] = {
+            "requests_per_second_median": statistics.median(r["requests_per_second"] for r in runs),
+            "p50_ms_median": statistics.median(r["p50_ms"] for r in runs),
+            "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
+            "rounds": runs}
+    return report
+
+
+def stop(procs, d):
+    """Stops every process (SIGTERM, then SIGKILL after 10 s) and removes `d`."""
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def check_quantiles(metrics_text):
     """Per door, from the netacl_edge_door_check_seconds histogram on /metrics: the number of
     checks and the bucket bounds (in µs) within which half and 99% of them took."""
@@ -132,25 +200,9 @@ def main():
     d = tempfile.mkdtemp(prefix="netacl-proxies-")
     procs = []
     try:
-        synthetic = os.path.join(ROOT, "target/release/examples/synthetic_files")
-        subprocess.run([synthetic, str(args.rules), str(args.cidrs), "10",
-                        f"{d}/rules.json", f"{d}/requests.jsonl"], check=True,
-                       stdout=subprocess.DEVNULL)
+        synthetic(d, args.rules, args.cidrs)
         # The upstream (200) and the do-nothing auth server (204), one nginx.
-        up, noop = free_port(), free_port()
-        os.makedirs(f"{d}/backend", exist_ok=True)
-        with open(f"{d}/backend/nginx.conf", "w") as f:
-            f.write(f"""daemon off; worker_processes 1; pid {d}/backend/nginx.pid;
-error_log {d}/backend/error.log warn;
-events {{ worker_connections 4096; }}
-http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}/backend/t;
-  fastcgi_temp_path {d}/backend/t; uwsgi_temp_path {d}/backend/t; scgi_temp_path {d}/backend/t;
-  server {{ listen 127.0.0.1:{up}; location / {{ return 200 "ok"; }} }}
-  server {{ listen 127.0.0.1:{noop}; location / {{ return 204; }} }}
-}}
-""")
-        procs.append(subprocess.Popen(["nginx", "-p", f"{d}/backend/", "-c",
-                                       f"{d}/backend/nginx.conf"], stderr=subprocess.DEVNULL))
+        up, noop = start_backend(d, procs, noop_auth=True)
         fa, spoe, authz, metrics = free_port(), free_port(), free_port(), free_port()
         procs.append(subprocess.Popen(
             [args.netacl, "edge", "--rules-file", f"{d}/rules.json",
@@ -158,7 +210,7 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
              "--ext-authz-listen", f"127.0.0.1:{authz}",
              "--metrics-listen", f"127.0.0.1:{metrics}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for port in (up, noop, fa, spoe, authz):
+        for port in (fa, spoe, authz):
             wait_port(port)
         configs = {}
 
@@ -194,11 +246,7 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
         if args.only != "nginx":
             proxy("haproxy_netacl", "haproxy", f"127.0.0.1:{spoe}")
             proxy("haproxy_no_filter", "haproxy", f"127.0.0.1:{spoe}", strip_filter=True)
-        for name, port in configs.items():
-            got = status(port)
-            if got != 200:
-                sys.exit(f"{name}: the bench request got {got}, not 200: the comparison would "
-                         "measure refusals")
+        require_allowed(configs)
         rounds = {name: [] for name in configs}
         latency = os.path.join(ROOT, "target/release/examples/ext_authz_latency")
         authz_rounds = []
@@ -211,15 +259,7 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
                                       "--checks", str(args.checks)],
                                      check=True, capture_output=True, text=True).stdout
                 authz_rounds.append(json.loads(out))
-        report = {"rules": args.rules, "cidrs": args.cidrs, "rounds": args.rounds,
-                  "duration_s": args.duration, "connections": args.connections,
-                  "loadavg_after": open("/proc/loadavg").read().split()[:3], "configs": {}}
-        for name, runs in rounds.items():
-            report["configs"][name] = {
-                "requests_per_second_median": statistics.median(r["requests_per_second"] for r in runs),
-                "p50_ms_median": statistics.median(r["p50_ms"] for r in runs),
-                "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
-                "rounds": runs}
+        report = summary(args, rounds)
         c = report["configs"]
         if "nginx_netacl" in c:
             report["nginx_netacl_over_noop_auth"] = (
@@ -242,14 +282,7 @@ http {{ access_log off; client_body_temp_path {d}/backend/t; proxy_temp_path {d}
         report["door_check_time"] = check_quantiles(text)
         print(json.dumps(report, indent=2))
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        shutil.rmtree(d, ignore_errors=True)
+        stop(procs, d)
 
 
 if __name__ == "__main__":
