@@ -215,8 +215,15 @@ fn target(bytes: &[u8]) -> Option<Uri> {
     }
     let uri = Uri::try_from(bytes).ok()?;
     match (uri.scheme_str(), uri.authority(), uri.path_and_query()) {
-        (Some("http" | "https"), Some(_), Some(path)) if path.as_str().starts_with('/') => {
-            Some(Uri::from(path.clone()))
+        // An absolute URI's path may be empty (`http://host?q`, `http://host#f`); its target is
+        // then `/` (RFC 9112, 3.2.1), and the fragment is no part of it. `PathAndQuery::path`
+        // gives `/` for the empty path, so the target is rebuilt from the path and the query.
+        (Some("http" | "https"), Some(_), Some(path)) => {
+            let origin = match path.query() {
+                Some(query) => format!("{}?{query}", path.path()),
+                None => path.path().to_owned(),
+            };
+            PathAndQuery::try_from(origin).ok().map(Uri::from)
         }
         (Some("http" | "https"), Some(_), None) => Some(Uri::from_static("/")),
         _ => None,

@@ -267,3 +267,27 @@ fn facts_fall_back_to_the_original_headers_then_the_request() {
     assert_eq!(facts.uri, "/own?q");
     assert!(facts.host.is_none());
 }
+
+#[test]
+fn an_absolute_target_with_an_empty_path_is_the_root() {
+    // The fuzz target found `http://app#example/…`: http keeps the path before the fragment
+    // empty, and the facts' target had no path at all (a URI rules could not match as a path).
+    for (given, read) in [
+        ("http://app#example/a%2Fb?q", "/"),
+        ("http://app.example?x=1", "/?x=1"),
+        ("https://app.example?x=1#f", "/?x=1"),
+        ("http://app.example/a%2Fb?q#f", "/a%2Fb?q"),
+        ("http://app.example", "/"),
+    ] {
+        let facts = read_facts(
+            &Method::GET,
+            &Uri::from_static("/own"),
+            &headers(&[("x-original-uri", given)]),
+            &FactsOptions::default(),
+            true,
+        )
+        .unwrap_or_else(|error| panic!("{given}: {error}"));
+        assert_eq!(facts.uri, read, "{given}");
+        assert_eq!(facts.uri.path().chars().next(), Some('/'), "{given}");
+    }
+}
