@@ -43,6 +43,7 @@ pub use proxy::{
     METRICS_MAX_CONNECTIONS,
 };
 pub use signals::httpsig::HeaderLookup;
+pub use sources::list_files;
 pub use sources::policy_sources::PolicySources;
 pub use sources::source::{
     spawn_file_source, spawn_file_source_with, spawn_remote_source, spawn_remote_source_with,

@@ -177,7 +177,7 @@ pub struct Args {
         value_name = "NAME=PATH",
         env = "NETACL_EDGE_MANAGED_LISTS",
         value_delimiter = ',',
-        value_parser = crate::args::managed_list::parse_flag
+        value_parser = netacl_edge::list_files::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// How often the rule file is checked for changes.
@@ -227,7 +227,7 @@ struct Plan {
     config: EdgeConfig,
     /// The front doors (their listener limits are the edge's, set when they start).
     doors: Doors,
-    list_files: Vec<crate::args::managed_list::ListFile>,
+    list_files: Vec<netacl_edge::list_files::ListFile>,
     platform: Option<(Arc<netacl_edge::TenantRouter>, RemoteTenants)>,
 }
 
@@ -319,7 +319,7 @@ fn config(args: Args) -> anyhow::Result<Plan> {
     config.front_doors = doors.any();
     args.tls.apply(&mut config);
     args.listener.apply(&mut config.limits);
-    let (lists, files) = crate::args::managed_list::load_all(
+    let (lists, files) = netacl_edge::list_files::load_all(
         &args.managed_list,
         netacl_model::Limits::default().max_entries_per_set,
     )
@@ -711,19 +711,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|(_, d)| d.local_addr())
         };
         let _list_reloader = match (edge.policy_sources(), list_files.is_empty()) {
-            (Some(sources), false) => Some(crate::args::managed_list::spawn_reloader(
-                list_files,
-                netacl_model::Limits::default().max_entries_per_set,
-                move |name, list| {
-                    let sources = Arc::clone(&sources);
-                    async move {
-                        sources
-                            .set_local_list(name, list)
-                            .await
-                            .map_err(|err| err.to_string())
-                    }
-                },
-            )),
+            (Some(sources), false) => {
+                Some(netacl_edge::list_files::follow_in_edge(list_files, sources))
+            }
             _ => None,
         };
         let show = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());

@@ -57,7 +57,7 @@ pub struct Args {
     #[arg(
         long = "managed-list",
         value_name = "NAME=PATH",
-        value_parser = crate::args::managed_list::parse_flag
+        value_parser = netacl_edge::list_files::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// A GeoIP2/GeoLite2 City (or Country) database: request lines with a client address and
@@ -125,7 +125,7 @@ fn load_policy(
         }
     };
     drop(value);
-    let lists = match crate::args::managed_list::load_all(
+    let lists = match netacl_edge::list_files::load_all(
         &args.managed_list,
         args.limits.limits().max_entries_per_set,
     ) {

@@ -141,7 +141,7 @@ pub struct Args {
         value_name = "NAME=PATH",
         env = "NETACL_MANAGED_LISTS",
         value_delimiter = ',',
-        value_parser = crate::args::managed_list::parse_flag
+        value_parser = netacl_edge::list_files::parse_flag
     )]
     managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// The edge run in process (`--edge-*`; boxed: the flags are many).
@@ -326,7 +326,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     };
     let max_list_entries = args.limits.limits().max_entries_per_set;
     let (file_lists, list_files) =
-        crate::args::managed_list::load_all(&args.managed_list, max_list_entries)
+        netacl_edge::list_files::load_all(&args.managed_list, max_list_entries)
             .map_err(anyhow::Error::msg)?;
     let secrets_key = Arc::new(resolve_secrets_key(
         args.secrets_key_file.as_deref(),
@@ -406,20 +406,16 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     });
     let _list_reloader = (!list_files.is_empty()).then(|| {
         let service = service.clone();
-        crate::args::managed_list::spawn_reloader(
-            list_files,
-            max_list_entries,
-            move |name, list| {
-                let service = service.clone();
-                async move {
-                    service
-                        .load_file_list(name, list)
-                        .await
-                        .map(|_| ())
-                        .map_err(|err| err.message().to_owned())
-                }
-            },
-        )
+        netacl_edge::list_files::spawn_reloader(list_files, max_list_entries, move |name, list| {
+            let service = service.clone();
+            async move {
+                service
+                    .load_file_list(name, list)
+                    .await
+                    .map(|_| ())
+                    .map_err(|err| err.message().to_owned())
+            }
+        })
     });
     // The edge shares the service's engine: what the write path (or the store follower)
     // installs is what the edge enforces, from the moment it is installed.

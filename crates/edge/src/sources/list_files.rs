@@ -1,5 +1,5 @@
-//! `--managed-list NAME=PATH` (`serve`, `edge`, `eval`): the content of a managed list from a
-//! file, and reloading it when it changes.
+//! `--managed-list NAME=PATH` (`netacl serve`, `netacl edge`, `netacl eval`, `netacl-pingora`):
+//! the content of a managed list from a file, and reloading it when it changes.
 //!
 //! A list file holds one entry a line (an IPv4 or IPv6 address or CIDR, a JA3 or a JA4
 //! fingerprint); blank lines and `#` comments (whole-line or after an entry) are ignored. At
@@ -13,6 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use netacl_model::{ManagedList, ManagedListName, ManagedLists};
+
+use crate::PolicySources;
 
 /// How often list files are checked for changes.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
@@ -161,6 +163,28 @@ where
             }
         }
     })
+}
+
+/// [`spawn_reloader`] for an edge (`netacl edge`, `netacl-pingora`): each changed file's content
+/// is put in force in the edge's policy sources ([`crate::RunningEdge::policy_sources`]), the
+/// policy recompiled with it; lists hold at most the model's default entries per set.
+pub fn follow_in_edge(
+    files: Vec<ListFile>,
+    sources: Arc<PolicySources>,
+) -> tokio::task::JoinHandle<()> {
+    spawn_reloader(
+        files,
+        netacl_model::Limits::default().max_entries_per_set,
+        move |name, list| {
+            let sources = Arc::clone(&sources);
+            async move {
+                sources
+                    .set_local_list(name, list)
+                    .await
+                    .map_err(|err| err.to_string())
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
+use netacl_edge::list_files::{self, ListFile};
 use netacl_edge::{
     spawn_tenant_source, start_edge, EdgeConfig, ForwardedHeader, RemoteRules, RemoteTenants,
     RulesSource, TenantRouter, TlsFiles, TrustedProxies,
@@ -55,6 +56,28 @@ struct Args {
         default_value = "x-forwarded-for"
     )]
     forwarded_header: String,
+    /// MaxMind City or Country database (country and subdivision), compiled into the policy.
+    #[arg(long, env = "NETACL_PINGORA_GEOIP_CITY")]
+    geoip_city: Option<PathBuf>,
+    /// MaxMind ASN database, compiled into the policy.
+    #[arg(long, env = "NETACL_PINGORA_GEOIP_ASN")]
+    geoip_asn: Option<PathBuf>,
+    /// How often the GeoIP files are checked for changes (e.g. `60s`).
+    #[arg(long, env = "NETACL_PINGORA_GEOIP_RELOAD_INTERVAL", default_value = "60s", value_parser = parse_duration)]
+    geoip_reload_interval: Duration,
+    /// The content of a managed list (`auth0_managed`) from a file: NAME=PATH, one entry a
+    /// line; repeatable (comma-separated in the variable). Wins over the list the admin server
+    /// of --rules-url sends. Checked every second; a malformed file is logged and the last good
+    /// content stays. Not with --platform-url (each tenant's lists come from the platform).
+    #[arg(
+        long = "managed-list",
+        value_name = "NAME=PATH",
+        env = "NETACL_PINGORA_MANAGED_LISTS",
+        value_delimiter = ',',
+        value_parser = netacl_edge::list_files::parse_flag,
+        conflicts_with = "platform_url"
+    )]
+    managed_list: Vec<(netacl_model::ManagedListName, PathBuf)>,
     /// Load the rules from a file (JSON array of records, or `{"network_acls": [...]}`),
     /// reloaded when it changes; a file that does not load is refused, the last good rules stay.
     #[arg(long, env = "NETACL_PINGORA_RULES_FILE", conflicts_with_all = ["rules_url", "platform_url"])]
@@ -141,10 +164,20 @@ struct Args {
 }
 
 /// The edge's policy sources, counters and metrics listener, without its listeners (Pingora
-/// serves): `netacl edge`'s configuration with `front_doors` set.
-fn edge_config(args: &Args) -> anyhow::Result<(EdgeConfig, Option<RemoteTenants>)> {
+/// serves): `netacl edge`'s configuration with `front_doors` set, and the managed list files
+/// to follow.
+fn edge_config(args: &Args) -> anyhow::Result<(EdgeConfig, Option<RemoteTenants>, Vec<ListFile>)> {
     let mut config = EdgeConfig::new(http::Uri::default());
     config.front_doors = true;
+    config.geoip_city = args.geoip_city.clone();
+    config.geoip_asn = args.geoip_asn.clone();
+    config.geoip_reload_interval = args.geoip_reload_interval;
+    let (lists, files) = list_files::load_all(
+        &args.managed_list,
+        netacl_model::Limits::default().max_entries_per_set,
+    )
+    .map_err(anyhow::Error::msg)?;
+    config.managed_lists = lists;
     config.trusted_proxies = TrustedProxies::parse(&args.trusted_proxy)?;
     config.forwarded_header =
         ForwardedHeader::parse(&args.forwarded_header).with_context(|| {
@@ -178,7 +211,7 @@ fn edge_config(args: &Args) -> anyhow::Result<(EdgeConfig, Option<RemoteTenants>
         let remote = RemoteTenants::new(url, text.trim().to_owned());
         config.tenants = Some(Arc::new(TenantRouter::new()));
         config.platform = Some(remote.clone());
-        return Ok((config, Some(remote)));
+        return Ok((config, Some(remote), files));
     }
     config.rules = match (&args.rules_url, &args.rules_file) {
         (Some(url), _) => {
@@ -199,7 +232,7 @@ fn edge_config(args: &Args) -> anyhow::Result<(EdgeConfig, Option<RemoteTenants>
         (None, None) if !config.acl_enabled => RulesSource::Engine,
         (None, None) => bail!("give --rules-file, --rules-url or --platform-url (or --acl off)"),
     };
-    Ok((config, None))
+    Ok((config, None, files))
 }
 
 /// The connection cap lowered, when needed, to what the descriptor limit (raised to its hard
@@ -284,7 +317,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (edge_config, platform) = edge_config(&args)?;
+    let (edge_config, platform, files) = edge_config(&args)?;
     // Pingora's no-steal runtime: one current-thread runtime per CPU, each connection served
     // on one of them.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -308,6 +341,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         let engine = Arc::new(netacl_eval::Engine::new());
         let edge = start_edge(engine, edge_config).await?;
         let enforcer = Arc::clone(edge.enforcer());
+        let _list_reloader = match (edge.policy_sources(), files.is_empty()) {
+            (Some(sources), false) => Some(list_files::follow_in_edge(files, sources)),
+            _ => None,
+        };
         let mut proxy = NetaclProxy::new(Arc::clone(&enforcer), upstream)
             .with_timeouts(args.header_read_timeout, args.idle_timeout);
         if !acl {
