@@ -1,6 +1,7 @@
 //! The route table: one entry per operation. The router and the OpenAPI document are both built
 //! from it, so they cannot drift apart.
 mod organization_operations;
+mod route;
 use std::collections::BTreeMap;
 
 use axum::middleware::from_fn;
@@ -20,28 +21,9 @@ use crate::AppState;
 use axum::response::Response;
 use http::StatusCode;
 use netacl_model::Limits;
+pub(crate) use route::Route;
+use route::PAGING;
 use serde_json::{Map, Value};
-
-/// One entry of the route table: an operation as the OpenAPI document describes it, and the
-/// handler that answers it.
-pub(crate) struct Route {
-    pub(crate) operation: Operation,
-    route: fn() -> MethodRouter,
-}
-
-const PAGING: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Answer an envelope with start, limit and total.",
-    ),
-];
 
 const WATCH: &[(&str, &str, &str)] = &[
     (

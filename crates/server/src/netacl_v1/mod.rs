@@ -69,7 +69,7 @@ pub(crate) async fn dry_run(
             let source = if acls.is_some() { "body" } else { "live" };
             let rules = match &acls {
                 Some(acls) => {
-                    crate::resources::network_acls::rule_set_from_body(acls, &config.limits)?
+                    crate::resources::rule_sets::rule_set_from_body(acls, &config.limits)?
                 }
                 None => {
                     let snapshot = state.inner.tenant.snapshot();

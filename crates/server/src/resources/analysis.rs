@@ -94,7 +94,7 @@ pub(crate) async fn analyze(
     let mut fields = object_body(&state, raw, &headers, body, &["network_acls"]).await?;
     let rules = match fields.remove("network_acls") {
         Some(acls) => {
-            crate::resources::network_acls::rule_set_from_body(&acls, &state.inner.config.limits)?
+            crate::resources::rule_sets::rule_set_from_body(&acls, &state.inner.config.limits)?
         }
         None => live_rules(&state),
     };

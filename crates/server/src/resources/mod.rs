@@ -21,6 +21,7 @@ pub(crate) mod managed_lists;
 pub(crate) mod network_acls;
 pub(crate) mod organizations;
 pub(crate) mod rule_counts;
+pub(crate) mod rule_sets;
 pub(crate) mod sessions;
 pub(crate) mod signing_keys;
 pub(crate) mod tenant_schemas;

@@ -5,11 +5,8 @@ use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use netacl_model::{
-    AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, RuleSet, Timestamp, ValidationError,
-};
+use netacl_model::{AclId, NetworkAcl, NetworkAclPatch, NetworkAclSpec, Timestamp};
 use rand::RngCore;
-use serde_json::Value;
 
 use crate::http::body::{read_write_body, FormShape};
 use crate::http::error::{ApiError, JSON_UTF8};
@@ -258,40 +255,4 @@ fn random_u128() -> u128 {
     let mut bytes = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     u128::from_le_bytes(bytes)
-}
-
-/// Records (with `id`) or create bodies (without; they get ids `acl_111…1`, `acl_111…2`, ... in
-/// order) into a rule set at version 0.
-pub(crate) fn rule_set_from_body(
-    acls: &Value,
-    limits: &netacl_model::Limits,
-) -> Result<RuleSet, ApiError> {
-    let Value::Array(items) = acls else {
-        return Err(ValidationError::new("network_acls", "Expected type array").into());
-    };
-    let mut rules = RuleSet::default();
-    for (index, item) in items.iter().enumerate() {
-        let nest = |err: ValidationError| {
-            let path = if err.path.is_empty() {
-                format!("network_acls[{index}]")
-            } else {
-                format!("network_acls[{index}].{}", err.path)
-            };
-            ValidationError::new(path, err.reason)
-        };
-        let acl = if item.get("id").is_some() {
-            NetworkAcl::from_json(item, limits).map_err(nest)?
-        } else {
-            let spec = NetworkAclSpec::from_json(item, limits).map_err(nest)?;
-            let epoch = Timestamp::from_unix_millis(0);
-            NetworkAcl {
-                id: AclId::from_random(index as u128 + 1),
-                spec,
-                created_at: epoch,
-                updated_at: epoch,
-            }
-        };
-        rules.acls.push(acl);
-    }
-    Ok(rules)
 }

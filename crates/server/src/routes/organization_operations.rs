@@ -3,7 +3,7 @@
 use axum::routing::{delete, get, patch, post};
 use http::Method;
 
-use super::{Route, PAGING};
+use super::route::{Route, PAGING};
 use crate::openapi::{BodySchema, Operation};
 use crate::resources::organizations::connections as org_connections;
 use crate::resources::{clients, connections, organizations};

@@ -14,11 +14,8 @@
 //! store bumps the tenant's version (a list changes decisions like a rule does), and the new
 //! snapshot carries both. A list given by a file on this node wins over the stored one of the
 //! same name and cannot be written through the API.
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use bytes::Bytes;
-use netacl_eval::ManagedIndex;
 use netacl_model::{
     AclId, KeyMaterial, Limits, ManagedList, ManagedListName, ManagedLists, NetworkAcl,
     NetworkAclKey, NetworkAclKeyId, RuleSet, ValidationError,
@@ -31,127 +28,17 @@ use netacl_store::{
 use tokio::sync::{watch, Mutex};
 
 pub(crate) use error::WriteError;
+use keys::KEY_PURPOSE;
+pub(crate) use keys::{KeysState, LiveKey, KEY_TRANSIT_PURPOSE};
 use policy::{Policy, PolicyEngine};
+pub(crate) use snapshot::{AclSnapshot, ListEntry, ListSource, ListsState, StoredAcl};
 
 pub(crate) mod error;
+pub(crate) mod keys;
 pub(crate) mod policy;
 pub(crate) mod rollback;
 pub(crate) mod samples;
-
-/// One committed record and its JSON form, rendered once.
-pub(crate) struct StoredAcl {
-    pub(crate) acl: NetworkAcl,
-    pub(crate) json: Bytes,
-}
-
-impl StoredAcl {
-    pub(crate) fn new(acl: NetworkAcl) -> Arc<Self> {
-        let json = Bytes::from(acl.to_json().to_string());
-        Arc::new(Self { acl, json })
-    }
-}
-
-/// Where a managed list's content comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListSource {
-    /// Written through the API, stored in the database.
-    Api,
-    /// A `--managed-list` file of this node.
-    File,
-}
-
-impl ListSource {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ListSource::Api => "api",
-            ListSource::File => "file",
-        }
-    }
-}
-
-/// One managed list in force.
-#[derive(Debug, Clone)]
-pub(crate) struct ListEntry {
-    pub(crate) list: Arc<ManagedList>,
-    pub(crate) source: ListSource,
-    /// The tenant version its content took effect at (for a stored list: the version its last
-    /// write produced).
-    pub(crate) version: u64,
-    /// When it was last written (stored lists) or loaded (files), in milliseconds.
-    pub(crate) updated_at_ms: i64,
-}
-
-/// The managed lists in force: the stored ones, this node's files, and the index compiled from
-/// what is effective (a file wins over the stored list of the same name).
-pub(crate) struct ListsState {
-    stored: [Option<ListEntry>; 5],
-    files: [Option<ListEntry>; 5],
-    pub(crate) index: Arc<ManagedIndex>,
-}
-
-impl ListsState {
-    fn build(stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
-        let mut lists = ManagedLists::new();
-        for name in ManagedListName::ALL {
-            let entry = files[name.index()]
-                .as_ref()
-                .or(stored[name.index()].as_ref());
-            lists.set(name, entry.map(|e| Arc::clone(&e.list)));
-        }
-        let index = if lists.is_empty() {
-            ManagedIndex::empty()
-        } else {
-            Arc::new(ManagedIndex::build(&lists))
-        };
-        Self {
-            stored,
-            files,
-            index,
-        }
-    }
-
-    /// The same index when the effective content did not change (no rebuild).
-    fn rebuilt(&self, stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
-        let next = |stored: &[Option<ListEntry>; 5], files: &[Option<ListEntry>; 5]| {
-            let mut lists = ManagedLists::new();
-            for name in ManagedListName::ALL {
-                let entry = files[name.index()]
-                    .as_ref()
-                    .or(stored[name.index()].as_ref());
-                lists.set(name, entry.map(|e| Arc::clone(&e.list)));
-            }
-            lists
-        };
-        if next(&stored, &files).same_content(self.index.lists()) {
-            return Self {
-                stored,
-                files,
-                index: Arc::clone(&self.index),
-            };
-        }
-        Self::build(stored, files)
-    }
-
-    /// The list in force for `name`, if any.
-    pub(crate) fn effective(&self, name: ManagedListName) -> Option<&ListEntry> {
-        self.files[name.index()]
-            .as_ref()
-            .or(self.stored[name.index()].as_ref())
-    }
-
-    /// Whether `name` is given by a file of this node.
-    pub(crate) fn is_from_file(&self, name: ManagedListName) -> bool {
-        self.files[name.index()].is_some()
-    }
-
-    /// `(name, version)` of every stored list (what the store need not send again).
-    fn stored_versions(&self) -> Vec<(ManagedListName, u64)> {
-        ManagedListName::ALL
-            .into_iter()
-            .filter_map(|n| self.stored[n.index()].as_ref().map(|e| (n, e.version)))
-            .collect()
-    }
-}
+pub(crate) mod snapshot;
 
 /// The stored lists of a store read, reusing the content this node already holds for lists
 /// whose version did not change.
@@ -182,66 +69,6 @@ fn stored_entries(
         });
     }
     Ok(stored)
-}
-
-/// The purpose network ACL key material is sealed under (bound into the sealed value).
-const KEY_PURPOSE: &str = "network_acl_key";
-
-/// The purpose network ACL key material is sealed under in transit to an edge.
-pub(crate) const KEY_TRANSIT_PURPOSE: &str = "network_acl_key";
-
-/// One network ACL key in force: its record and its material, opened once at load (or kept
-/// from the create request). The material stays in memory, wiped when dropped, for two uses
-/// only: the prepared HMAC keys the in-process edge verifies with, and sealing to a remote
-/// edge (the watch, see `internal::watch`). It is never serialised.
-pub(crate) struct LiveKey {
-    pub(crate) record: NetworkAclKey,
-    pub(crate) material: KeyMaterial,
-}
-
-/// The network ACL keys of a tenant at one version, newest first.
-#[derive(Default)]
-pub(crate) struct KeysState {
-    keys: Vec<Arc<LiveKey>>,
-}
-
-impl KeysState {
-    fn new(mut keys: Vec<Arc<LiveKey>>) -> Self {
-        keys.sort_by(|a, b| {
-            (b.record.created_at, b.record.id.as_str())
-                .cmp(&(a.record.created_at, a.record.id.as_str()))
-        });
-        Self { keys }
-    }
-
-    /// Every key, newest first.
-    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &Arc<LiveKey>> {
-        self.keys.iter()
-    }
-
-    /// The key with this id.
-    pub(crate) fn get(&self, id: &NetworkAclKeyId) -> Option<&Arc<LiveKey>> {
-        self.keys.iter().find(|k| &k.record.id == id)
-    }
-
-    /// The keys the active rules of `rules` name (the only ones an edge needs), with their
-    /// material.
-    pub(crate) fn named_by<'a>(
-        &'a self,
-        acls: impl IntoIterator<Item = &'a NetworkAcl>,
-    ) -> impl Iterator<Item = &'a Arc<LiveKey>> + 'a {
-        NetworkAcl::message_signature_keys(acls)
-            .into_iter()
-            .filter_map(|id| self.get(id))
-    }
-
-    /// The HMAC keys prepared for the keys the active rules of `rules` name.
-    pub(crate) fn mac_keys_for(&self, rules: &RuleSet) -> netacl_secrets::MacKeys {
-        netacl_secrets::MacKeys::new(
-            self.named_by(&rules.acls)
-                .map(|k| (k.record.id.as_str(), k.material.expose())),
-        )
-    }
 }
 
 /// Opens the stored keys with the key-encryption key; a key that does not open (another KEK,
@@ -309,65 +136,6 @@ fn rules_naming_key(records: &[Arc<StoredAcl>], id: &NetworkAclKeyId) -> Vec<Str
         })
         .map(|stored| stored.acl.id.to_string())
         .collect()
-}
-
-/// The committed network ACLs and managed lists of a tenant at one version.
-pub(crate) struct AclSnapshot {
-    pub(crate) version: u64,
-    /// Ascending by priority, then id.
-    pub(crate) ordered: Vec<Arc<StoredAcl>>,
-    by_id: HashMap<AclId, Arc<StoredAcl>>,
-    /// The managed lists in force at this version.
-    pub(crate) lists: Arc<ListsState>,
-    /// The network ACL keys at this version.
-    pub(crate) keys: Arc<KeysState>,
-}
-
-impl AclSnapshot {
-    fn new(
-        version: u64,
-        mut ordered: Vec<Arc<StoredAcl>>,
-        lists: Arc<ListsState>,
-        keys: Arc<KeysState>,
-    ) -> Self {
-        ordered.sort_by(|a, b| {
-            (a.acl.spec.priority, a.acl.id.as_str()).cmp(&(b.acl.spec.priority, b.acl.id.as_str()))
-        });
-        let by_id = ordered
-            .iter()
-            .map(|stored| (stored.acl.id.clone(), Arc::clone(stored)))
-            .collect();
-        Self {
-            version,
-            ordered,
-            by_id,
-            lists,
-            keys,
-        }
-    }
-
-    /// The record with this id.
-    pub(crate) fn get(&self, id: &AclId) -> Option<&Arc<StoredAcl>> {
-        self.by_id.get(id)
-    }
-
-    /// A JSON array of the records `[from, to)`, concatenated from their rendered forms.
-    pub(crate) fn json_array(&self, from: usize, to: usize) -> Vec<u8> {
-        let slice = self
-            .ordered
-            .get(from..to.min(self.ordered.len()))
-            .unwrap_or(&[]);
-        let mut out = Vec::with_capacity(2 + slice.iter().map(|s| s.json.len() + 1).sum::<usize>());
-        out.push(b'[');
-        for (index, stored) in slice.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(&stored.json);
-        }
-        out.push(b']');
-        out
-    }
 }
 
 /// A change to a tenant's network ACLs or managed lists.
@@ -606,7 +374,7 @@ impl TenantRuntime {
         let mut records: Vec<Arc<StoredAcl>> = current.ordered.clone();
         let mut stored = current.lists.stored.clone();
         let mut files = current.lists.files.clone();
-        let mut keys: Vec<Arc<LiveKey>> = current.keys.keys.clone();
+        let mut keys: Vec<Arc<LiveKey>> = current.keys.newest_first().cloned().collect();
         let next_version = current.version + 1;
         let now = netacl_model::Timestamp::now().unix_millis();
         let list_entry = |list: &Arc<ManagedList>, source| ListEntry {

@@ -40,7 +40,7 @@ impl Policy {
         rules: &RuleSet,
         limits: &Limits,
         managed: &Arc<ManagedIndex>,
-        keys: &super::KeysState,
+        keys: &super::keys::KeysState,
     ) -> Result<Policy, CompileFailure> {
         let policy = CompiledPolicy::compile_with_lists(rules, limits, managed)?;
         let named = keys.mac_keys_for(rules);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use netacl_model::{NetworkAcl, Timestamp};
 
 use super::error::WriteError;
-use super::{AclSnapshot, StoredAcl};
+use super::snapshot::{AclSnapshot, StoredAcl};
 
 /// The records a rollback to `version` leaves in force: the rule set of `version` (`then`),
 /// each record that is unchanged but for `updated_at` kept as it is now, each other one stamped
