@@ -13,7 +13,8 @@ mod resources;
 mod routes;
 mod service;
 mod tenancy;
-mod tenant;
+// The tenant runtime (crate `netacl-tenant`), under the name the modules use.
+use netacl_tenant as tenant;
 
 use std::sync::Arc;
 

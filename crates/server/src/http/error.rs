@@ -427,3 +427,50 @@ pub(crate) fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> 
     tracing::error!(panic = message, "a handler panicked; answered 500");
     ApiError::internal().into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::WriteError;
+    use netacl_model::{AclId, ManagedListName, ValidationError};
+    use netacl_store::StoreError;
+
+    /// `is_conflict` (after which the write path catches up with the store and tries once more)
+    /// holds for exactly the errors the admin API answers with 409.
+    #[test]
+    fn conflicts_are_exactly_the_errors_answered_with_409() {
+        let invalid = || WriteError::Invalid(ValidationError::new("rule", "bad"));
+        let errors = vec![
+            invalid(),
+            WriteError::NoSuchNetworkAcl,
+            WriteError::PriorityTaken(3),
+            WriteError::ListFromFile(ManagedListName::Tor),
+            WriteError::NoSuchManagedList(ManagedListName::Tor),
+            WriteError::KeyNameTaken,
+            WriteError::NoSuchKey,
+            WriteError::KeyInUse(vec!["acl_1".into()]),
+            WriteError::StaleVersion {
+                expected: 1,
+                actual: 2,
+            },
+            WriteError::NoSuchVersion,
+            WriteError::NotRestorable {
+                version: 1,
+                acl: AclId::from_random(1),
+                reason: Box::new(invalid()),
+            },
+            WriteError::Store(StoreError::DuplicateId(AclId::from_random(2))),
+            WriteError::Store(StoreError::ConnectionAlreadyInOrganization("c".into())),
+            WriteError::Store(StoreError::NotFound("x".into())),
+            WriteError::Store(StoreError::NameTaken("k".into())),
+            WriteError::Unavailable,
+            WriteError::Internal,
+        ];
+        for err in errors {
+            let text = err.to_string();
+            let conflict = err.is_conflict();
+            let status = ApiError::from(err).status();
+            assert_eq!(conflict, status == StatusCode::CONFLICT, "{text}: {status}");
+        }
+    }
+}

@@ -9,20 +9,22 @@ use netacl_model::{KeyMaterial, NetworkAcl, NetworkAclKey, NetworkAclKeyId, Rule
 pub(super) const KEY_PURPOSE: &str = "network_acl_key";
 
 /// The purpose network ACL key material is sealed under in transit to an edge.
-pub(crate) const KEY_TRANSIT_PURPOSE: &str = "network_acl_key";
+pub const KEY_TRANSIT_PURPOSE: &str = "network_acl_key";
 
 /// One network ACL key in force: its record and its material, opened once at load (or kept
 /// from the create request). The material stays in memory, wiped when dropped, for two uses
 /// only: the prepared HMAC keys the in-process edge verifies with, and sealing to a remote
 /// edge (the watch, see `internal::watch`). It is never serialised.
-pub(crate) struct LiveKey {
-    pub(crate) record: NetworkAclKey,
-    pub(crate) material: KeyMaterial,
+pub struct LiveKey {
+    /// The key's record (id, name, algorithm, dates).
+    pub record: NetworkAclKey,
+    /// The key's material, in clear (wiped when dropped).
+    pub material: KeyMaterial,
 }
 
 /// The network ACL keys of a tenant at one version, newest first.
 #[derive(Default)]
-pub(crate) struct KeysState {
+pub struct KeysState {
     keys: Vec<Arc<LiveKey>>,
 }
 
@@ -36,18 +38,18 @@ impl KeysState {
     }
 
     /// Every key, newest first.
-    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &Arc<LiveKey>> {
+    pub fn newest_first(&self) -> impl Iterator<Item = &Arc<LiveKey>> {
         self.keys.iter()
     }
 
     /// The key with this id.
-    pub(crate) fn get(&self, id: &NetworkAclKeyId) -> Option<&Arc<LiveKey>> {
+    pub fn get(&self, id: &NetworkAclKeyId) -> Option<&Arc<LiveKey>> {
         self.keys.iter().find(|k| &k.record.id == id)
     }
 
     /// The keys the active rules of `rules` name (the only ones an edge needs), with their
     /// material.
-    pub(crate) fn named_by<'a>(
+    pub fn named_by<'a>(
         &'a self,
         acls: impl IntoIterator<Item = &'a NetworkAcl>,
     ) -> impl Iterator<Item = &'a Arc<LiveKey>> + 'a {
@@ -57,7 +59,7 @@ impl KeysState {
     }
 
     /// The HMAC keys prepared for the keys the active rules of `rules` name.
-    pub(crate) fn mac_keys_for(&self, rules: &RuleSet) -> netacl_secrets::MacKeys {
+    pub fn mac_keys_for(&self, rules: &RuleSet) -> netacl_secrets::MacKeys {
         netacl_secrets::MacKeys::new(
             self.named_by(&rules.acls)
                 .map(|k| (k.record.id.as_str(), k.material.expose())),

@@ -1,19 +1,5 @@
-//! A tenant's live state: the committed network ACLs (served to readers), the engine holding the
-//! compiled policy, the channel of installed rule sets (the watch endpoint waits on it, an
-//! in-process edge follows it), and the write path.
-//!
-//! The write path, under the tenant's write mutex: build the new rule set in memory from the
-//! current snapshot → compile it (blocking thread) → commit to the store in one transaction
-//! conditioned on the snapshot's version → install the compiled policy in the engine → publish the
-//! new snapshot and version → answer. A rule set that cannot compile is refused before anything
-//! is written. The whole sequence runs in its own task, so a client that disconnects mid-write
-//! cannot leave the engine behind the database.
-//!
-//! Managed lists take the same path: a list written through the API (or a list file of this
-//! node reloaded) compiles a new [`ManagedIndex`], the rule set is compiled against it, the
-//! store bumps the tenant's version (a list changes decisions like a rule does), and the new
-//! snapshot carries both. A list given by a file on this node wins over the stored one of the
-//! same name and cannot be written through the API.
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
 use std::sync::{Arc, PoisonError, RwLock};
 
 use netacl_model::{
@@ -27,18 +13,18 @@ use netacl_store::{
 };
 use tokio::sync::{watch, Mutex};
 
-pub(crate) use error::WriteError;
+pub use error::WriteError;
 use keys::KEY_PURPOSE;
-pub(crate) use keys::{KeysState, LiveKey, KEY_TRANSIT_PURPOSE};
+pub use keys::{KeysState, LiveKey, KEY_TRANSIT_PURPOSE};
 use policy::{Policy, PolicyEngine};
-pub(crate) use snapshot::{AclSnapshot, ListEntry, ListSource, ListsState, StoredAcl};
+pub use snapshot::{AclSnapshot, ListEntry, ListSource, ListsState, StoredAcl};
 
-pub(crate) mod error;
-pub(crate) mod keys;
-pub(crate) mod policy;
-pub(crate) mod rollback;
-pub(crate) mod samples;
-pub(crate) mod snapshot;
+pub mod error;
+pub mod keys;
+pub mod policy;
+pub mod rollback;
+pub mod samples;
+pub mod snapshot;
 
 /// The stored lists of a store read, reusing the content this node already holds for lists
 /// whose version did not change.
@@ -139,12 +125,14 @@ fn rules_naming_key(records: &[Arc<StoredAcl>], id: &NetworkAclKeyId) -> Vec<Str
 }
 
 /// A change to a tenant's network ACLs or managed lists.
-pub(crate) enum Change {
+pub enum Change {
     /// Insert a new record.
     Create(Box<NetworkAcl>),
     /// Replace the record `id` by what `build` makes of the current one.
     Replace {
+        /// The record replaced.
         id: AclId,
+        /// The new record, made from the current one.
         build: Box<dyn FnOnce(&NetworkAcl) -> NetworkAcl + Send>,
     },
     /// Delete the record `id`.
@@ -161,20 +149,29 @@ pub(crate) enum Change {
     DeleteKey(NetworkAclKeyId),
     /// Restore the network ACLs of a kept version, if the tenant is still at
     /// `expected_version` (409 otherwise; see `history`).
-    Rollback { version: u64, expected_version: u64 },
+    Rollback {
+        /// The kept version whose network ACLs come back.
+        version: u64,
+        /// The version the caller saw in force.
+        expected_version: u64,
+    },
 }
 
 /// What a change produced: the stored record (none for a delete or a list change), the
 /// tenant's version afterwards and the snapshot it serves from then on.
-pub(crate) struct Applied {
-    pub(crate) record: Option<Arc<StoredAcl>>,
-    pub(crate) version: u64,
-    pub(crate) snapshot: Arc<AclSnapshot>,
+pub struct Applied {
+    /// The record created or replaced.
+    pub record: Option<Arc<StoredAcl>>,
+    /// The tenant's version after the change.
+    pub version: u64,
+    /// The snapshot served from then on.
+    pub snapshot: Arc<AclSnapshot>,
 }
 
 /// A tenant's live state.
-pub(crate) struct TenantRuntime {
-    pub(crate) id: TenantId,
+pub struct TenantRuntime {
+    /// The tenant.
+    pub id: TenantId,
     store: Arc<dyn Store>,
     limits: Limits,
     snapshot: RwLock<Arc<AclSnapshot>>,
@@ -191,7 +188,7 @@ pub(crate) struct TenantRuntime {
 impl TenantRuntime {
     /// Loads the tenant's rule set from the store and compiles it into a fresh engine, so the
     /// first request already sees the committed rules.
-    pub(crate) async fn load(
+    pub async fn load(
         store: Arc<dyn Store>,
         id: TenantId,
         limits: Limits,
@@ -247,39 +244,39 @@ impl TenantRuntime {
         }))
     }
 
-    /// The store (for the tenant's other resources, which are read and written directly).
     /// The key-encryption key (sealing, and the tags of the tenant's paging cursors).
-    pub(crate) fn kek(&self) -> &Kek {
+    pub fn kek(&self) -> &Kek {
         &self.kek
     }
 
     /// The traffic samples remote edges posted for this tenant.
-    pub(crate) fn posted_samples(&self) -> &samples::PostedSamples {
+    pub fn posted_samples(&self) -> &samples::PostedSamples {
         &self.posted_samples
     }
 
-    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+    /// The store (for the tenant's other resources, which are read and written directly).
+    pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
     /// The committed records (what readers see).
-    pub(crate) fn snapshot(&self) -> Arc<AclSnapshot> {
+    pub fn snapshot(&self) -> Arc<AclSnapshot> {
         Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The live compiled policy.
-    pub(crate) fn policy(&self) -> Arc<Policy> {
+    pub fn policy(&self) -> Arc<Policy> {
         self.engine.policy()
     }
 
     /// The engine the write path and the store follower install into.
-    pub(crate) fn engine(&self) -> &Arc<netacl_eval::Engine> {
+    pub fn engine(&self) -> &Arc<netacl_eval::Engine> {
         self.engine.engine()
     }
 
     /// A receiver of the rule set installed in the engine (its version is the committed one),
     /// updated right after each install: for long polls and an in-process edge.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<RuleSet>> {
+    pub fn subscribe(&self) -> watch::Receiver<Arc<RuleSet>> {
         self.installed.subscribe()
     }
 
@@ -287,7 +284,7 @@ impl TenantRuntime {
     /// rule set: compares the committed version with the served one and, if they differ, loads,
     /// compiles, installs and publishes the stored rule set. Serialised with the write path.
     /// Returns the version served afterwards. On any error the served state is left as it was.
-    pub(crate) async fn refresh_from_store(&self) -> Result<u64, LoadError> {
+    pub async fn refresh_from_store(&self) -> Result<u64, LoadError> {
         let _guard = self.write_lock.lock().await;
         self.refresh_locked().await
     }
@@ -344,13 +341,13 @@ impl TenantRuntime {
     }
 
     /// [`TenantRuntime::apply_as`] for a change this node makes itself (no client, no request).
-    pub(crate) async fn apply(self: &Arc<Self>, change: Change) -> Result<Applied, WriteError> {
+    pub async fn apply(self: &Arc<Self>, change: Change) -> Result<Applied, WriteError> {
         self.apply_as(change, WriteOrigin::default()).await
     }
 
     /// Applies a change through the whole write path (see the module docs), recording `origin`
     /// in the version's history entry. Runs to completion even if the caller goes away.
-    pub(crate) async fn apply_as(
+    pub async fn apply_as(
         self: &Arc<Self>,
         change: Change,
         origin: WriteOrigin,
@@ -600,7 +597,7 @@ impl TenantRuntime {
     /// list change does). When another node moved the version meanwhile, catches up with the
     /// store and tries once more. Nothing changes on error: the caller keeps the file pending
     /// and tries again later.
-    pub(crate) async fn load_file_list(
+    pub async fn load_file_list(
         self: &Arc<Self>,
         name: ManagedListName,
         list: Arc<ManagedList>,

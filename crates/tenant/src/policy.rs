@@ -7,22 +7,22 @@ use netacl_eval::{CompiledPolicy, Engine, ManagedIndex, RequestInput};
 use netacl_model::{Limits, RuleSet};
 
 /// A compiled rule set (immutable, shared with the engine).
-pub(crate) struct Policy(Arc<CompiledPolicy>);
+pub struct Policy(Arc<CompiledPolicy>);
 
 /// Why a rule set cannot be compiled.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
-pub(crate) struct CompileFailure(#[from] netacl_eval::CompileError);
+pub struct CompileFailure(#[from] netacl_eval::CompileError);
 
 /// Why a dry-run request cannot be evaluated.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct RequestFailure(String);
+pub struct RequestFailure(String);
 
 impl Policy {
     /// Compiles a rule set under `limits` against the managed lists of `managed` (CPU-bound:
     /// call it from a blocking thread).
-    pub(crate) fn compile(
+    pub fn compile(
         rules: &RuleSet,
         limits: &Limits,
         managed: &Arc<ManagedIndex>,
@@ -36,7 +36,7 @@ impl Policy {
     /// rules name attached to the compiled policy (`netacl_secrets::MacKeys`), so that an edge
     /// sharing the engine gets rules and keys from one snapshot. Nothing is attached when no
     /// active rule names `http_message_signature`.
-    pub(crate) fn compile_with_keys(
+    pub fn compile_with_keys(
         rules: &RuleSet,
         limits: &Limits,
         managed: &Arc<ManagedIndex>,
@@ -52,19 +52,19 @@ impl Policy {
     }
 
     /// The compiled policy itself (the impact preview evaluates with it).
-    pub(crate) fn compiled(&self) -> &CompiledPolicy {
+    pub fn compiled(&self) -> &CompiledPolicy {
         &self.0
     }
 
     /// The managed lists it was compiled against.
-    pub(crate) fn managed_index(&self) -> &Arc<ManagedIndex> {
+    pub fn managed_index(&self) -> &Arc<ManagedIndex> {
         self.0.managed_index()
     }
 
     /// Logs a warning naming the active rules that name a managed list without entries (they
     /// cannot match through it; in `not_match` the condition holds for every request), those
     /// that `previous` (the policy this one replaces) did not already have.
-    pub(crate) fn warn_about_empty_lists(&self, previous: Option<&Policy>) {
+    pub fn warn_about_empty_lists(&self, previous: Option<&Policy>) {
         let stats = self.0.stats();
         let before = previous.map(|p| p.0.stats().rules_naming_empty_lists);
         for rule in &stats.rules_naming_empty_lists {
@@ -83,15 +83,12 @@ impl Policy {
     }
 
     /// The rule-set version it was compiled from.
-    pub(crate) fn version(&self) -> u64 {
+    pub fn version(&self) -> u64 {
         self.0.version()
     }
 
     /// Evaluates one request given as the `RequestInput` JSON object; answers the Outcome JSON.
-    pub(crate) fn dry_run(
-        &self,
-        input: &serde_json::Value,
-    ) -> Result<serde_json::Value, RequestFailure> {
+    pub fn dry_run(&self, input: &serde_json::Value) -> Result<serde_json::Value, RequestFailure> {
         let input = RequestInput::deserialize_value(input)?;
         let request = input
             .to_request()
@@ -102,7 +99,7 @@ impl Policy {
     }
 
     /// Version, rule count, compile time and index sizes.
-    pub(crate) fn stats(&self) -> serde_json::Value {
+    pub fn stats(&self) -> serde_json::Value {
         serde_json::to_value(self.0.stats()).unwrap_or_default()
     }
 }
@@ -120,26 +117,32 @@ impl DeserializeValue for RequestInput {
 
 /// Holds the live policy (`netacl_eval::Engine`: one atomic load per read, whole-policy swaps).
 /// The engine is shared: an edge running in the same process evaluates against it directly.
-pub(crate) struct PolicyEngine(Arc<Engine>);
+pub struct PolicyEngine(Arc<Engine>);
+
+impl Default for PolicyEngine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl PolicyEngine {
     /// An engine holding the empty policy (version 0).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self(Arc::new(Engine::new()))
     }
 
     /// The engine itself, for evaluating in process (the in-process edge).
-    pub(crate) fn engine(&self) -> &Arc<Engine> {
+    pub fn engine(&self) -> &Arc<Engine> {
         &self.0
     }
 
     /// Swaps in a compiled policy.
-    pub(crate) fn install(&self, policy: Arc<Policy>) {
+    pub fn install(&self, policy: Arc<Policy>) {
         self.0.install(Arc::clone(&policy.0));
     }
 
     /// The live policy.
-    pub(crate) fn policy(&self) -> Arc<Policy> {
+    pub fn policy(&self) -> Arc<Policy> {
         Arc::new(Policy(self.0.policy()))
     }
 }

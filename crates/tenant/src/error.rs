@@ -1,6 +1,6 @@
 //! Why a change to a tenant's network ACLs, managed lists or keys was refused or failed: the write
 //! path's own error, which knows no HTTP. The admin API maps each variant to its error shape once,
-//! at the boundary (`From<WriteError> for ApiError`, `crate::http::error`).
+//! at the boundary (`From<WriteError> for ApiError` in `netacl-server`'s `http::error`).
 use netacl_model::{AclId, ManagedListName, ValidationError};
 use netacl_store::StoreError;
 
@@ -8,7 +8,7 @@ use super::policy::CompileFailure;
 
 /// Why a write through the tenant's write path was refused or failed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum WriteError {
+pub enum WriteError {
     /// A record is invalid (it names a network ACL key the tenant does not have), at its
     /// property path.
     #[error(transparent)]
@@ -75,7 +75,7 @@ impl WriteError {
     /// The change conflicts with the tenant's state (another node may have moved it, or the
     /// change itself collides with a record): after catching up with the store it may go
     /// through. Exactly the errors the admin API answers with 409.
-    pub(crate) fn is_conflict(&self) -> bool {
+    pub fn is_conflict(&self) -> bool {
         matches!(
             self,
             WriteError::PriorityTaken(_)
@@ -91,51 +91,5 @@ impl WriteError {
                         | StoreError::ConnectionAlreadyInOrganization(_)
                 )
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ApiError;
-    use http::StatusCode;
-
-    /// `is_conflict` (after which the write path catches up with the store and tries once more)
-    /// holds for exactly the errors the admin API answers with 409.
-    #[test]
-    fn conflicts_are_exactly_the_errors_answered_with_409() {
-        let invalid = || WriteError::Invalid(ValidationError::new("rule", "bad"));
-        let errors = vec![
-            invalid(),
-            WriteError::NoSuchNetworkAcl,
-            WriteError::PriorityTaken(3),
-            WriteError::ListFromFile(ManagedListName::Tor),
-            WriteError::NoSuchManagedList(ManagedListName::Tor),
-            WriteError::KeyNameTaken,
-            WriteError::NoSuchKey,
-            WriteError::KeyInUse(vec!["acl_1".into()]),
-            WriteError::StaleVersion {
-                expected: 1,
-                actual: 2,
-            },
-            WriteError::NoSuchVersion,
-            WriteError::NotRestorable {
-                version: 1,
-                acl: AclId::from_random(1),
-                reason: Box::new(invalid()),
-            },
-            WriteError::Store(StoreError::DuplicateId(AclId::from_random(2))),
-            WriteError::Store(StoreError::ConnectionAlreadyInOrganization("c".into())),
-            WriteError::Store(StoreError::NotFound("x".into())),
-            WriteError::Store(StoreError::NameTaken("k".into())),
-            WriteError::Unavailable,
-            WriteError::Internal,
-        ];
-        for err in errors {
-            let text = err.to_string();
-            let conflict = err.is_conflict();
-            let status = ApiError::from(err).status();
-            assert_eq!(conflict, status == StatusCode::CONFLICT, "{text}: {status}");
-        }
     }
 }

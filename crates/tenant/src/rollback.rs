@@ -12,7 +12,7 @@ use super::snapshot::{AclSnapshot, StoredAcl};
 /// `updated_at` = now (never earlier than its current stamp). `None` when that is the rule set in
 /// force already. A record naming a key the tenant no longer has (`check` refuses it) makes the
 /// version impossible to restore: 409 naming the record and the reason.
-pub(crate) fn restored_records(
+pub fn restored_records(
     current: &AclSnapshot,
     then: Vec<NetworkAcl>,
     version: u64,

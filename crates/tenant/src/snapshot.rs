@@ -11,13 +11,16 @@ use netacl_model::{AclId, ManagedList, ManagedListName, ManagedLists, NetworkAcl
 use super::keys::KeysState;
 
 /// One committed record and its JSON form, rendered once.
-pub(crate) struct StoredAcl {
-    pub(crate) acl: NetworkAcl,
-    pub(crate) json: Bytes,
+pub struct StoredAcl {
+    /// The record.
+    pub acl: NetworkAcl,
+    /// Its JSON form, as the API answers it.
+    pub json: Bytes,
 }
 
 impl StoredAcl {
-    pub(crate) fn new(acl: NetworkAcl) -> Arc<Self> {
+    /// The record with its JSON form rendered.
+    pub fn new(acl: NetworkAcl) -> Arc<Self> {
         let json = Bytes::from(acl.to_json().to_string());
         Arc::new(Self { acl, json })
     }
@@ -25,7 +28,7 @@ impl StoredAcl {
 
 /// Where a managed list's content comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListSource {
+pub enum ListSource {
     /// Written through the API, stored in the database.
     Api,
     /// A `--managed-list` file of this node.
@@ -33,7 +36,8 @@ pub(crate) enum ListSource {
 }
 
 impl ListSource {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// `api` or `file`, as the API reports it.
+    pub fn as_str(self) -> &'static str {
         match self {
             ListSource::Api => "api",
             ListSource::File => "file",
@@ -43,24 +47,27 @@ impl ListSource {
 
 /// One managed list in force.
 #[derive(Debug, Clone)]
-pub(crate) struct ListEntry {
-    pub(crate) list: Arc<ManagedList>,
-    pub(crate) source: ListSource,
+pub struct ListEntry {
+    /// The content.
+    pub list: Arc<ManagedList>,
+    /// Where it comes from.
+    pub source: ListSource,
     /// The tenant version its content took effect at (for a stored list: the version its last
     /// write produced).
-    pub(crate) version: u64,
+    pub version: u64,
     /// When it was last written (stored lists) or loaded (files), in milliseconds.
-    pub(crate) updated_at_ms: i64,
+    pub updated_at_ms: i64,
 }
 
 /// The managed lists in force: the stored ones, this node's files, and the index compiled from
 /// what is effective (a file wins over the stored list of the same name).
-pub(crate) struct ListsState {
+pub struct ListsState {
     /// The lists written through the API, by [`ManagedListName::index`].
     pub(super) stored: [Option<ListEntry>; 5],
     /// This node's list files, by [`ManagedListName::index`].
     pub(super) files: [Option<ListEntry>; 5],
-    pub(crate) index: Arc<ManagedIndex>,
+    /// The index compiled from the lists in force.
+    pub index: Arc<ManagedIndex>,
 }
 
 impl ListsState {
@@ -111,14 +118,14 @@ impl ListsState {
     }
 
     /// The list in force for `name`, if any.
-    pub(crate) fn effective(&self, name: ManagedListName) -> Option<&ListEntry> {
+    pub fn effective(&self, name: ManagedListName) -> Option<&ListEntry> {
         self.files[name.index()]
             .as_ref()
             .or(self.stored[name.index()].as_ref())
     }
 
     /// Whether `name` is given by a file of this node.
-    pub(crate) fn is_from_file(&self, name: ManagedListName) -> bool {
+    pub fn is_from_file(&self, name: ManagedListName) -> bool {
         self.files[name.index()].is_some()
     }
 
@@ -132,15 +139,16 @@ impl ListsState {
 }
 
 /// The committed network ACLs and managed lists of a tenant at one version.
-pub(crate) struct AclSnapshot {
-    pub(crate) version: u64,
+pub struct AclSnapshot {
+    /// The tenant's version.
+    pub version: u64,
     /// Ascending by priority, then id.
-    pub(crate) ordered: Vec<Arc<StoredAcl>>,
+    pub ordered: Vec<Arc<StoredAcl>>,
     by_id: HashMap<AclId, Arc<StoredAcl>>,
     /// The managed lists in force at this version.
-    pub(crate) lists: Arc<ListsState>,
+    pub lists: Arc<ListsState>,
     /// The network ACL keys at this version.
-    pub(crate) keys: Arc<KeysState>,
+    pub keys: Arc<KeysState>,
 }
 
 impl AclSnapshot {
@@ -167,12 +175,12 @@ impl AclSnapshot {
     }
 
     /// The record with this id.
-    pub(crate) fn get(&self, id: &AclId) -> Option<&Arc<StoredAcl>> {
+    pub fn get(&self, id: &AclId) -> Option<&Arc<StoredAcl>> {
         self.by_id.get(id)
     }
 
     /// A JSON array of the records `[from, to)`, concatenated from their rendered forms.
-    pub(crate) fn json_array(&self, from: usize, to: usize) -> Vec<u8> {
+    pub fn json_array(&self, from: usize, to: usize) -> Vec<u8> {
         let slice = self
             .ordered
             .get(from..to.min(self.ordered.len()))

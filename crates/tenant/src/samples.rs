@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use netacl_eval::RequestInput;
 
 /// The most edges whose samples a tenant keeps.
-pub(crate) const MAX_EDGES: usize = 16;
+pub const MAX_EDGES: usize = 16;
 /// A posted sample older than this is not replayed (the edge stopped posting).
-pub(crate) const SAMPLE_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+pub const SAMPLE_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 struct Posted {
     edge: String,
@@ -18,11 +18,11 @@ struct Posted {
 
 /// The last sample each remote edge posted for one tenant (see the module docs).
 #[derive(Default)]
-pub(crate) struct PostedSamples(Mutex<Vec<Posted>>);
+pub struct PostedSamples(Mutex<Vec<Posted>>);
 
 impl PostedSamples {
     /// Keeps `requests` as `edge`'s sample, replacing its previous one.
-    pub(crate) fn put(&self, edge: String, requests: Vec<RequestInput>) {
+    pub fn put(&self, edge: String, requests: Vec<RequestInput>) {
         let mut posted = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         posted.retain(|p| p.edge != edge && p.at.elapsed() < SAMPLE_MAX_AGE);
         if posted.len() >= MAX_EDGES {
@@ -39,7 +39,7 @@ impl PostedSamples {
     }
 
     /// The samples in use: each edge's last, younger than [`SAMPLE_MAX_AGE`].
-    pub(crate) fn current(&self) -> Vec<Arc<Vec<RequestInput>>> {
+    pub fn current(&self) -> Vec<Arc<Vec<RequestInput>>> {
         let posted = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         posted
             .iter()
