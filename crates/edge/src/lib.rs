@@ -3,6 +3,7 @@
 
 mod decision;
 mod enforce;
+mod file_stamp;
 mod observe;
 mod origin;
 mod proxy;

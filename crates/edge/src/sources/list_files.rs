@@ -10,10 +10,11 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use netacl_model::{ManagedList, ManagedListName, ManagedLists};
 
+use crate::file_stamp::FileStamp;
 use crate::PolicySources;
 
 /// How often list files are checked for changes.
@@ -35,25 +36,6 @@ pub fn parse_flag(value: &str) -> Result<(ManagedListName, PathBuf), String> {
         return Err(format!("no file given for {name}"));
     }
     Ok((parsed, PathBuf::from(path)))
-}
-
-/// The identity of a file's current content as the file system tells it (no read).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct FileStamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    #[cfg(unix)]
-    inode: u64,
-}
-
-fn stamp(path: &Path) -> Option<FileStamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some(FileStamp {
-        modified: meta.modified().ok(),
-        len: meta.len(),
-        #[cfg(unix)]
-        inode: std::os::unix::fs::MetadataExt::ino(&meta),
-    })
 }
 
 /// Reads and validates one list file; the error names the list, the file and the line.
@@ -87,7 +69,7 @@ pub fn load_all(
         if lists.get(*name).is_some() {
             return Err(format!("--managed-list {name} is given twice"));
         }
-        let before = stamp(path);
+        let before = FileStamp::of(path).ok();
         let list = read_list(*name, path, max_items)?;
         files.push(ListFile {
             name: *name,
@@ -118,7 +100,7 @@ where
         loop {
             ticker.tick().await;
             for file in &mut files {
-                let now = stamp(&file.path);
+                let now = FileStamp::of(&file.path).ok();
                 if now == file.stamp {
                     continue;
                 }

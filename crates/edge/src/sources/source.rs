@@ -18,7 +18,7 @@
 //! the parameter (400): the edge then polls without it and gets no list from that server.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
@@ -31,6 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::enforce::Enforcer;
+use crate::file_stamp::FileStamp;
 use crate::origin::{is_loopback_url, OriginClient, OriginUrlError};
 use crate::signals::httpsig::SigningKeys;
 use crate::sources::policy_sources::PolicySources;
@@ -49,24 +50,6 @@ fn parse_rules(bytes: &[u8], version: u64, origin: &str) -> Result<RuleSet, Sour
     RuleSet::from_json(&value, version, &Limits::default()).map_err(|source| SourceError::Invalid {
         origin: origin.to_owned(),
         source,
-    })
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct FileStamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    #[cfg(unix)]
-    inode: u64,
-}
-
-fn stamp(path: &Path) -> Option<FileStamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some(FileStamp {
-        modified: meta.modified().ok(),
-        len: meta.len(),
-        #[cfg(unix)]
-        inode: std::os::unix::fs::MetadataExt::ino(&meta),
     })
 }
 
@@ -107,7 +90,7 @@ pub async fn spawn_file_source_with(
     interval: Duration,
 ) -> Result<JoinHandle<()>, SourceError> {
     let enforcer = Arc::clone(inputs.enforcer());
-    let mut seen = stamp(&path);
+    let mut seen = FileStamp::of(&path).ok();
     let mut version = 1;
     let count = load_file(&inputs, &path, version).await?;
     tracing::info!(path = %path.display(), rules = count, version, "rules loaded");
@@ -116,7 +99,7 @@ pub async fn spawn_file_source_with(
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            let now = stamp(&path);
+            let now = FileStamp::of(&path).ok();
             if now == seen {
                 continue;
             }

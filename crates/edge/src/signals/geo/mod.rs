@@ -94,11 +94,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use maxminddb::{MaxMindDbError, Reader};
 
+use crate::file_stamp::FileStamp;
 use cache::{AddressCache, LocationCache, PackedLocation};
 use record::{country_code, AsnRecord, Location};
 
@@ -286,34 +287,6 @@ struct Database {
     cache: Option<LocationCache>,
 }
 
-/// Identity of a file's contents as the watcher sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileStamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
-    device: u64,
-}
-
-impl FileStamp {
-    fn of(path: &Path) -> io::Result<FileStamp> {
-        let meta = std::fs::metadata(path)?;
-        #[cfg(unix)]
-        let (inode, device) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.ino(), meta.dev())
-        };
-        #[cfg(not(unix))]
-        let (inode, device) = (0, 0);
-        Ok(FileStamp {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            inode,
-            device,
-        })
-    }
-}
-
 impl GeoEnricher {
     /// Opens the databases: `location` a City or Country database, `asn` an ASN database.
     /// Either may be `None`; the signals it would give are then always absent.
@@ -357,12 +330,7 @@ impl GeoEnricher {
     ) -> Result<GeoEnricher, GeoError> {
         let slot = |role, bytes: Vec<u8>| -> Result<Slot, GeoError> {
             let path = Path::new(IN_MEMORY);
-            let stamp = FileStamp {
-                len: bytes.len() as u64,
-                modified: None,
-                inode: 0,
-                device: 0,
-            };
+            let stamp = FileStamp::in_memory(bytes.len() as u64);
             let database = load_bytes(bytes, stamp, path, role)?;
             Ok(Slot {
                 role,
