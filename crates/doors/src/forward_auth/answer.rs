@@ -52,23 +52,10 @@ pub(crate) fn answer(decision: &AclDecision, redirect: RedirectStatus) -> Respon
     let (mut response, verdict) = match decision.refusal() {
         None => (Response::new(Full::new(Bytes::new())), decision.verdict),
         Some(refusal) => {
-            let status = match (refusal.location, redirect) {
-                (Some(_), RedirectStatus::Unauthorized) => StatusCode::UNAUTHORIZED,
-                _ => StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN),
-            };
-            let mut r = Response::new(Full::new(Bytes::from_static(refusal.body.as_bytes())));
-            *r.status_mut() = status;
-            let headers = r.headers_mut();
-            if !refusal.body.is_empty() {
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
+            let mut r = refusal.response(Full::new);
+            if let (Some(_), RedirectStatus::Unauthorized) = (refusal.location, redirect) {
+                *r.status_mut() = StatusCode::UNAUTHORIZED;
             }
-            if let Some(location) = refusal.location.and_then(|l| HeaderValue::from_str(l).ok()) {
-                headers.insert(header::LOCATION, location);
-            }
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             (r, refusal.verdict)
         }
     };

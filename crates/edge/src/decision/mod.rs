@@ -105,6 +105,33 @@ pub struct AclDecision {
     pub client_ip: Option<IpAddr>,
 }
 
+impl Refusal<'_> {
+    /// The answer as HTTP: the status, the body (`body` wraps its bytes in the response's body
+    /// type) with `Content-Type: application/json` when there is one, `Location` for a
+    /// redirect, and `Cache-Control: no-store`. What the tower layer and the forward-auth door
+    /// send.
+    pub fn response<B>(&self, body: impl FnOnce(bytes::Bytes) -> B) -> http::Response<B> {
+        use http::header::{self, HeaderValue};
+        let mut response =
+            http::Response::new(body(bytes::Bytes::from_static(self.body.as_bytes())));
+        *response.status_mut() =
+            http::StatusCode::from_u16(self.status).unwrap_or(http::StatusCode::FORBIDDEN);
+        let headers = response.headers_mut();
+        if !self.body.is_empty() {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        // `refusal` gives a location only when it is a valid header value.
+        if let Some(location) = self.location.and_then(|l| HeaderValue::from_str(l).ok()) {
+            headers.insert(header::LOCATION, location);
+        }
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+}
+
 impl AclDecision {
     /// The answer that stops this request, or `None` when it passes (`none`, `allow`, and a
     /// `log` rule's match, which is `none`). See [`Refusal`].
@@ -201,5 +228,23 @@ mod tests {
                 "{uri:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_refusal_as_http_carries_its_status_body_type_location_and_no_store() {
+        let blocked = decision(AclVerdict::Block, None);
+        let response = blocked.refusal().expect("stops").response(|b| b);
+        assert_eq!(response.status(), 403);
+        assert_eq!(response.body().as_ref(), BLOCKED_BODY.as_bytes());
+        assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        assert!(response.headers().get("location").is_none());
+        let redirected = decision(AclVerdict::Redirect, Some("https://example.com/r"));
+        let response = redirected.refusal().expect("stops").response(|b| b);
+        assert_eq!(response.status(), 302);
+        assert!(response.body().is_empty());
+        assert!(response.headers().get("content-type").is_none());
+        assert_eq!(response.headers()["location"], "https://example.com/r");
+        assert_eq!(response.headers()["cache-control"], "no-store");
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, Response, StatusCode};
+use http::{Request, Response};
 use http_body_util::{Either, Full};
 use tower::{Layer, Service};
 
@@ -61,23 +61,9 @@ pub struct AclService<S> {
 
 /// Builds the edge's own response for a request it stops ([`AclDecision::refusal`]).
 fn own_response<B>(decision: &AclDecision) -> Option<Response<AclBody<B>>> {
-    let refusal = decision.refusal()?;
-    let mut response = Response::new(Either::Right(Full::new(Bytes::from_static(
-        refusal.body.as_bytes(),
-    ))));
-    *response.status_mut() = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::FORBIDDEN);
-    let headers = response.headers_mut();
-    if !refusal.body.is_empty() {
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
-    // `refusal` gives a location only when it is a valid header value.
-    if let Some(location) = refusal.location.and_then(|l| HeaderValue::from_str(l).ok()) {
-        headers.insert(header::LOCATION, location);
-    }
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut response = decision
+        .refusal()?
+        .response(|body| Either::Right(Full::new(body)));
     response.extensions_mut().insert(decision.clone());
     Some(response)
 }
