@@ -71,14 +71,9 @@ pub struct ListsState {
 }
 
 impl ListsState {
+    /// The lists in force and their index, compiled.
     pub(super) fn build(stored: [Option<ListEntry>; 5], files: [Option<ListEntry>; 5]) -> Self {
-        let mut lists = ManagedLists::new();
-        for name in ManagedListName::ALL {
-            let entry = files[name.index()]
-                .as_ref()
-                .or(stored[name.index()].as_ref());
-            lists.set(name, entry.map(|e| Arc::clone(&e.list)));
-        }
+        let lists = effective_lists(&stored, &files);
         let index = if lists.is_empty() {
             ManagedIndex::empty()
         } else {
@@ -97,17 +92,7 @@ impl ListsState {
         stored: [Option<ListEntry>; 5],
         files: [Option<ListEntry>; 5],
     ) -> Self {
-        let next = |stored: &[Option<ListEntry>; 5], files: &[Option<ListEntry>; 5]| {
-            let mut lists = ManagedLists::new();
-            for name in ManagedListName::ALL {
-                let entry = files[name.index()]
-                    .as_ref()
-                    .or(stored[name.index()].as_ref());
-                lists.set(name, entry.map(|e| Arc::clone(&e.list)));
-            }
-            lists
-        };
-        if next(&stored, &files).same_content(self.index.lists()) {
+        if effective_lists(&stored, &files).same_content(self.index.lists()) {
             return Self {
                 stored,
                 files,
@@ -136,6 +121,21 @@ impl ListsState {
             .filter_map(|n| self.stored[n.index()].as_ref().map(|e| (n, e.version)))
             .collect()
     }
+}
+
+/// The list in force for each name: this node's file, else the stored list.
+fn effective_lists(
+    stored: &[Option<ListEntry>; 5],
+    files: &[Option<ListEntry>; 5],
+) -> ManagedLists {
+    let mut lists = ManagedLists::new();
+    for name in ManagedListName::ALL {
+        let entry = files[name.index()]
+            .as_ref()
+            .or(stored[name.index()].as_ref());
+        lists.set(name, entry.map(|e| Arc::clone(&e.list)));
+    }
+    lists
 }
 
 /// The committed network ACLs and managed lists of a tenant at one version.
