@@ -46,7 +46,7 @@ use netacl_eval::Engine;
 use netacl_listener::{
     Admitted, BodyError, ConnectionGate, ConnectionLimits, ListenerStats, RequestBody,
 };
-use netacl_model::{ManagedList, ManagedListName, ManagedLists, RuleSet};
+use netacl_model::{ManagedLists, RuleSet};
 use netacl_tls::{ClientTrust, ServerCertificate, TlsError, TlsFiles};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -215,8 +215,8 @@ pub struct EdgeConfig {
     /// With [`RulesSource::Engine`]: the rule sets installed in the engine, as they change.
     pub rule_updates: Option<watch::Receiver<Arc<RuleSet>>>,
     /// Managed lists from this edge's files (`--managed-list`), in force from the start and
-    /// winning over the lists a remote admin server sends; reload them with
-    /// [`RunningEdge::load_local_list`]. Not used with [`RulesSource::Engine`] (the engine's
+    /// winning over the lists a remote admin server sends; follow the files with
+    /// [`crate::list_files::follow_in_edge`]. Not used with [`RulesSource::Engine`] (the engine's
     /// owner compiles its own lists).
     pub managed_lists: ManagedLists,
     /// Another front door serves this edge's [`Enforcer`] (`netacl edge
@@ -338,20 +338,6 @@ impl RunningEdge {
     /// `None` for an edge whose engine is fed by its owner ([`RulesSource::Engine`]).
     pub fn policy_sources(&self) -> Option<Arc<PolicySources>> {
         self.sources.clone()
-    }
-
-    /// Puts the reloaded content of one of this edge's managed list files in force (the policy
-    /// is recompiled with it; on error the policy in service stays). Does nothing for an edge
-    /// whose engine is fed by its owner ([`RulesSource::Engine`]).
-    pub async fn load_local_list(
-        &self,
-        name: ManagedListName,
-        list: Arc<ManagedList>,
-    ) -> Result<(), SourceError> {
-        match &self.sources {
-            Some(sources) => sources.set_local_list(name, list).await,
-            None => Ok(()),
-        }
     }
 
     /// The counters of the proxy's listeners (refused, evicted and timed-out connections).
