@@ -34,12 +34,13 @@ const ANSWERS: [&str; 7] = [
 
 /// The histogram's upper bounds in nanoseconds (and as Prometheus writes them, in seconds):
 /// fine below 10 µs, where a check's time is, coarse above, where a stall would show.
-const CHECK_BOUNDS_NS: [u64; 12] = [
-    250, 500, 1_000, 2_000, 3_000, 5_000, 10_000, 25_000, 50_000, 100_000, 1_000_000, 10_000_000,
+const CHECK_BOUNDS_NS: [u64; 15] = [
+    250, 500, 1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 7_500, 10_000, 25_000, 50_000, 100_000,
+    1_000_000, 10_000_000,
 ];
-const CHECK_BOUNDS_LABEL: [&str; 12] = [
-    "2.5e-07", "5e-07", "1e-06", "2e-06", "3e-06", "5e-06", "1e-05", "2.5e-05", "5e-05", "0.0001",
-    "0.001", "0.01",
+const CHECK_BOUNDS_LABEL: [&str; 15] = [
+    "2.5e-07", "5e-07", "1e-06", "2e-06", "3e-06", "4e-06", "5e-06", "6e-06", "7.5e-06", "1e-05",
+    "2.5e-05", "5e-05", "0.0001", "0.001", "0.01",
 ];
 
 const REQUESTS: MetricFamily = MetricFamily {
@@ -183,11 +184,21 @@ mod tests {
     }
 
     #[test]
+    fn each_bucket_label_is_its_bound_in_seconds() {
+        for (bound, label) in CHECK_BOUNDS_NS.iter().zip(CHECK_BOUNDS_LABEL) {
+            let seconds: f64 = label.parse().unwrap();
+            assert_eq!((seconds * 1e9).round() as u64, *bound, "{label}");
+        }
+        assert!(CHECK_BOUNDS_NS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
     fn check_times_fall_in_cumulative_buckets() {
         let counters = DoorCounters::new("spoe");
         counters.observe_check(Duration::from_nanos(400));
         counters.observe_check(Duration::from_nanos(500));
         counters.observe_check(Duration::from_micros(4));
+        counters.observe_check(Duration::from_nanos(6_500));
         counters.observe_check(Duration::from_secs(1));
         let mut text = String::new();
         counters.render_check_seconds(&mut text);
@@ -202,12 +213,15 @@ mod tests {
         assert_eq!(bucket("2.5e-07"), "0");
         assert_eq!(bucket("5e-07"), "2", "a bound is inclusive");
         assert_eq!(bucket("3e-06"), "2");
+        assert_eq!(bucket("4e-06"), "3");
         assert_eq!(bucket("5e-06"), "3");
-        assert_eq!(bucket("0.01"), "3");
-        assert_eq!(bucket("+Inf"), "4");
-        assert!(text.contains("netacl_edge_door_check_seconds_count{door=\"spoe\"} 4\n"));
-        assert!(text.contains("netacl_edge_door_check_seconds_sum{door=\"spoe\"} 1.0000049\n"));
-        assert_eq!(counters.checks(), 4);
+        assert_eq!(bucket("6e-06"), "3");
+        assert_eq!(bucket("7.5e-06"), "4");
+        assert_eq!(bucket("0.01"), "4");
+        assert_eq!(bucket("+Inf"), "5");
+        assert!(text.contains("netacl_edge_door_check_seconds_count{door=\"spoe\"} 5\n"));
+        assert!(text.contains("netacl_edge_door_check_seconds_sum{door=\"spoe\"} 1.0000114\n"));
+        assert_eq!(counters.checks(), 5);
     }
 
     #[test]
