@@ -11,6 +11,18 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::DoorCounters;
 
+/// What `http::HeaderValue::from_str` accepts: no control character but tab. A door refuses a
+/// request whose host, user agent or signature field is not such a value.
+pub(crate) fn valid_header_value(value: &str) -> bool {
+    value.bytes().all(|b| (b >= 32 && b != 127) || b == b'\t')
+}
+
+/// What `http::HeaderValue::to_str` accepts: visible ASCII and tab. The edge reads a `Host` or
+/// `User-Agent` field only when it is.
+pub(crate) fn visible_ascii(value: &str) -> bool {
+    value.bytes().all(|b| b == b'\t' || (32..127).contains(&b))
+}
+
 /// Why a door could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -31,7 +31,9 @@ use netacl_edge::{
 };
 use netacl_listener::ConnectionLimits;
 
-use crate::door::{log_decision, status_of, Bound, DoorError, RunningDoor};
+use crate::door::{
+    log_decision, status_of, valid_header_value, visible_ascii, Bound, DoorError, RunningDoor,
+};
 use crate::metrics::{DoorAnswer, DoorCounters};
 
 /// The headers of a `CheckRequest` that must be valid header values when sent (Envoy's map
@@ -199,16 +201,6 @@ impl<'a> CheckFacts<'a> {
         }
         facts
     }
-}
-
-/// What `http::HeaderValue::from_str` accepts: no control character but tab.
-fn valid_header_value(value: &str) -> bool {
-    value.bytes().all(|b| (b >= 32 && b != 127) || b == b'\t')
-}
-
-/// What `http::HeaderValue::to_str` accepts: visible ASCII and tab.
-fn visible_ascii(value: &str) -> bool {
-    value.bytes().all(|b| b == b'\t' || (32..127).contains(&b))
 }
 
 /// The `Authorization` service: every `Check` decided by the edge's [`Enforcer`] (the same

@@ -219,12 +219,7 @@ impl Connection {
                             agent.counters.record(DoorAnswer::BadRequest);
                             ConnError::Refused(StatusCode::Invalid, e.to_string())
                         })?;
-                        let decision = agent.enforcer.decide_request(
-                            Some(&request.conn),
-                            &request.method,
-                            &request.uri,
-                            &request.headers,
-                        );
+                        let decision = agent.enforcer.decide_facts(&request.request_facts());
                         agent.counters.record(DoorAnswer::Decided(decision.verdict));
                         ack = answer(ack, &decision);
                         took += started.elapsed();

@@ -2,12 +2,16 @@
 //! what the edge decides with.
 use std::net::{IpAddr, SocketAddr};
 
-use http::header::{HeaderName, HeaderValue, HOST, USER_AGENT};
-use http::{HeaderMap, Method, Uri};
+use http::{Method, Uri};
 use netacl_edge::fingerprint::ja3_from_parts;
-use netacl_edge::{ConnectionInfo, TlsInfo};
+use netacl_edge::{
+    canonical_ip, ConnectionInfo, HeaderLookup, RequestAddrs, RequestFacts, RequestHost, TlsFacts,
+    TlsInfo,
+};
 use spop::frame::Message;
 use spop::TypedData;
+
+use crate::door::{valid_header_value, visible_ascii};
 
 /// The name of the message the agent decides on (`spoe-message netacl-request` in the shipped
 /// SPOE file). Other messages in a NOTIFY are acknowledged with no action.
@@ -40,20 +44,46 @@ pub enum MessageError {
     },
 }
 
-/// One request as the edge's decision takes it: the client as the connection's peer (HAProxy's
-/// `src`, already the client: HAProxy resolved its own trusted hops, and no forwarding header
-/// is passed on to be believed), the method, the path with its query, and the headers the rules
-/// read (host, user agent, and an RFC 9421 signature's fields when HAProxy sends them).
+/// One request as the edge's decision takes it, borrowing from the message (nothing is copied
+/// but the request target, parsed once, and the TLS facts): the client as the connection's
+/// peer (HAProxy's `src`, already the client: HAProxy resolved its own trusted hops, and no
+/// forwarding header is passed on to be believed), the method, the path with its query, and
+/// the header values the rules read (host, user agent, and an RFC 9421 signature's fields when
+/// HAProxy sends them).
 #[derive(Debug)]
-pub struct SpoeRequest {
+pub struct SpoeRequest<'m> {
     /// The client, with the TLS facts when HAProxy terminated TLS.
     pub conn: ConnectionInfo,
     /// The request method.
     pub method: Method,
     /// The path and query.
     pub uri: Uri,
-    /// Host, User-Agent, Signature and Signature-Input, as sent.
-    pub headers: HeaderMap,
+    /// The `Host` header, when HAProxy sends a non-empty one.
+    pub host: Option<&'m str>,
+    /// The `User-Agent` header (`ua`).
+    pub user_agent: Option<&'m str>,
+    /// The `Signature` header (`signature`).
+    pub signature: Option<&'m str>,
+    /// The `Signature-Input` header (`signature_input`).
+    pub signature_input: Option<&'m str>,
+}
+
+/// The message's header values as the edge's header lookup, for an RFC 9421 signature's
+/// components: `host`, `user-agent`, `signature` and `signature-input` (a signature covering
+/// another field does not verify through HAProxy, whose message does not carry it).
+impl HeaderLookup for SpoeRequest<'_> {
+    fn each_value(&self, name: &str, value: &mut dyn FnMut(&[u8])) {
+        let field = match name {
+            "host" => self.host,
+            "user-agent" => self.user_agent,
+            "signature" => self.signature,
+            "signature-input" => self.signature_input,
+            _ => None,
+        };
+        if let Some(v) = field {
+            value(v.as_bytes());
+        }
+    }
 }
 
 /// The arguments of the shipped `spoe-message netacl-request`, with the type HAProxy sends each
@@ -63,10 +93,11 @@ pub struct SpoeRequest {
 /// `extensions`, `groups` (`ssl_fc_cipherlist_bin(1)`, `ssl_fc_extlist_bin(1)`,
 /// `ssl_fc_eclist_bin(1)`: 16-bit values, big-endian) and `point_formats`
 /// (`ssl_fc_ecformats_bin`: one byte each)).
-impl SpoeRequest {
+impl<'m> SpoeRequest<'m> {
     /// Reads the message. A TLS fact that HAProxy sends empty (the connection was not TLS,
-    /// or `tune.ssl.capture-buffer-size` is 0) leaves the TLS signals missing.
-    pub fn from_message(message: &Message) -> Result<Self, MessageError> {
+    /// or `tune.ssl.capture-buffer-size` is 0) leaves the TLS signals missing. The host, user
+    /// agent and signature fields must be valid header values (no control character but tab).
+    pub fn from_message(message: &'m Message) -> Result<Self, MessageError> {
         let src = match message.get("src") {
             Some(TypedData::IPv4(ip)) => IpAddr::V4(*ip),
             Some(TypedData::IPv6(ip)) => IpAddr::V6(*ip),
@@ -94,23 +125,7 @@ impl SpoeRequest {
             name: "path",
             reason: "not a valid request target",
         })?;
-        let mut headers = HeaderMap::new();
-        let host = required_str(message, "host")?;
-        if !host.is_empty() {
-            headers.insert(HOST, header_value("host", host)?);
-        }
-        for (arg, name) in [
-            ("ua", USER_AGENT),
-            ("signature", HeaderName::from_static("signature")),
-            (
-                "signature_input",
-                HeaderName::from_static("signature-input"),
-            ),
-        ] {
-            if let Some(value) = optional_str(message, arg)? {
-                headers.insert(name, header_value(arg, value)?);
-            }
-        }
+        let host = header_value("host", required_str(message, "host")?)?;
         let mut conn = ConnectionInfo::new(SocketAddr::new(src, 0));
         if let Some(tls) = tls_info(message)? {
             conn = conn.with_tls(tls);
@@ -119,8 +134,35 @@ impl SpoeRequest {
             conn,
             method,
             uri,
-            headers,
+            host: Some(host).filter(|h| !h.is_empty()),
+            user_agent: optional_header(message, "ua")?,
+            signature: optional_header(message, "signature")?,
+            signature_input: optional_header(message, "signature_input")?,
         })
+    }
+
+    /// The facts the edge decides with: the client as given (no forwarding walk: the message
+    /// carries no forwarding header), the host and user agent as the edge reads those headers
+    /// (a host that is not visible ASCII is unclear, a user agent that is not is absent), the
+    /// method, path and query, and the TLS facts.
+    pub fn request_facts(&self) -> RequestFacts<'_> {
+        let client = canonical_ip(self.conn.peer.ip());
+        let host = self.host.filter(|h| visible_ascii(h));
+        let mut facts = RequestFacts::new(self.uri.path(), self)
+            .with_addrs(RequestAddrs {
+                connecting: client,
+                client: Some(client),
+            })
+            .with_host(
+                RequestHost::new(host, None).with_unclear(self.host.is_some() && host.is_none()),
+            )
+            .with_method(self.method.as_str())
+            .with_query(self.uri.query())
+            .with_user_agent(self.user_agent.filter(|v| visible_ascii(v)));
+        if let Some(tls) = self.conn.tls.as_deref() {
+            facts = facts.with_tls(TlsFacts::from(tls));
+        }
+        facts
     }
 }
 
@@ -207,11 +249,25 @@ fn be_u16_list(name: &'static str, bytes: &[u8]) -> Result<Vec<u16>, MessageErro
         .collect())
 }
 
-fn header_value(name: &'static str, value: &str) -> Result<HeaderValue, MessageError> {
-    HeaderValue::from_str(value).map_err(|_| MessageError::Invalid {
-        name,
-        reason: "not a valid header value",
-    })
+/// `value` when it can be sent as a header value, else the error naming the argument.
+fn header_value<'m>(name: &'static str, value: &'m str) -> Result<&'m str, MessageError> {
+    if valid_header_value(value) {
+        Ok(value)
+    } else {
+        Err(MessageError::Invalid {
+            name,
+            reason: "not a valid header value",
+        })
+    }
+}
+
+fn optional_header<'m>(
+    message: &'m Message,
+    name: &'static str,
+) -> Result<Option<&'m str>, MessageError> {
+    optional_str(message, name)?
+        .map(|v| header_value(name, v))
+        .transpose()
 }
 
 #[cfg(test)]
@@ -242,14 +298,65 @@ mod tests {
 
     #[test]
     fn a_plain_request_reads_its_client_path_and_headers() {
-        let r = SpoeRequest::from_message(&message(plain())).unwrap();
+        let m = message(plain());
+        let r = SpoeRequest::from_message(&m).unwrap();
         assert_eq!(r.conn.peer.ip(), "192.0.2.7".parse::<IpAddr>().unwrap());
         assert!(r.conn.tls.is_none());
         assert_eq!(r.method, Method::GET);
         assert_eq!(r.uri.path(), "/authorize");
         assert_eq!(r.uri.query(), Some("x=1"));
-        assert_eq!(r.headers[HOST], "app.example.test");
-        assert_eq!(r.headers[USER_AGENT], "curl/8");
+        assert_eq!(r.host, Some("app.example.test"));
+        assert_eq!(r.user_agent, Some("curl/8"));
+        let facts = r.request_facts();
+        let client = Some("192.0.2.7".parse::<IpAddr>().unwrap());
+        assert_eq!(facts.client_ip(), client);
+        assert_eq!(facts.host.named(), Some("app.example.test"));
+        assert_eq!(facts.method, Some("GET"));
+        assert_eq!((facts.path, facts.query), ("/authorize", Some("x=1")));
+        assert_eq!(facts.user_agent, Some("curl/8"));
+        assert!(facts.tls.is_none());
+        let mut seen = Vec::new();
+        facts
+            .headers
+            .each_value("user-agent", &mut |v| seen.push(v.to_vec()));
+        facts
+            .headers
+            .each_value("x-forwarded-for", &mut |v| seen.push(v.to_vec()));
+        assert_eq!(seen, [b"curl/8".to_vec()]);
+    }
+
+    #[test]
+    fn headers_are_read_as_the_edge_reads_them() {
+        // An IPv4-mapped client is the IPv4 address; a host that is not visible ASCII is
+        // unclear; a user agent that is not is absent; an empty host is none.
+        let mut args = plain();
+        args[0].1 = TypedData::IPv6("::ffff:192.0.2.7".parse().unwrap());
+        args[2].1 = s("caf\u{e9}.example.test");
+        args[4].1 = s("agent \u{e9}");
+        let m = message(args);
+        let r = SpoeRequest::from_message(&m).unwrap();
+        let facts = r.request_facts();
+        assert_eq!(facts.client_ip(), Some("192.0.2.7".parse().unwrap()));
+        assert_eq!(facts.host.header, None);
+        assert!(facts.host.unclear);
+        assert_eq!(facts.user_agent, None);
+        let mut args = plain();
+        args[2].1 = s("");
+        let m = message(args);
+        let r = SpoeRequest::from_message(&m).unwrap();
+        assert_eq!(r.host, None);
+        assert!(!r.request_facts().host.unclear);
+        for (i, name) in [(2, "host"), (4, "ua")] {
+            let mut args = plain();
+            args[i].1 = s("a\r\nb");
+            assert_eq!(
+                SpoeRequest::from_message(&message(args)).unwrap_err(),
+                MessageError::Invalid {
+                    name,
+                    reason: "not a valid header value"
+                }
+            );
+        }
     }
 
     #[test]
@@ -305,12 +412,87 @@ mod tests {
             ("groups", TypedData::Binary(vec![0x00, 0x1d, 0x00, 0x17])),
             ("point_formats", TypedData::Binary(vec![0x00])),
         ]);
-        let r = SpoeRequest::from_message(&message(args)).unwrap();
+        let m = message(args);
+        let r = SpoeRequest::from_message(&m).unwrap();
         let tls = r.conn.tls.as_deref().unwrap();
         assert_eq!(tls.sni.as_deref(), Some("app.example.test"));
         let expected = ja3_from_parts(771, &[4865, 4866], &[0, 10, 11], &[29, 23], &[0]);
         assert_eq!(expected.string, "771,4865-4866,0-10-11,29-23,0");
         assert_eq!(tls.ja3, expected.hash);
         assert_eq!(tls.ja4, "");
+    }
+
+    /// A block for every request not signed with `nak_Proxy` (RFC 9421), as a tenant protects
+    /// itself behind its own proxy: the message's `signature`, `signature_input` and `host`
+    /// are what the edge verifies.
+    #[test]
+    fn a_signature_in_the_message_is_verified_as_the_edge_verifies_it() {
+        use aws_lc_rs::hmac;
+        use base64::engine::general_purpose::STANDARD;
+        use base64::Engine as _;
+        use netacl_edge::httpsig::SigningKeys;
+        use netacl_edge::{AclVerdict, ClientAddrResolver, Enforcer};
+        use std::sync::Arc;
+
+        let material = [7u8; 32];
+        let enforcer = Enforcer::new(
+            Arc::new(netacl_eval::Engine::new()),
+            ClientAddrResolver::default(),
+        );
+        let records = serde_json::json!([{
+            "id": "acl_6dL8L5Vqc1TxxXRuLhzD7c", "description": "t", "active": true, "priority": 1,
+            "rule": {"action": {"block": true}, "scope": "tenant",
+                     "not_match": {"http_message_signature": {"keys": [{"id": "nak_Proxy"}]}}},
+            "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
+        }]);
+        let rules = netacl_model::RuleSet::from_json(&records, 1, &netacl_model::Limits::default())
+            .unwrap();
+        let keys = SigningKeys::new([("nak_Proxy", &material[..])]);
+        enforcer
+            .apply_rules_with_keys(
+                &rules,
+                &netacl_eval::ManagedIndex::empty(),
+                Some(Arc::new(keys)),
+            )
+            .unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let params = format!(
+            "(\"@method\" \"@authority\" \"@path\");created={now};expires={};keyid=\"nak_Proxy\"",
+            now + 300
+        );
+        let sign = |key: &[u8], authority: &str| {
+            let base = format!(
+                "\"@method\": GET\n\"@authority\": {authority}\n\"@path\": /authorize\n\"@signature-params\": {params}"
+            );
+            let mac = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), base.as_bytes());
+            format!("sig1=:{}:", STANDARD.encode(mac.as_ref()))
+        };
+        let verdict = |signature: Option<String>| {
+            let mut args = plain();
+            if let Some(signature) = signature {
+                args.push(("signature", s(&signature)));
+                args.push(("signature_input", s(&format!("sig1={params}"))));
+            }
+            let m = message(args);
+            let request = SpoeRequest::from_message(&m).unwrap();
+            enforcer.decide_facts(&request.request_facts()).verdict
+        };
+        assert_eq!(
+            verdict(Some(sign(&material, "app.example.test"))),
+            AclVerdict::None
+        );
+        assert_eq!(verdict(None), AclVerdict::Block);
+        assert_eq!(
+            verdict(Some(sign(&[8u8; 32], "app.example.test"))),
+            AclVerdict::Block
+        );
+        assert_eq!(
+            verdict(Some(sign(&material, "other.example.test"))),
+            AclVerdict::Block,
+            "the signature covers the host the message names"
+        );
     }
 }
