@@ -6,7 +6,10 @@ configurations in alternating rounds within one run; and in each round, Envoy's 
 ext_authz service (`Check` over one persistent channel, one at a time, timed by the
 `ext_authz_latency` example). Prints JSON: requests/s and p50/p99 latency per configuration, per
 round and as medians, the ratios, the Check latencies, and netacl's own time per check at each
-door from the `netacl_edge_door_check_seconds` histogram on /metrics.
+door from the `netacl_edge_door_check_seconds` histogram on /metrics. With `--cpu`, also the CPU
+time (user + system, from /proc and wrk's resource usage) that each process spent per request
+in each round: the proxy, netacl, the upstream nginx and wrk, so that a ratio can be read as
+where the machine's time went.
 
     cargo build --release --workspace --all-targets
     python3 benches/proxies/run.py [--rounds 5] [--duration 8] [--connections 32]
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import resource
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -72,7 +76,33 @@ def status(port):
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def wrk(port, duration, connections):
+def cpu_seconds(pid):
+    """User + system CPU time of every thread of process `pid`, in seconds."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid):
+    """`pid` and its children (nginx's and HAProxy's workers)."""
+    found = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            for child in f.read().split():
+                found.extend(process_tree(int(child)))
+    except OSError:
+        pass
+    return found
+
+
+def wrk(port, duration, connections, watched=None):
+    """One wrk run; with `watched` (a name → pid map), each one's CPU µs per request too."""
+    before = {name: sum(cpu_seconds(p) for p in process_tree(pid))
+              for name, pid in (watched or {}).items()}
+    own = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
          "-H", "Host: app.example.test", f"http://127.0.0.1:{port}/authorize?client_id=bench"],
@@ -83,8 +113,19 @@ def wrk(port, duration, connections):
         value, unit = re.search(r"\s%s%%\s+([\d.]+)(us|ms|s)" % pct, out).groups()
         lat[pct] = float(value) * UNITS[unit]
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    return {"requests_per_second": rps, "p50_ms": lat["50"], "p99_ms": lat["99"],
-            "non_2xx": int(non2xx.group(1)) if non2xx else 0}
+    result = {"requests_per_second": rps, "p50_ms": lat["50"], "p99_ms": lat["99"],
+              "non_2xx": int(non2xx.group(1)) if non2xx else 0}
+    if watched is not None:
+        requests = rps * duration
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        per = {name: round((sum(cpu_seconds(p) for p in process_tree(pid)) - before[name])
+                           / requests * 1e6, 2)
+               for name, pid in watched.items()}
+        per["wrk"] = round((after.ru_utime + after.ru_stime - own.ru_utime - own.ru_stime)
+                           / requests * 1e6, 2)
+        per["total"] = round(sum(per.values()), 2)
+        result["cpu_us_per_request"] = per
+    return result
 
 
 def synthetic(d, rules, cidrs):
@@ -140,6 +181,10 @@ def summary(args, rounds):
             "p50_ms_median": statistics.median(r["p50_ms"] for r in runs),
             "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
             "rounds": runs}
+        if all("cpu_us_per_request" in r for r in runs):
+            report["configs"][name]["cpu_us_per_request_median"] = {
+                part: statistics.median(r["cpu_us_per_request"][part] for r in runs)
+                for part in runs[0]["cpu_us_per_request"]}
     return report
 
 
@@ -193,6 +238,8 @@ def main():
                     help="ext_authz Checks timed per round")
     ap.add_argument("--only", choices=["nginx", "haproxy"],
                     help="run one proxy's pair of configurations")
+    ap.add_argument("--cpu", action="store_true",
+                    help="report each process's CPU time per request in every round")
     args = ap.parse_args()
     for tool in ("nginx", "haproxy", "wrk"):
         if not shutil.which(tool):
@@ -203,6 +250,7 @@ def main():
         synthetic(d, args.rules, args.cidrs)
         # The upstream (200) and the do-nothing auth server (204), one nginx.
         up, noop = start_backend(d, procs, noop_auth=True)
+        backend = procs[-1].pid
         fa, spoe, authz, metrics = free_port(), free_port(), free_port(), free_port()
         procs.append(subprocess.Popen(
             [args.netacl, "edge", "--rules-file", f"{d}/rules.json",
@@ -212,7 +260,9 @@ def main():
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         for port in (fa, spoe, authz):
             wait_port(port)
+        edge = procs[-1].pid
         configs = {}
+        pids = {}
 
         def proxy(name, kind, netacl_addr, strip_filter=False):
             port = free_port()
@@ -239,6 +289,7 @@ def main():
                                           stderr=subprocess.DEVNULL))
             wait_port(port)
             configs[name] = port
+            pids[name] = procs[-1].pid
 
         if args.only != "haproxy":
             proxy("nginx_netacl", "nginx", f"127.0.0.1:{fa}")
@@ -252,7 +303,12 @@ def main():
         authz_rounds = []
         for _ in range(args.rounds):
             for name, port in configs.items():
-                rounds[name].append(wrk(port, args.duration, args.connections))
+                watched = None
+                if args.cpu:
+                    # The do-nothing auth server is the upstream's nginx too: its share of the
+                    # nginx_noop_auth rounds is under "upstream".
+                    watched = {"proxy": pids[name], "netacl": edge, "upstream": backend}
+                rounds[name].append(wrk(port, args.duration, args.connections, watched))
             # Envoy's view of ext_authz: Check over one persistent channel, one at a time.
             if args.only is None:
                 out = subprocess.run([latency, f"127.0.0.1:{authz}", f"{d}/requests.jsonl",

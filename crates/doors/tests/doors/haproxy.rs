@@ -1,7 +1,11 @@
 //! The shipped HAProxy configuration (`deploy/haproxy/`), rendered as an operator renders it
-//! and run by the real HAProxy (Debian's package; `.ci/run` installs it), in front of a counting
-//! upstream, asking the agent served by this process. Clients connect from distinct loopback
-//! addresses (127.0.0.X).
+//! and run by the real HAProxy, in front of a counting upstream, asking the agent served by this
+//! process. Clients connect from distinct loopback addresses (127.0.0.X).
+//!
+//! Every HAProxy named in `NETACL_TEST_HAPROXY` (executables separated by `:`; default
+//! `haproxy`, Debian 12's 2.6) runs each case in turn. `.ci/run` names two: Debian 12's 2.6 and
+//! Debian unstable's 3.x (`.ci/haproxy_next.py`), whose SPOE is the multiplexer of 3.1 and
+//! later; under CI, a run without a HAProxy of 3.1 or later fails.
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -46,6 +50,66 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// One HAProxy executable to run the shipped configuration with, and the version it reports.
+#[derive(Debug, Clone)]
+pub(crate) struct HaproxyBinary {
+    pub(crate) path: PathBuf,
+    pub(crate) version: String,
+}
+
+/// The HAProxy executables of `NETACL_TEST_HAPROXY` (see the module docs), each asked its
+/// version (`haproxy -v`). Under CI, one of them must be 3.1 or later.
+pub(crate) fn haproxy_binaries() -> Vec<HaproxyBinary> {
+    let listed = std::env::var("NETACL_TEST_HAPROXY").unwrap_or_else(|_| "haproxy".into());
+    let binaries: Vec<HaproxyBinary> = listed
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .map(|path| {
+            let out = Command::new(path).arg("-v").output().unwrap_or_else(|e| {
+                panic!("haproxy `{path}` does not run ({e}): .ci/run installs Debian's package")
+            });
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let version = text
+                .split_whitespace()
+                .skip_while(|w| *w != "version")
+                .nth(1)
+                .unwrap_or_else(|| panic!("no version in `{path} -v`: {text}"))
+                .to_owned();
+            HaproxyBinary {
+                path: PathBuf::from(path),
+                version,
+            }
+        })
+        .collect();
+    assert!(!binaries.is_empty(), "NETACL_TEST_HAPROXY names no HAProxy");
+    if std::env::var_os("CI").is_some() {
+        assert!(
+            binaries.iter().any(|b| at_least(&b.version, (3, 1))),
+            "under CI the shipped configuration must also run on HAProxy 3.1 or later (its SPOE \
+             multiplexer); NETACL_TEST_HAPROXY names {binaries:?}"
+        );
+    }
+    binaries
+}
+
+/// Whether a version such as `3.2.26-1` is at least `major.minor`.
+fn at_least(version: &str, (major, minor): (u32, u32)) -> bool {
+    let mut parts = version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    found >= (major, minor)
+}
+
+#[test]
+fn versions_compare_by_major_then_minor() {
+    assert!(at_least("3.2.26-1", (3, 1)));
+    assert!(at_least("3.1.0", (3, 1)));
+    assert!(!at_least("2.6.12-1+deb12u4", (3, 1)));
+    assert!(!at_least("3.0.11-1+deb13u4", (3, 1)));
+    assert!(at_least("10.0", (3, 1)));
+}
+
 pub(crate) struct Haproxy(Child);
 
 impl Drop for Haproxy {
@@ -68,6 +132,7 @@ fn free_port() -> u16 {
 /// HAProxy in the foreground on them and waits until it listens. HAProxy stops when the handle
 /// is dropped.
 pub(crate) async fn start_haproxy(
+    binary: &HaproxyBinary,
     dir: &Path,
     agent: SocketAddr,
     upstream: SocketAddr,
@@ -102,20 +167,21 @@ pub(crate) async fn start_haproxy(
         std::fs::write(&cfg, text).unwrap();
     }
     let haproxy = Haproxy(
-        Command::new("haproxy")
+        Command::new(&binary.path)
             .arg("-f")
             .arg(&cfg)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("haproxy (Debian's package) must be installed: .ci/run installs it"),
+            .unwrap_or_else(|e| panic!("haproxy {binary:?} does not start: {e}")),
     );
     let proxy = SocketAddr::from(([127, 0, 0, 1], port));
     let started = Instant::now();
     while tokio::net::TcpStream::connect(proxy).await.is_err() {
         assert!(
             started.elapsed() < Duration::from_secs(10),
-            "haproxy did not listen"
+            "haproxy {} did not listen",
+            binary.version
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -224,6 +290,13 @@ fn rules(extra: Vec<Value>) -> RuleSet {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() {
+    for binary in haproxy_binaries() {
+        eprintln!("HAProxy {}", binary.version);
+        enforces_the_agents_decisions(&binary).await;
+    }
+}
+
+async fn enforces_the_agents_decisions(binary: &HaproxyBinary) {
     let enforcer = Arc::new(crate::enforcer());
     enforcer.apply_rules(&rules(Vec::new())).unwrap();
     let agent = start_spoe(
@@ -235,10 +308,14 @@ async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() 
     let agent_addr = agent.local_addr();
     let (upstream_addr, seen) = upstream().await;
 
-    let dir = std::env::temp_dir().join(format!("netacl-haproxy-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "netacl-haproxy-{}-{}",
+        std::process::id(),
+        binary.version
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("haproxy")).unwrap();
-    let (_haproxy, proxy) = start_haproxy(&dir, agent_addr, upstream_addr, None).await;
+    let (_haproxy, proxy) = start_haproxy(binary, &dir, agent_addr, upstream_addr, None).await;
     let hits = || seen.lock().unwrap().len();
 
     // Allowed: reaches the upstream, with the decision in a header.
@@ -328,7 +405,8 @@ async fn haproxy_with_the_shipped_configuration_enforces_the_agents_decisions() 
         let (status, _) = get(proxy, from, "app.example.test", "").await;
         assert!(
             !(200..300).contains(&status),
-            "got {status} with the agent down"
+            "got {status} with the agent down (HAProxy {})",
+            binary.version
         );
     }
     assert_eq!(hits(), 2);

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::haproxy::{start_haproxy, upstream};
+use crate::haproxy::{haproxy_binaries, start_haproxy, upstream, HaproxyBinary};
 use crate::rule;
 
 fn client_config(cert: rustls::pki_types::CertificateDer<'static>) -> Arc<rustls::ClientConfig> {
@@ -112,6 +112,13 @@ async fn https_status(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
+    for binary in haproxy_binaries() {
+        eprintln!("HAProxy {}", binary.version);
+        gives_the_agent_the_clients_ja3(&binary).await;
+    }
+}
+
+async fn gives_the_agent_the_clients_ja3(binary: &HaproxyBinary) {
     let certified =
         rcgen::generate_simple_self_signed(vec!["app.example.test".to_owned()]).unwrap();
     let config = client_config(certified.cert.der().clone());
@@ -126,7 +133,11 @@ async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
     let agent_addr = agent.local_addr();
     let (upstream_addr, seen) = upstream().await;
 
-    let dir = std::env::temp_dir().join(format!("netacl-haproxy-tls-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "netacl-haproxy-tls-{}-{}",
+        std::process::id(),
+        binary.version
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("haproxy")).unwrap();
     let pem = dir.join("haproxy/site.pem");
@@ -139,7 +150,8 @@ async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
         ),
     )
     .unwrap();
-    let (_haproxy, proxy) = start_haproxy(&dir, agent_addr, upstream_addr, Some(&pem)).await;
+    let (_haproxy, proxy) =
+        start_haproxy(binary, &dir, agent_addr, upstream_addr, Some(&pem)).await;
 
     let block = |ja3: &str| {
         RuleSet::from_json(
@@ -179,7 +191,11 @@ async fn haproxy_over_tls_gives_the_agent_the_clients_ja3() {
         })
         .await;
         if judged {
-            assert_eq!(status, 403, "the agent's JA3 is not the ClientHello's");
+            assert_eq!(
+                status, 403,
+                "the agent's JA3 is not the ClientHello's (HAProxy {})",
+                binary.version
+            );
             break;
         }
         assert_eq!(status, 200);
