@@ -284,3 +284,80 @@ fn the_fuzz_seeds_are_check_requests_the_service_reads() {
     let facts = CheckFacts::from_check(&request).unwrap();
     assert_eq!(facts.client.to_string(), "2001:db8::7");
 }
+
+/// The shipped Envoy bootstrap (`deploy/envoy/envoy.yaml.template`), rendered with its ten
+/// placeholders, read by Envoy's own published protos (`tests/envoy/check_bootstrap.py`, PyPI
+/// `xds-protos`, installed by `.ci/run`): every field, enum and `@type` must be Envoy's. Envoy
+/// itself cannot be installed here. Without Python's `xds-protos` the test is skipped locally
+/// and fails when `CI` is set.
+#[test]
+fn the_shipped_envoy_template_is_a_bootstrap_by_envoys_protos() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ready = std::process::Command::new("python3")
+        .args(["-c", "import envoy.config.bootstrap.v3.bootstrap_pb2, yaml"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ready {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 with xds-protos and PyYAML is needed under CI (.ci/run installs them)"
+        );
+        eprintln!("skipped: python3 with xds-protos and PyYAML (pip) is not installed");
+        return;
+    }
+    let mut text = std::fs::read_to_string(repo.join("deploy/envoy/envoy.yaml.template")).unwrap();
+    for (name, value) in [
+        ("NETACL_ADDR", "127.0.0.1:9001"),
+        ("NETACL_HOST", "127.0.0.1"),
+        ("NETACL_PORT", "9001"),
+        ("UPSTREAM_ADDR", "127.0.0.1:8080"),
+        ("UPSTREAM_HOST", "127.0.0.1"),
+        ("UPSTREAM_PORT", "8080"),
+        ("LISTEN_ADDR", "0.0.0.0:10000"),
+        ("LISTEN_HOST", "0.0.0.0"),
+        ("LISTEN_PORT", "10000"),
+        ("NETACL_DEPLOY_DIR", "/etc/netacl"),
+    ] {
+        text = text.replace(&format!("${{{name}}}"), value);
+    }
+    assert!(!text.contains("${"), "a placeholder outside the ten");
+    // Fail closed, the client as the TCP peer, HTTP/2 to netacl's gRPC service.
+    for line in [
+        "failure_mode_allow: false",
+        "use_remote_address: true",
+        "http2_protocol_options: {}",
+    ] {
+        assert!(text.contains(line), "the shipped bootstrap lacks `{line}`");
+    }
+    let dir = std::env::temp_dir().join(format!("netacl-envoy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rendered = dir.join("envoy.yaml");
+    std::fs::write(&rendered, &text).unwrap();
+    let checked = |file: &std::path::Path| {
+        std::process::Command::new("python3")
+            .arg(repo.join("tests/envoy/check_bootstrap.py"))
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    let out = checked(&rendered);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("envoy bootstrap: ok"), "{said}");
+    assert!(said.contains("ExtAuthz"), "{said}");
+    // The check can fail: a misspelt field is refused, naming it.
+    let misspelt = dir.join("misspelt.yaml");
+    std::fs::write(
+        &misspelt,
+        text.replace("failure_mode_allow", "failure_mode_alow"),
+    )
+    .unwrap();
+    let out = checked(&misspelt);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("failure_mode_alow"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
