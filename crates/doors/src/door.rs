@@ -23,6 +23,19 @@ pub(crate) fn visible_ascii(value: &str) -> bool {
     value.bytes().all(|b| b == b'\t' || (32..127).contains(&b))
 }
 
+/// The scheme a proxy reports for the client's request (`X-Forwarded-Proto`, Envoy's `scheme`):
+/// `http` or `https`, in any case; anything else (`ws`, a list, garbage) is not taken, and the
+/// decision falls back to the TLS facts.
+pub(crate) fn reported_scheme(value: &[u8]) -> Option<&'static str> {
+    if value.eq_ignore_ascii_case(b"https") {
+        Some("https")
+    } else if value.eq_ignore_ascii_case(b"http") {
+        Some("http")
+    } else {
+        None
+    }
+}
+
 /// Why a door could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -5,6 +5,8 @@ mod door;
 pub mod ext_authz;
 pub mod forward_auth;
 mod metrics;
+#[cfg(test)]
+mod signing_fixture;
 pub mod spoe;
 
 pub use door::{DoorError, RunningDoor};

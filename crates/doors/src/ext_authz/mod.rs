@@ -32,7 +32,8 @@ use netacl_edge::{
 use netacl_listener::ConnectionLimits;
 
 use crate::door::{
-    log_decision, status_of, valid_header_value, visible_ascii, Bound, DoorError, RunningDoor,
+    log_decision, reported_scheme, status_of, valid_header_value, visible_ascii, Bound, DoorError,
+    RunningDoor,
 };
 use crate::metrics::{DoorAnswer, DoorCounters};
 
@@ -84,6 +85,8 @@ pub struct CheckFacts<'a> {
     pub host: Option<&'a str>,
     /// The SNI, when Envoy reports a TLS session.
     pub sni: Option<&'a str>,
+    /// The scheme Envoy reports (`http` or `https`; another value is not taken).
+    pub scheme: Option<&'static str>,
     /// The request's headers as Envoy sent them.
     pub headers: EnvoyHeaders<'a>,
 }
@@ -167,6 +170,7 @@ impl<'a> CheckFacts<'a> {
             uri,
             host: Some(host).filter(|h| !h.is_empty()),
             sni,
+            scheme: reported_scheme(http.scheme.as_bytes()),
             headers: EnvoyHeaders(&http.headers),
         })
     }
@@ -195,7 +199,8 @@ impl<'a> CheckFacts<'a> {
             )
             .with_method(self.method.as_str())
             .with_query(self.uri.query())
-            .with_user_agent(self.user_agent());
+            .with_user_agent(self.user_agent())
+            .with_scheme(self.scheme);
         if self.sni.is_some() {
             facts = facts.with_tls(TlsFacts::new(self.sni, "", ""));
         }

@@ -7,6 +7,8 @@ use http::uri::{Authority, PathAndQuery};
 use http::{Method, Uri};
 use netacl_edge::{ConnectionInfo, TlsInfo};
 
+use crate::door::reported_scheme;
+
 /// `X-Forwarded-Method` (Caddy, Traefik; the shipped nginx template sets it too).
 pub static X_FORWARDED_METHOD: HeaderName = HeaderName::from_static("x-forwarded-method");
 /// `X-Original-Method` (nginx configurations written for other auth servers).
@@ -17,6 +19,9 @@ pub static X_FORWARDED_URI: HeaderName = HeaderName::from_static("x-forwarded-ur
 pub static X_ORIGINAL_URI: HeaderName = HeaderName::from_static("x-original-uri");
 /// `X-Forwarded-Host`.
 pub static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+/// `X-Forwarded-Proto` (Caddy, Traefik, the shipped nginx template): the scheme the client
+/// used, read from a trusted proxy only.
+pub static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 /// `X-Netacl-Redirect-Status: 401`: answer a redirect with 401 and `Location` instead of 302
 /// (nginx's `auth_request` passes only 2xx, 401 and 403; see the book's nginx chapter).
 pub static X_NETACL_REDIRECT_STATUS: HeaderName =
@@ -65,6 +70,9 @@ pub struct ForwardAuthFacts {
     /// The JA3 and JA4 from the configured headers (a trusted proxy's only; one may be empty
     /// when only the other was sent).
     pub tls: Option<(String, String)>,
+    /// The scheme the client used, from a trusted proxy's `X-Forwarded-Proto` (`http` or
+    /// `https`; another value is not taken); `None`: the TLS facts decide.
+    pub scheme: Option<&'static str>,
     /// How a redirect is answered.
     pub redirect: RedirectStatus,
 }
@@ -186,6 +194,10 @@ pub fn read_facts(
     } else {
         None
     };
+    let scheme = match single(headers, &X_FORWARDED_PROTO, "x-forwarded-proto")? {
+        Some(value) if trusted => reported_scheme(value.as_bytes()),
+        _ => None,
+    };
     let redirect = match single(
         headers,
         &X_NETACL_REDIRECT_STATUS,
@@ -201,6 +213,7 @@ pub fn read_facts(
         uri,
         host,
         tls,
+        scheme,
         redirect,
     })
 }

@@ -112,9 +112,12 @@ impl Door {
         };
         let conn = facts.connection(peer);
         let headers = facts.decision_headers(parts.headers);
-        let decision =
-            self.enforcer
-                .decide_request(Some(&conn), &facts.method, &facts.uri, &headers);
+        let decision = self.enforcer.decide_facts(
+            &self
+                .enforcer
+                .request_facts(Some(&conn), &facts.method, &facts.uri, &headers)
+                .with_scheme(facts.scheme),
+        );
         let response = answer::answer(&decision, facts.redirect);
         self.counters.record(DoorAnswer::Decided(decision.verdict));
         // The access event is written after the clock stops: its cost is the log's.

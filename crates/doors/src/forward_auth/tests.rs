@@ -291,3 +291,71 @@ fn an_absolute_target_with_an_empty_path_is_the_root() {
         assert_eq!(facts.uri.path().chars().next(), Some('/'), "{given}");
     }
 }
+
+#[test]
+fn the_scheme_is_a_trusted_proxys_x_forwarded_proto() {
+    let read = |pairs: &[(&str, &str)], trusted: bool| {
+        read_facts(
+            &Method::GET,
+            &Uri::from_static("/_netacl"),
+            &headers(pairs),
+            &FactsOptions::default(),
+            trusted,
+        )
+        .map(|f| f.scheme)
+    };
+    assert_eq!(
+        read(&[("x-forwarded-proto", "https")], true),
+        Ok(Some("https"))
+    );
+    assert_eq!(
+        read(&[("x-forwarded-proto", "HTTP")], true),
+        Ok(Some("http"))
+    );
+    assert_eq!(read(&[("x-forwarded-proto", "https")], false), Ok(None));
+    assert_eq!(read(&[("x-forwarded-proto", "wss")], true), Ok(None));
+    assert_eq!(read(&[], true), Ok(None));
+    assert_eq!(
+        read(
+            &[
+                ("x-forwarded-proto", "https"),
+                ("x-forwarded-proto", "http")
+            ],
+            true
+        ),
+        Err(FactsError::Repeated("x-forwarded-proto"))
+    );
+}
+
+/// A signature covering `@scheme` (RFC 9421) is verified with the scheme the trusted proxy
+/// reports; a stranger's `X-Forwarded-Proto` is not believed.
+#[test]
+fn a_signature_over_the_scheme_uses_the_proxys_x_forwarded_proto() {
+    use crate::signing_fixture::{enforcer, Signed, MATERIAL};
+    let door = Door {
+        enforcer: Arc::new(enforcer(&["10.0.0.1"])),
+        facts: FactsOptions::default(),
+        counters: Arc::new(crate::DoorCounters::new(DOOR)),
+    };
+    let (input, signature) = Signed {
+        material: &MATERIAL,
+        method: "GET",
+        authority: "app.example",
+        path: "/login",
+        scheme: Some("https"),
+    }
+    .fields();
+    let asked = |peer: &str, proto: Option<&str>| {
+        let mut sent = nginx("203.0.113.9");
+        sent.push(("signature-input", input.clone()));
+        sent.push(("signature", signature.clone()));
+        if let Some(proto) = proto {
+            sent.push(("x-forwarded-proto", proto.to_owned()));
+        }
+        ask(&door, peer, &pairs(&sent)).status()
+    };
+    assert_eq!(asked(PROXY, Some("https")), StatusCode::OK);
+    assert_eq!(asked(PROXY, Some("http")), StatusCode::FORBIDDEN);
+    assert_eq!(asked(PROXY, None), StatusCode::FORBIDDEN);
+    assert_eq!(asked(STRANGER, Some("https")), StatusCode::FORBIDDEN);
+}

@@ -66,6 +66,9 @@ pub struct SpoeRequest<'m> {
     pub signature: Option<&'m str>,
     /// The `Signature-Input` header (`signature_input`).
     pub signature_input: Option<&'m str>,
+    /// The scheme from HAProxy's `ssl_fc` (`ssl`: true is `https`, false `http`); absent: the
+    /// TLS facts decide.
+    pub scheme: Option<&'static str>,
 }
 
 /// The message's header values as the edge's header lookup, for an RFC 9421 signature's
@@ -88,7 +91,8 @@ impl HeaderLookup for SpoeRequest<'_> {
 
 /// The arguments of the shipped `spoe-message netacl-request`, with the type HAProxy sends each
 /// in: `src` (IPv4/IPv6), `method`, `host` and `path` (strings; `path` from HAProxy's `pathq`,
-/// with the query), optional `ua`, `signature`, `signature_input`, and the TLS facts (`sni`,
+/// with the query), optional `ua`, `signature`, `signature_input`, `ssl` (a boolean, HAProxy's
+/// `ssl_fc`), and the TLS facts (`sni`,
 /// `hello_version` from `ssl_fc_protocol_hello_id`, and the binary lists `ciphers`,
 /// `extensions`, `groups` (`ssl_fc_cipherlist_bin(1)`, `ssl_fc_extlist_bin(1)`,
 /// `ssl_fc_eclist_bin(1)`: 16-bit values, big-endian) and `point_formats`
@@ -138,6 +142,17 @@ impl<'m> SpoeRequest<'m> {
             user_agent: optional_header(message, "ua")?,
             signature: optional_header(message, "signature")?,
             signature_input: optional_header(message, "signature_input")?,
+            scheme: match message.get("ssl") {
+                None | Some(TypedData::Null) => None,
+                Some(TypedData::Bool(true)) => Some("https"),
+                Some(TypedData::Bool(false)) => Some("http"),
+                Some(_) => {
+                    return Err(MessageError::WrongType {
+                        name: "ssl",
+                        expected: "a boolean",
+                    })
+                }
+            },
         })
     }
 
@@ -158,7 +173,8 @@ impl<'m> SpoeRequest<'m> {
             )
             .with_method(self.method.as_str())
             .with_query(self.uri.query())
-            .with_user_agent(self.user_agent.filter(|v| visible_ascii(v)));
+            .with_user_agent(self.user_agent.filter(|v| visible_ascii(v)))
+            .with_scheme(self.scheme);
         if let Some(tls) = self.conn.tls.as_deref() {
             facts = facts.with_tls(TlsFacts::from(tls));
         }
@@ -422,77 +438,71 @@ mod tests {
         assert_eq!(tls.ja4, "");
     }
 
-    /// A block for every request not signed with `nak_Proxy` (RFC 9421), as a tenant protects
-    /// itself behind its own proxy: the message's `signature`, `signature_input` and `host`
-    /// are what the edge verifies.
+    /// A block for every request not signed with the tenant's proxy key (RFC 9421): the
+    /// message's `signature`, `signature_input`, `host` and `ssl` are what the edge verifies.
     #[test]
     fn a_signature_in_the_message_is_verified_as_the_edge_verifies_it() {
-        use aws_lc_rs::hmac;
-        use base64::engine::general_purpose::STANDARD;
-        use base64::Engine as _;
-        use netacl_edge::httpsig::SigningKeys;
-        use netacl_edge::{AclVerdict, ClientAddrResolver, Enforcer};
-        use std::sync::Arc;
+        use crate::signing_fixture::{enforcer, Signed, MATERIAL};
+        use netacl_edge::AclVerdict;
 
-        let material = [7u8; 32];
-        let enforcer = Enforcer::new(
-            Arc::new(netacl_eval::Engine::new()),
-            ClientAddrResolver::default(),
-        );
-        let records = serde_json::json!([{
-            "id": "acl_6dL8L5Vqc1TxxXRuLhzD7c", "description": "t", "active": true, "priority": 1,
-            "rule": {"action": {"block": true}, "scope": "tenant",
-                     "not_match": {"http_message_signature": {"keys": [{"id": "nak_Proxy"}]}}},
-            "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"
-        }]);
-        let rules = netacl_model::RuleSet::from_json(&records, 1, &netacl_model::Limits::default())
-            .unwrap();
-        let keys = SigningKeys::new([("nak_Proxy", &material[..])]);
-        enforcer
-            .apply_rules_with_keys(
-                &rules,
-                &netacl_eval::ManagedIndex::empty(),
-                Some(Arc::new(keys)),
-            )
-            .unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let params = format!(
-            "(\"@method\" \"@authority\" \"@path\");created={now};expires={};keyid=\"nak_Proxy\"",
-            now + 300
-        );
-        let sign = |key: &[u8], authority: &str| {
-            let base = format!(
-                "\"@method\": GET\n\"@authority\": {authority}\n\"@path\": /authorize\n\"@signature-params\": {params}"
-            );
-            let mac = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), base.as_bytes());
-            format!("sig1=:{}:", STANDARD.encode(mac.as_ref()))
+        let enforcer = enforcer(&[]);
+        let signed = |material: &[u8], authority: &str, scheme: Option<&str>| {
+            Signed {
+                material,
+                method: "GET",
+                authority,
+                path: "/authorize",
+                scheme,
+            }
+            .fields()
         };
-        let verdict = |signature: Option<String>| {
+        let verdict = |fields: Option<(String, String)>, ssl: Option<bool>| {
             let mut args = plain();
-            if let Some(signature) = signature {
+            if let Some((input, signature)) = fields {
                 args.push(("signature", s(&signature)));
-                args.push(("signature_input", s(&format!("sig1={params}"))));
+                args.push(("signature_input", s(&input)));
+            }
+            if let Some(ssl) = ssl {
+                args.push(("ssl", TypedData::Bool(ssl)));
             }
             let m = message(args);
             let request = SpoeRequest::from_message(&m).unwrap();
             enforcer.decide_facts(&request.request_facts()).verdict
         };
+        let host = "app.example.test";
         assert_eq!(
-            verdict(Some(sign(&material, "app.example.test"))),
+            verdict(Some(signed(&MATERIAL, host, None)), None),
             AclVerdict::None
         );
-        assert_eq!(verdict(None), AclVerdict::Block);
+        assert_eq!(verdict(None, None), AclVerdict::Block);
         assert_eq!(
-            verdict(Some(sign(&[8u8; 32], "app.example.test"))),
+            verdict(Some(signed(&[8; 32], host, None)), None),
             AclVerdict::Block
         );
         assert_eq!(
-            verdict(Some(sign(&material, "other.example.test"))),
+            verdict(Some(signed(&MATERIAL, "other.example.test", None)), None),
             AclVerdict::Block,
             "the signature covers the host the message names"
+        );
+        // `@scheme`: HAProxy's `ssl_fc` says which; without it, no TLS facts is `http`.
+        let https = Some(signed(&MATERIAL, host, Some("https")));
+        assert_eq!(verdict(https.clone(), Some(true)), AclVerdict::None);
+        assert_eq!(verdict(https.clone(), Some(false)), AclVerdict::Block);
+        assert_eq!(verdict(https, None), AclVerdict::Block);
+        let http = Some(signed(&MATERIAL, host, Some("http")));
+        assert_eq!(verdict(http, None), AclVerdict::None);
+    }
+
+    #[test]
+    fn ssl_must_be_a_boolean() {
+        let mut args = plain();
+        args.push(("ssl", s("1")));
+        assert_eq!(
+            SpoeRequest::from_message(&message(args)).unwrap_err(),
+            MessageError::WrongType {
+                name: "ssl",
+                expected: "a boolean"
+            }
         );
     }
 }

@@ -361,3 +361,26 @@ fn the_shipped_envoy_template_is_a_bootstrap_by_envoys_protos() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("failure_mode_alow"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The scheme Envoy reports is the one an RFC 9421 signature covering `@scheme` is verified
+/// with: `http` or `https` in any case, another value not taken.
+#[test]
+fn the_scheme_is_the_one_envoy_reports() {
+    use netacl_doors::ext_authz::CheckFacts;
+    let mut request = check("192.0.2.7", "app.example.test", "/login", &[]);
+    let scheme = |request: &CheckRequest| CheckFacts::from_check(request).unwrap().scheme;
+    assert_eq!(scheme(&request), Some("https"));
+    for (given, taken) in [("HTTP", Some("http")), ("wss", None), ("", None)] {
+        let http = request
+            .attributes
+            .as_mut()
+            .and_then(|a| a.request.as_mut())
+            .and_then(|r| r.http.as_mut())
+            .unwrap();
+        http.scheme = given.into();
+        assert_eq!(scheme(&request), taken, "{given}");
+        // Not taken: the TLS session Envoy reports (its SNI) makes it `https`.
+        let facts = CheckFacts::from_check(&request).unwrap();
+        assert_eq!(facts.request_facts().scheme(), taken.unwrap_or("https"));
+    }
+}

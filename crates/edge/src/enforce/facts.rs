@@ -129,6 +129,11 @@ pub struct RequestFacts<'a> {
     pub query: Option<&'a str>,
     /// The first `User-Agent` field, if it is visible ASCII.
     pub user_agent: Option<&'a str>,
+    /// The scheme the client used (`http` or `https`), when the proxy in front reports it
+    /// (`X-Forwarded-Proto` from a trusted proxy, Envoy's `scheme`, HAProxy's `ssl_fc`);
+    /// `None`: `https` with TLS facts, else `http`. Read only to verify an RFC 9421 signature
+    /// covering `@scheme` or `@target-uri`.
+    pub scheme: Option<&'a str>,
     /// The header fields (read only to verify an RFC 9421 signature, when a live rule names
     /// `http_message_signature`).
     pub headers: &'a dyn HeaderLookup,
@@ -144,6 +149,7 @@ impl std::fmt::Debug for RequestFacts<'_> {
             .field("path", &self.path)
             .field("query", &self.query)
             .field("user_agent", &self.user_agent)
+            .field("scheme", &self.scheme)
             .finish_non_exhaustive()
     }
 }
@@ -160,6 +166,7 @@ impl<'a> RequestFacts<'a> {
             path,
             query: None,
             user_agent: None,
+            scheme: None,
             headers,
         }
     }
@@ -200,6 +207,21 @@ impl<'a> RequestFacts<'a> {
         self
     }
 
+    /// With the scheme the client used, as the proxy in front reports it.
+    pub fn with_scheme(mut self, scheme: Option<&'a str>) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
+    /// The scheme the client used: the one reported, else `https` with TLS facts, else `http`.
+    pub fn scheme(&self) -> &'a str {
+        match (self.scheme, self.tls) {
+            (Some(scheme), _) => scheme,
+            (None, Some(_)) => "https",
+            (None, None) => "http",
+        }
+    }
+
     /// The client address, if known.
     pub fn client_ip(&self) -> Option<std::net::IpAddr> {
         self.addrs.and_then(|a| a.client)
@@ -234,6 +256,17 @@ mod tests {
     use super::*;
     use crate::signals::httpsig::visible_ascii;
     use http::HeaderValue;
+
+    #[test]
+    fn the_scheme_is_the_reported_one_else_the_tls_facts() {
+        let headers = http::HeaderMap::new();
+        let facts = RequestFacts::new("/", &headers);
+        assert_eq!(facts.scheme(), "http");
+        let tls = facts.with_tls(TlsFacts::new(None, "", ""));
+        assert_eq!(tls.scheme(), "https");
+        assert_eq!(tls.with_scheme(Some("http")).scheme(), "http");
+        assert_eq!(facts.with_scheme(Some("https")).scheme(), "https");
+    }
 
     #[test]
     fn hosts() {

@@ -674,7 +674,7 @@ impl Enforcer {
                 let verified = policy.attachment::<SigningKeys>().and_then(|keys| {
                     let signed = SignedRequest {
                         method,
-                        scheme: if tls.is_some() { "https" } else { "http" },
+                        scheme: facts.scheme(),
                         authority: facts.host.named().unwrap_or(""),
                         path,
                         query: facts.query,
