@@ -11,6 +11,7 @@ mod cluster_nodes;
 mod cluster_support;
 mod cluster_tenants;
 mod console_browser;
+mod deploy_units;
 mod edge_cli;
 mod edge_platform;
 mod edge_sample;
