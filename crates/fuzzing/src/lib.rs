@@ -363,11 +363,12 @@ pub fn nesting_depth(value: &Value) -> usize {
 /// skipped).
 ///
 /// Never panics; a fact given twice is refused; what is read is an origin-form target, one
-/// host at most (the decision's only `Host`), and fingerprints only from a trusted peer.
+/// host at most (the decision's only `Host`), and fingerprints and the scheme (`http` or
+/// `https`) only from a trusted peer.
 pub fn forward_auth_facts(data: &[u8]) {
     use netacl_doors::forward_auth::{
-        read_facts, FactsOptions, X_FORWARDED_HOST, X_FORWARDED_METHOD, X_FORWARDED_URI,
-        X_ORIGINAL_METHOD, X_ORIGINAL_URI,
+        read_facts, FactsOptions, X_FORWARDED_HOST, X_FORWARDED_METHOD, X_FORWARDED_PROTO,
+        X_FORWARDED_URI, X_ORIGINAL_METHOD, X_ORIGINAL_URI,
     };
     let Some((&control, rest)) = data.split_first() else {
         return;
@@ -405,6 +406,7 @@ pub fn forward_auth_facts(data: &[u8]) {
         &X_FORWARDED_URI,
         &X_ORIGINAL_URI,
         &X_FORWARDED_HOST,
+        &X_FORWARDED_PROTO,
         &http::header::HOST,
     ]
     .iter()
@@ -423,6 +425,15 @@ pub fn forward_auth_facts(data: &[u8]) {
     assert!(
         trusted || facts.tls.is_none(),
         "fingerprints from an untrusted peer"
+    );
+    assert!(
+        trusted || facts.scheme.is_none(),
+        "a scheme from an untrusted peer"
+    );
+    assert!(
+        matches!(facts.scheme, None | Some("http" | "https")),
+        "{:?}",
+        facts.scheme
     );
     let decided = facts.decision_headers(headers);
     let hosts: Vec<_> = decided.get_all(http::header::HOST).iter().collect();

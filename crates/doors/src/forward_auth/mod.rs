@@ -38,8 +38,8 @@ use netacl_listener::{ConnectionLimits, RequestBody};
 pub use answer::{X_NETACL_DECISION, X_NETACL_MONITORED, X_NETACL_RULE};
 pub use facts::{
     read_facts, FactsError, FactsOptions, ForwardAuthFacts, RedirectStatus, MAX_JA4,
-    X_FORWARDED_HOST, X_FORWARDED_METHOD, X_FORWARDED_URI, X_NETACL_REDIRECT_STATUS,
-    X_ORIGINAL_METHOD, X_ORIGINAL_URI,
+    X_FORWARDED_HOST, X_FORWARDED_METHOD, X_FORWARDED_PROTO, X_FORWARDED_URI,
+    X_NETACL_REDIRECT_STATUS, X_ORIGINAL_METHOD, X_ORIGINAL_URI,
 };
 
 use crate::door::{log_decision, Bound, DoorError, RunningDoor};
