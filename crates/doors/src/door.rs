@@ -1,10 +1,14 @@
 //! What every door shares: binding its listener under the edge's limits, its counters and
 //! listener statistics on the edge's `/metrics`, the running door's handle, and the access
 //! events of its decisions.
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use netacl_edge::{AclDecision, AclVerdict, Enforcer};
+use http::{Method, Uri};
+use netacl_edge::{
+    canonical_ip, AclDecision, AclVerdict, Enforcer, HeaderLookup, RequestAddrs, RequestFacts,
+    RequestHost,
+};
 use netacl_listener::{ConnectionGate, ConnectionLimits, ListenerStats};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -34,6 +38,33 @@ pub(crate) fn reported_scheme(value: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The facts of a request whose client the proxy in front has already resolved (HAProxy's
+/// `src`, Envoy's source address: no forwarding header is walked), with its host and user agent
+/// read as the edge reads those headers: a host that is not visible ASCII is unclear, a user
+/// agent that is not is absent. The caller adds the scheme and the TLS facts it has.
+pub(crate) fn resolved_client_facts<'a>(
+    client: IpAddr,
+    method: &'a Method,
+    uri: &'a Uri,
+    host: Option<&'a str>,
+    user_agent: Option<&'a str>,
+    headers: &'a dyn HeaderLookup,
+) -> RequestFacts<'a> {
+    let client = canonical_ip(client);
+    let readable = host.filter(|h| visible_ascii(h));
+    RequestFacts::new(uri.path(), headers)
+        .with_addrs(RequestAddrs {
+            connecting: client,
+            client: Some(client),
+        })
+        .with_host(
+            RequestHost::new(readable, None).with_unclear(host.is_some() && readable.is_none()),
+        )
+        .with_method(method.as_str())
+        .with_query(uri.query())
+        .with_user_agent(user_agent.filter(|v| visible_ascii(v)))
 }
 
 /// Why a door could not start.

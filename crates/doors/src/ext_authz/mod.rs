@@ -25,15 +25,12 @@ use envoy_types::ext_authz::v3::{
 use std::collections::HashMap;
 
 use http::{Method, Uri};
-use netacl_edge::{
-    canonical_ip, AclDecision, Enforcer, HeaderLookup, RequestAddrs, RequestFacts, RequestHost,
-    TlsFacts,
-};
+use netacl_edge::{AclDecision, Enforcer, HeaderLookup, RequestFacts, TlsFacts};
 use netacl_listener::ConnectionLimits;
 
 use crate::door::{
-    log_decision, reported_scheme, status_of, valid_header_value, visible_ascii, Bound, DoorError,
-    RunningDoor,
+    log_decision, reported_scheme, resolved_client_facts, status_of, valid_header_value,
+    visible_ascii, Bound, DoorError, RunningDoor,
 };
 use crate::metrics::{DoorAnswer, DoorCounters};
 
@@ -187,20 +184,15 @@ impl<'a> CheckFacts<'a> {
     /// The facts the edge decides with: the client as given (no forwarding walk), the host
     /// (unclear when it is not visible ASCII, as the edge reads a `Host` header), the SNI.
     pub fn request_facts(&self) -> RequestFacts<'_> {
-        let host = self.host.filter(|h| visible_ascii(h));
-        let client = canonical_ip(self.client);
-        let mut facts = RequestFacts::new(self.uri.path(), &self.headers)
-            .with_addrs(RequestAddrs {
-                connecting: client,
-                client: Some(client),
-            })
-            .with_host(
-                RequestHost::new(host, None).with_unclear(self.host.is_some() && host.is_none()),
-            )
-            .with_method(self.method.as_str())
-            .with_query(self.uri.query())
-            .with_user_agent(self.user_agent())
-            .with_scheme(self.scheme);
+        let mut facts = resolved_client_facts(
+            self.client,
+            &self.method,
+            &self.uri,
+            self.host,
+            self.user_agent(),
+            &self.headers,
+        )
+        .with_scheme(self.scheme);
         if self.sni.is_some() {
             facts = facts.with_tls(TlsFacts::new(self.sni, "", ""));
         }

@@ -4,14 +4,11 @@ use std::net::{IpAddr, SocketAddr};
 
 use http::{Method, Uri};
 use netacl_edge::fingerprint::ja3_from_parts;
-use netacl_edge::{
-    canonical_ip, ConnectionInfo, HeaderLookup, RequestAddrs, RequestFacts, RequestHost, TlsFacts,
-    TlsInfo,
-};
+use netacl_edge::{ConnectionInfo, HeaderLookup, RequestFacts, TlsFacts, TlsInfo};
 use spop::frame::Message;
 use spop::TypedData;
 
-use crate::door::{valid_header_value, visible_ascii};
+use crate::door::{resolved_client_facts, valid_header_value};
 
 /// The name of the message the agent decides on (`spoe-message netacl-request` in the shipped
 /// SPOE file). Other messages in a NOTIFY are acknowledged with no action.
@@ -161,20 +158,15 @@ impl<'m> SpoeRequest<'m> {
     /// (a host that is not visible ASCII is unclear, a user agent that is not is absent), the
     /// method, path and query, and the TLS facts.
     pub fn request_facts(&self) -> RequestFacts<'_> {
-        let client = canonical_ip(self.conn.peer.ip());
-        let host = self.host.filter(|h| visible_ascii(h));
-        let mut facts = RequestFacts::new(self.uri.path(), self)
-            .with_addrs(RequestAddrs {
-                connecting: client,
-                client: Some(client),
-            })
-            .with_host(
-                RequestHost::new(host, None).with_unclear(self.host.is_some() && host.is_none()),
-            )
-            .with_method(self.method.as_str())
-            .with_query(self.uri.query())
-            .with_user_agent(self.user_agent.filter(|v| visible_ascii(v)))
-            .with_scheme(self.scheme);
+        let mut facts = resolved_client_facts(
+            self.conn.peer.ip(),
+            &self.method,
+            &self.uri,
+            self.host,
+            self.user_agent,
+            self,
+        )
+        .with_scheme(self.scheme);
         if let Some(tls) = self.conn.tls.as_deref() {
             facts = facts.with_tls(TlsFacts::from(tls));
         }
