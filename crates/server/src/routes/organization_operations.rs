@@ -3,47 +3,15 @@
 use axum::routing::{delete, get, patch, post};
 use http::Method;
 
-use super::route::{Route, PAGING};
+use super::route::{QueryParam, Route, CHECKPOINT_PAGING, INCLUDE_TOTALS, PAGE, PAGING, PER_PAGE};
 use crate::openapi::{BodySchema, Operation};
 use crate::resources::organizations::connections as org_connections;
 use crate::resources::{clients, connections, organizations};
 
-const CHECKPOINT_PAGING: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0 (offset paging)."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50; offset paging).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Offset paging: answer an envelope with start, limit and total. Ignored with from/take.",
-    ),
-    (
-        "from",
-        "string",
-        "Checkpoint paging: the `next` of the previous page.",
-    ),
-    (
-        "take",
-        "integer",
-        "Checkpoint paging: records per page, 1..100 (default 50).",
-    ),
-];
-
-const ALL_CONNECTIONS_QUERY: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Answer an envelope with start, limit and total.",
-    ),
+const ALL_CONNECTIONS_QUERY: &[QueryParam] = &[
+    PAGE,
+    PER_PAGE,
+    INCLUDE_TOTALS,
     (
         "is_enabled",
         "boolean",
@@ -51,45 +19,21 @@ const ALL_CONNECTIONS_QUERY: &[(&str, &str, &str)] = &[
     ),
 ];
 
-const ORGANIZATION_GRANTS_QUERY: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Answer an envelope with start, limit and total.",
-    ),
+const ORGANIZATION_GRANTS_QUERY: &[QueryParam] = &[
+    PAGE,
+    PER_PAGE,
+    INCLUDE_TOTALS,
     ("audience", "string", "Only grants on this audience."),
     ("client_id", "string", "Only grants of this client."),
     ("grant_ids", "string", "Only the grant with this id."),
 ];
 
-const CONNECTIONS_QUERY: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0 (offset paging)."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50; offset paging).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Offset paging: answer an envelope with start, limit and total. Ignored with from/take.",
-    ),
-    (
-        "from",
-        "string",
-        "Checkpoint paging: the `next` of the previous page.",
-    ),
-    (
-        "take",
-        "integer",
-        "Checkpoint paging: records per page, 1..100 (default 50).",
-    ),
+const CONNECTIONS_QUERY: &[QueryParam] = &[
+    CHECKPOINT_PAGING[0],
+    CHECKPOINT_PAGING[1],
+    CHECKPOINT_PAGING[2],
+    CHECKPOINT_PAGING[3],
+    CHECKPOINT_PAGING[4],
     ("strategy", "string", "Only connections of this strategy."),
     ("name", "string", "Only the connection with this name."),
     (

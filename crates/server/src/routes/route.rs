@@ -11,16 +11,46 @@ pub(crate) struct Route {
     pub(crate) route: fn() -> MethodRouter,
 }
 
-pub(crate) const PAGING: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0."),
+/// One declared query parameter: name, JSON schema type, description.
+pub(crate) type QueryParam = (&'static str, &'static str, &'static str);
+
+/// Offset paging's three parameters, shared by the list operations that page by offset only.
+pub(crate) const PAGE: QueryParam = ("page", "integer", "Page index, from 0.");
+pub(crate) const PER_PAGE: QueryParam = (
+    "per_page",
+    "integer",
+    "Records per page, 0..100 (default 50).",
+);
+pub(crate) const INCLUDE_TOTALS: QueryParam = (
+    "include_totals",
+    "boolean",
+    "Answer an envelope with start, limit and total.",
+);
+
+/// Offset paging alone.
+pub(crate) const PAGING: &[QueryParam] = &[PAGE, PER_PAGE, INCLUDE_TOTALS];
+
+/// Offset paging beside checkpoint paging (`from`/`take`), which takes precedence.
+pub(crate) const CHECKPOINT_PAGING: &[QueryParam] = &[
+    ("page", "integer", "Page index, from 0 (offset paging)."),
     (
         "per_page",
         "integer",
-        "Records per page, 0..100 (default 50).",
+        "Records per page, 0..100 (default 50; offset paging).",
     ),
     (
         "include_totals",
         "boolean",
-        "Answer an envelope with start, limit and total.",
+        "Offset paging: answer an envelope with start, limit and total. Ignored with from/take.",
+    ),
+    (
+        "from",
+        "string",
+        "Checkpoint paging: the `next` of the previous page.",
+    ),
+    (
+        "take",
+        "integer",
+        "Checkpoint paging: records per page, 1..100 (default 50).",
     ),
 ];
