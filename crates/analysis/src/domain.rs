@@ -285,12 +285,7 @@ pub(crate) struct RuleCells {
 impl Domain {
     /// The atoms of the active rules of `acls`.
     pub(crate) fn new<'a>(acls: impl Iterator<Item = &'a NetworkAcl> + Clone) -> Self {
-        let criteria = || {
-            acls.clone().flat_map(|acl| {
-                let rule = &acl.spec.rule;
-                rule.match_criteria().into_iter().chain(rule.not_match())
-            })
-        };
+        let criteria = || acls.clone().flat_map(|acl| acl.spec.rule.criteria());
         let address = |connecting: bool| {
             let mut v4 = Vec::new();
             let mut v6 = Vec::new();

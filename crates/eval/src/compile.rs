@@ -548,7 +548,7 @@ impl CompiledPolicy {
             let scopes: Vec<u8> = covered_scopes(rule.scope()).collect();
             let mut check = 0u16;
             let mut exclude = 0u16;
-            for criteria in rule.match_criteria().into_iter().chain(rule.not_match()) {
+            for criteria in rule.criteria() {
                 for &name in criteria.auth0_managed().unwrap_or(&[]) {
                     list_rules[name.index()] += 1;
                     if !managed.has_entries(name) {

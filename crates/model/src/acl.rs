@@ -193,10 +193,7 @@ impl NetworkAcl {
         let mut ids: Vec<&crate::NetworkAclKeyId> = acls
             .into_iter()
             .filter(|acl| acl.spec.active)
-            .flat_map(|acl| {
-                let rule = &acl.spec.rule;
-                rule.match_criteria().into_iter().chain(rule.not_match())
-            })
+            .flat_map(|acl| acl.spec.rule.criteria())
             .filter_map(|criteria| criteria.http_message_signature())
             .flatten()
             .collect();

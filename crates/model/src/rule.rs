@@ -70,4 +70,10 @@ impl Rule {
     pub fn not_match(&self) -> Option<&Criteria> {
         self.not_match.as_ref()
     }
+
+    /// Both halves the rule has, `match` then `not_match`: what a walk over every signal or
+    /// list a rule names reads.
+    pub fn criteria(&self) -> impl Iterator<Item = &Criteria> {
+        self.match_criteria.iter().chain(&self.not_match)
+    }
 }

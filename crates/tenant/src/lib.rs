@@ -111,14 +111,10 @@ fn rules_naming_key(records: &[Arc<StoredAcl>], id: &NetworkAclKeyId) -> Vec<Str
     records
         .iter()
         .filter(|stored| {
-            let rule = &stored.acl.spec.rule;
-            rule.match_criteria()
-                .into_iter()
-                .chain(rule.not_match())
-                .any(|c| {
-                    c.http_message_signature()
-                        .is_some_and(|ids| ids.contains(id))
-                })
+            stored.acl.spec.rule.criteria().any(|c| {
+                c.http_message_signature()
+                    .is_some_and(|ids| ids.contains(id))
+            })
         })
         .map(|stored| stored.acl.id.to_string())
         .collect()

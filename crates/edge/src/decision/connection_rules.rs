@@ -108,11 +108,7 @@ impl ConnectionRules {
                 if !rule.action().is_terminal() {
                     continue;
                 }
-                let mut named = rule
-                    .match_criteria()
-                    .into_iter()
-                    .chain(rule.not_match())
-                    .flat_map(|c| c.signals());
+                let mut named = rule.criteria().flat_map(|c| c.signals());
                 let certain = rule.scope() == RuleScope::Tenant && named.all(|s| known.knows(s));
                 if certain {
                     chosen.push(i);

@@ -81,10 +81,11 @@ pub(crate) fn describe(snapshot: &AclSnapshot, name: ManagedListName) -> Value {
         .ordered
         .iter()
         .filter(|stored| {
-            let rule = &stored.acl.spec.rule;
-            rule.match_criteria()
-                .into_iter()
-                .chain(rule.not_match())
+            stored
+                .acl
+                .spec
+                .rule
+                .criteria()
                 .any(|c| c.auth0_managed().is_some_and(|names| names.contains(&name)))
         })
         .count();
