@@ -22,7 +22,7 @@ use axum::response::Response;
 use http::StatusCode;
 use netacl_model::Limits;
 pub(crate) use route::Route;
-use route::PAGING;
+use route::{INCLUDE_FIELDS, PAGING};
 use serde_json::{Map, Value};
 
 const WATCH: &[(&str, &str, &str)] = &[
@@ -50,7 +50,7 @@ const WATCH: &[(&str, &str, &str)] = &[
 
 const MEMBERS_QUERY: &[(&str, &str, &str)] = &[
     ("fields", "string", "Comma-separated fields among id, member_type, type, connection_id, created_at (max 256 chars)."),
-    ("include_fields", "boolean", "true (default): answer only the listed fields; false: all but them."),
+    INCLUDE_FIELDS,
     ("from", "string", "The `next` cursor of the previous page."),
     ("take", "integer", "Members per page, 1..100 (default 50)."),
 ];

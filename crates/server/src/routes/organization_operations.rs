@@ -3,7 +3,10 @@
 use axum::routing::{delete, get, patch, post};
 use http::Method;
 
-use super::route::{QueryParam, Route, CHECKPOINT_PAGING, INCLUDE_TOTALS, PAGE, PAGING, PER_PAGE};
+use super::route::{
+    QueryParam, Route, CHECKPOINT_PAGING, FROM, INCLUDE_FIELDS, INCLUDE_TOTALS,
+    OFFSET_INCLUDE_TOTALS, OFFSET_PAGE, OFFSET_PER_PAGE, PAGE, PAGING, PER_PAGE, TAKE,
+};
 use crate::openapi::{BodySchema, Operation};
 use crate::resources::organizations::connections as org_connections;
 use crate::resources::{clients, connections, organizations};
@@ -29,11 +32,11 @@ const ORGANIZATION_GRANTS_QUERY: &[QueryParam] = &[
 ];
 
 const CONNECTIONS_QUERY: &[QueryParam] = &[
-    CHECKPOINT_PAGING[0],
-    CHECKPOINT_PAGING[1],
-    CHECKPOINT_PAGING[2],
-    CHECKPOINT_PAGING[3],
-    CHECKPOINT_PAGING[4],
+    OFFSET_PAGE,
+    OFFSET_PER_PAGE,
+    OFFSET_INCLUDE_TOTALS,
+    FROM,
+    TAKE,
     ("strategy", "string", "Only connections of this strategy."),
     ("name", "string", "Only the connection with this name."),
     (
@@ -41,59 +44,27 @@ const CONNECTIONS_QUERY: &[QueryParam] = &[
         "string",
         "Comma-separated fields among id, name, strategy.",
     ),
-    (
-        "include_fields",
-        "boolean",
-        "true (default): answer only the listed fields; false: all but them.",
-    ),
+    INCLUDE_FIELDS,
 ];
 
-const CLIENTS_QUERY: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Answer an envelope with start, limit and total.",
-    ),
+const CLIENTS_QUERY: &[QueryParam] = &[
+    PAGE,
+    PER_PAGE,
+    INCLUDE_TOTALS,
     (
         "fields",
         "string",
         "Comma-separated fields among client_id, name, app_type, grant_types, is_first_party.",
     ),
-    (
-        "include_fields",
-        "boolean",
-        "true (default): answer only the listed fields; false: all but them.",
-    ),
+    INCLUDE_FIELDS,
 ];
 
-const CLIENT_GRANTS_QUERY: &[(&str, &str, &str)] = &[
-    ("page", "integer", "Page index, from 0 (offset paging)."),
-    (
-        "per_page",
-        "integer",
-        "Records per page, 0..100 (default 50; offset paging).",
-    ),
-    (
-        "include_totals",
-        "boolean",
-        "Offset paging: answer an envelope with start, limit and total. Ignored with from/take.",
-    ),
-    (
-        "from",
-        "string",
-        "Checkpoint paging: the `next` of the previous page.",
-    ),
-    (
-        "take",
-        "integer",
-        "Checkpoint paging: records per page, 1..100 (default 50).",
-    ),
+const CLIENT_GRANTS_QUERY: &[QueryParam] = &[
+    OFFSET_PAGE,
+    OFFSET_PER_PAGE,
+    OFFSET_INCLUDE_TOTALS,
+    FROM,
+    TAKE,
     ("audience", "string", "Only grants on this audience."),
     ("client_id", "string", "Only the grant of this client."),
 ];
